@@ -1,0 +1,1 @@
+"""Built-in checks (installed as msdoctor.checks), registered through the msdoctor.checks entry-point group."""

@@ -1,0 +1,1 @@
+"""Compatibility data (TOML, one file per relationship); every row carries its source."""

@@ -1,0 +1,97 @@
+"""The ``msdoctor`` command: a thin click group whose subcommands load lazily.
+
+Each subcommand lives in ``msdoctor/commands/<name>.py`` and is imported only
+when it runs, so ``msdoctor --help`` stays fast. Errors meant for the user
+(:class:`msdoctor.errors.UserError`) print a message and the fix and exit 2;
+anything unexpected prints one line (the traceback only with MSDOCTOR_DEBUG=1)
+and exits 3.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any, Optional
+
+import click
+
+from msdoctor import __version__
+
+#: command name -> (module:attribute, one-line help shown by `msdoctor --help`)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("msdoctor.commands.check:check", "Run the checks against the target interpreter."),
+    "list-checks": ("msdoctor.commands.check:list_checks", "List the available checks."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a subcommand's module only when it is invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        if name not in COMMANDS:
+            return None
+        target, _ = COMMANDS[name]
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "--version", "-V", prog_name="msdoctor", message="%(prog)s %(version)s")
+def cli() -> None:
+    """msdoctor: environment doctor and preflight gate for MindSpore LLM pretraining.
+
+    \b
+    Exit codes: 0 healthy (warnings allowed), 1 a check failed or errored
+    (or warned, with --strict), 2 bad usage or unreadable input,
+    3 no verdict (the target could not be examined, or msdoctor failed).
+    """
+
+
+def main(argv: Optional[list[str]] = None) -> Any:
+    from msdoctor.errors import UserError
+    from msdoctor.model import ExitCode
+
+    try:
+        rv = cli.main(args=argv, prog_name="msdoctor", standalone_mode=False)
+    except UserError as exc:
+        _err(f"error: {exc.message}")
+        if exc.fix:
+            _err(f"  fix: {exc.fix}")
+        sys.exit(int(exc.exit_code))
+    except click.exceptions.Abort:
+        _err("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(int(ExitCode.USAGE))
+    except (KeyboardInterrupt, EOFError):
+        _err("interrupted")
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # the last line of defence: no traceback for users
+        if os.environ.get("MSDOCTOR_DEBUG"):
+            raise
+        _err(f"msdoctor internal error: {type(exc).__name__}: {exc}")
+        _err("  this is a bug in msdoctor; rerun with MSDOCTOR_DEBUG=1 for the traceback and report it")
+        sys.exit(int(ExitCode.NO_VERDICT))
+    if isinstance(rv, int):
+        sys.exit(rv)
+    sys.exit(0)
+
+
+def _err(text: str) -> None:
+    click.echo(text, err=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,1 @@
+"""The msdoctor subcommands, one module each, imported lazily by msdoctor.cli."""

@@ -1,0 +1,169 @@
+"""``msdoctor check`` and ``msdoctor list-checks``."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from msdoctor.commands.common import ensure_writable, resolve_target, split_ids, target_options, write_output
+from msdoctor.model import ExitCode, Status
+
+
+def output_formats() -> list[str]:
+    from msdoctor.render import FORMATS
+
+    return sorted(FORMATS)
+
+
+def build_options(
+    python_path: str,
+    project: Optional[Path],
+    config: Optional[Path],
+    device_target: Optional[str],
+    quick: bool,
+    verbose: bool,
+    probe_timeout: float,
+    extra: Optional[dict[str, Any]] = None,
+) -> Any:
+    from msdoctor.context import Options
+
+    return Options(
+        python=python_path,
+        project_dir=(project or Path.cwd()).resolve(),
+        config_path=config.resolve() if config else None,
+        device_target=device_target,
+        quick=quick,
+        verbose=verbose,
+        probe_timeout_s=probe_timeout,
+        extra=extra or {},
+    )
+
+
+def make_context(options: Any) -> Any:
+    """A Context with the config (if any) loaded up front: a bad config is exit 2, before any check."""
+    from msdoctor.context import Context
+    from msdoctor.facts.config import CONFIG, load_config
+
+    facts = {}
+    if options.config_path is not None:
+        facts[CONFIG.name] = load_config(options.config_path)
+    return Context(options, facts=facts)
+
+
+@click.command("check")
+@target_options
+@click.option("--config", "config", type=click.Path(path_type=Path), metavar="FILE",
+              help="Training config (msdoctor YAML, MindFormers YAML, or HF config.json) to check against.")
+@click.option("--project", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
+              help="The project directory (default: the current directory).")
+@click.option("--device-target", type=click.Choice(["Ascend", "GPU", "CPU"], case_sensitive=False),
+              help="Device the run will use (default: from --config, else what is available).")
+@click.option("--only", multiple=True, metavar="ID[,ID...]", help="Run only these checks.")
+@click.option("--skip", multiple=True, metavar="ID[,ID...]", help="Do not run these checks.")
+@click.option("--format", "fmt", default="terminal", show_default=True, metavar="FORMAT",
+              help="Output format: terminal, json (more with plugins; see --help of the formats).")
+@click.option("--output", type=click.Path(path_type=Path), metavar="FILE",
+              help="Write the report in --format to FILE; the terminal still shows the human view.")
+@click.option("--strict", is_flag=True, help="Warnings count as problems (exit 1).")
+@click.option("--quick", is_flag=True, help="Skip live probes that import MindSpore or transformers.")
+@click.option("--no-plugins", is_flag=True, help="Load only msdoctor's own checks (also: MSDOCTOR_DISABLE_PLUGIN_AUTOLOAD=1).")
+@click.option("--probe-timeout", type=float, default=30.0, show_default=True, metavar="SECONDS",
+              help="The most the interpreter probe may take.")
+@click.option("--color/--no-color", default=None, help="Force colour on or off (default: auto, honours NO_COLOR).")
+@click.option("-v", "--verbose", is_flag=True, help="Show details, evidence and tracebacks.")
+def check(
+    python: Optional[str],
+    conda_env: Optional[str],
+    config: Optional[Path],
+    project: Optional[Path],
+    device_target: Optional[str],
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    fmt: str,
+    output: Optional[Path],
+    strict: bool,
+    quick: bool,
+    no_plugins: bool,
+    probe_timeout: float,
+    color: Optional[bool],
+    verbose: bool,
+) -> int:
+    """Run the checks against the target interpreter and report.
+
+    \b
+    Examples:
+      msdoctor check
+      msdoctor check --python ~/miniconda3/envs/ms/bin/python --config train.yaml
+      msdoctor check --quick --only python-env,duplicate-installs --format json
+    """
+    from msdoctor.doctor import Selection, diagnose, load_checks
+    from msdoctor.plugins import autoload_disabled
+    from msdoctor.render import RenderOptions, render
+    from msdoctor.render.console import progress
+
+    fmt = fmt.lower()
+    if fmt not in output_formats():
+        raise click.BadParameter(f"{fmt!r} is not one of {', '.join(output_formats())}", param_hint="--format")
+    if output is not None:
+        output = ensure_writable(output)
+    if project is not None and not project.is_dir():
+        raise click.BadParameter(f"{project} is not a directory", param_hint="--project")
+    python_path = resolve_target(python, conda_env)
+    options = build_options(python_path, project, config, device_target, quick, verbose, probe_timeout)
+    ctx = make_context(options)
+    plugins = not (no_plugins or autoload_disabled())
+    selection = Selection(only=split_ids(only), skip=split_ids(skip), plugins=plugins)
+    registry = load_checks(plugins)
+    fail_on = Status.WARN if strict else Status.FAIL
+
+    with progress("msdoctor: examining the environment") as update:
+        done = []
+
+        def on_done(result: Any) -> None:
+            done.append(result.id)
+            update(f"msdoctor: {len(done)} checks done (last: {result.id})")
+
+        diagnosis = diagnose(ctx, selection, registry=registry, on_done=on_done)
+    report = diagnosis.report
+    opts = RenderOptions(verbose=verbose, color=color, fail_on=fail_on)
+    if output is not None:
+        buf = io.StringIO()
+        render(fmt, report, buf, opts)
+        write_output(output, buf.getvalue())
+        render("terminal", report, sys.stdout, opts)
+        click.echo(f"report written to {output}", err=True)
+    else:
+        render(fmt, report, sys.stdout, opts)
+    return int(report.exit_code(fail_on))
+
+
+@click.command("list-checks")
+@click.option("--no-plugins", is_flag=True, help="List only msdoctor's own checks.")
+@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True)
+def list_checks(no_plugins: bool, fmt: str) -> int:
+    """List the checks msdoctor can run (their ids are what --only and --skip take)."""
+    import json
+
+    from msdoctor.doctor import load_checks
+    from msdoctor.plugins import autoload_disabled
+
+    registry = load_checks(not (no_plugins or autoload_disabled()))
+    rows = [
+        {"id": c.id, "title": c.check.title, "description": c.check.description, "provider": c.provider}
+        for c in registry.checks
+    ]
+    broken = [{"id": f.id, "provider": f.provider, "error": f.message} for f in registry.failures]
+    if fmt == "json":
+        click.echo(json.dumps({"checks": rows, "failed_plugins": broken}, indent=2))
+        return int(ExitCode.OK)
+    width = max([len(r["id"]) for r in rows] + [4])
+    for r in rows:
+        provider = "" if r["provider"] == "msdoctor" else f"  [{r['provider']}]"
+        click.echo(f"{r['id']:<{width}}  {r['description']}{provider}")
+    for b in broken:
+        click.echo(f"{b['id']:<{width}}  (failed to load) {b['error']}")
+    return int(ExitCode.OK)

@@ -1,0 +1,76 @@
+"""Options and helpers shared by several commands (target selection, output files)."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import click
+
+from msdoctor.errors import UserError
+
+
+def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--python / --conda-env: which interpreter to examine."""
+
+    @click.option(
+        "--python",
+        "python",
+        metavar="PATH",
+        envvar="MSDOCTOR_PYTHON",
+        help="Interpreter to examine, or a venv / conda env directory (default: the one running msdoctor). "
+        "Env: MSDOCTOR_PYTHON.",
+    )
+    @click.option("--conda-env", "conda_env", metavar="NAME", help="Examine the conda environment NAME.")
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def resolve_target(python: Optional[str], conda_env: Optional[str]) -> str:
+    """The absolute path of the interpreter selected by --python / --conda-env."""
+    from msdoctor.facts.target import TargetError, conda_env_python, resolve_python
+
+    if python and conda_env:
+        raise UserError("--python and --conda-env name two targets; give one of them")
+    try:
+        if conda_env:
+            return conda_env_python(conda_env, os.environ)
+        return resolve_python(python)
+    except TargetError as exc:
+        raise UserError(exc.message, exc.fix) from None
+
+
+def split_ids(values: tuple[str, ...]) -> list[str]:
+    """--only a,b --only c -> [a, b, c]."""
+    out: list[str] = []
+    for v in values:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def ensure_writable(path: Path, flag: str = "--output") -> Path:
+    """Fail early (exit 2) when an output file cannot be written, before any work is done."""
+    path = path.expanduser()
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise UserError(f"{flag} {path}: is a directory", "name a file inside it, e.g. " + str(path / "report.json"))
+    if not parent.is_dir():
+        raise UserError(f"{flag} {path}: the directory {parent} does not exist", f"create it first: mkdir -p {parent}")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UserError(f"{flag} {path}: not writable", "choose a path you can write to")
+    return path
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write a report file atomically; an existing file is kept as <name>.bak."""
+    from msdoctor.fsutil import atomic_write
+
+    try:
+        atomic_write(path, text, backup=False)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}", "choose a path you can write to") from None

@@ -1,0 +1,116 @@
+"""One diagnosis: select checks, run them against a Context, and build the Report.
+
+Used by ``msdoctor check``, by the gate of ``msdoctor train``, and by
+``msdoctor report``; the CLI only parses and renders.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+from msdoctor.context import Context, FactUnavailable
+from msdoctor.errors import UserError
+from msdoctor.model import CheckResult, Finding, Report, Target
+from msdoctor.plugins import DuplicateCheckId, LoadedCheck, Registry, load_registry
+from msdoctor.runner import RunSettings, build_report, failure_result, run_checks
+
+
+@dataclass
+class Selection:
+    """Which checks to run. ``only`` / ``skip`` hold check ids."""
+
+    only: Sequence[str] = ()
+    skip: Sequence[str] = ()
+    plugins: bool = True
+
+
+def load_checks(plugins: bool = True) -> Registry:
+    try:
+        return load_registry(plugins=plugins)
+    except DuplicateCheckId as exc:
+        raise UserError(str(exc)) from None
+
+
+def _unknown(ids: Sequence[str], known: Sequence[str], flag: str) -> None:
+    bad = [i for i in ids if i not in known]
+    if not bad:
+        return
+    hints = []
+    for b in bad:
+        close = difflib.get_close_matches(b, known, n=1)
+        hints.append(f"{b!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise UserError(
+        f"{flag}: unknown check id {', '.join(hints)}",
+        "known check ids: " + ", ".join(sorted(known)) + " (see `msdoctor list-checks`)",
+    )
+
+
+def select(registry: Registry, selection: Selection) -> list[LoadedCheck]:
+    known = registry.ids() + [f.id for f in registry.failures]
+    _unknown(selection.only, known, "--only")
+    _unknown(selection.skip, known, "--skip")
+    chosen = [c for c in registry.checks if (not selection.only or c.id in selection.only)]
+    return [c for c in chosen if c.id not in selection.skip]
+
+
+def target_identity(ctx: Context) -> Target:
+    """The target's identity for the report; probe_error set when it could not be probed."""
+    try:
+        return ctx.target.to_target()
+    except FactUnavailable as exc:
+        return Target(executable=ctx.options.python or "?", probe_error=exc.message)
+
+
+def environment_facts(ctx: Context) -> dict[str, Any]:
+    """Facts worth sharing in a bug report and diffing between nodes."""
+    try:
+        t = ctx.target
+    except FactUnavailable:
+        return {}
+    packages = {d.name: d.version for d in t.winners()}
+    return {
+        "python": {
+            "version": t.python_version,
+            "executable": t.executable,
+            "prefix": t.prefix,
+            "env_kind": t.env_kind,
+            "env_name": t.env_name,
+        },
+        "platform": t.raw.get("platform"),
+        "packages": dict(sorted(packages.items(), key=lambda kv: kv[0].lower())),
+        "env": dict(sorted(t.env.items())),
+    }
+
+
+@dataclass
+class Diagnosis:
+    report: Report
+    context: Context
+    selected: list[str] = field(default_factory=list)
+
+
+def diagnose(
+    ctx: Context,
+    selection: Selection = Selection(),
+    settings: Optional[RunSettings] = None,
+    on_done: Optional[Callable[[CheckResult], None]] = None,
+    registry: Optional[Registry] = None,
+    notices: Optional[list[Finding]] = None,
+) -> Diagnosis:
+    """Run the selected checks against ctx and return the finished report."""
+    started, started_wall = time.monotonic(), _dt.datetime.now(_dt.timezone.utc)
+    registry = registry or load_checks(selection.plugins)
+    chosen = select(registry, selection)
+    results = run_checks(chosen, ctx, settings, on_done)
+    for failure in registry.failures:
+        if not selection.only or failure.id in selection.only:
+            if failure.id not in selection.skip:
+                results.append(failure_result(failure))
+    report = build_report(
+        results, target_identity(ctx), started, started_wall, environment_facts(ctx), notices
+    )
+    return Diagnosis(report, ctx, [c.id for c in chosen])

@@ -1,0 +1,1 @@
+"""Facts about the target and the machine, each a FactSpec computed lazily by the Context."""

@@ -1,0 +1,125 @@
+"""The training config given with --config: msdoctor YAML, MindFormers YAML, or HF config.json."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from msdoctor.context import Context, FactSpec
+from msdoctor.docfile import Document, load
+from msdoctor.errors import UserError
+
+MINDFORMERS_MARKERS = ("runner_config", "parallel_config", "context", "trainer", "run_mode", "recompute_config",
+                       "runner_wrapper", "train_dataset", "optimizer", "lr_schedule")
+
+
+@dataclass
+class ConfigFacts:
+    """A loaded config file.
+
+    Attributes:
+        path: the file.
+        doc: its data with the line of every key.
+        kind: "msdoctor" (our training YAML), "mindformers" (a MindFormers YAML), "hf" (a HF config.json).
+        run: the validated msdoctor RunConfig (kind "msdoctor" only).
+    """
+
+    path: Path
+    doc: Document
+    kind: str
+    run: Any = None
+
+    @property
+    def data(self) -> Any:
+        return self.doc.data
+
+    @property
+    def device_target(self) -> Optional[str]:
+        """The device the config asks for, spelled Ascend / GPU / CPU (None: not stated)."""
+        if self.kind == "msdoctor" and self.run is not None:
+            return self.run.runtime.device_target
+        if self.kind == "mindformers" and isinstance(self.data, dict):
+            context = self.data.get("context") or {}
+            value = context.get("device_target") if isinstance(context, dict) else None
+            return _normalise_target(value)
+        return None
+
+    @property
+    def device_num(self) -> Optional[int]:
+        if self.kind == "msdoctor" and self.run is not None:
+            return self.run.runtime.device_num
+        if self.kind == "mindformers" and isinstance(self.data, dict):
+            pc = self.data.get("parallel_config") or {}
+            try:
+                return int(pc.get("data_parallel", 1)) * int(pc.get("model_parallel", 1)) * int(
+                    pc.get("pipeline_stage", 1)
+                ) * int(pc.get("context_parallel", 1))
+            except (TypeError, ValueError, AttributeError):
+                return None
+        return None
+
+
+def _normalise_target(value: Any) -> Optional[str]:
+    if not isinstance(value, str):
+        return None
+    for t in ("Ascend", "GPU", "CPU"):
+        if value.strip().lower() == t.lower():
+            return t
+    return value
+
+
+def detect_kind(doc: Document) -> str:
+    data = doc.data
+    if not isinstance(data, dict):
+        return "msdoctor"
+    if doc.path.suffix.lower() == ".json" or "model_type" in data or "architectures" in data:
+        return "hf"
+    model = data.get("model")
+    if isinstance(model, dict) and ("model_config" in model or "arch" in model):
+        return "mindformers"
+    if any(k in data for k in MINDFORMERS_MARKERS):
+        return "mindformers"
+    return "msdoctor"
+
+
+def load_config(path: Path) -> ConfigFacts:
+    """Load and (for msdoctor configs) validate a config file.
+
+    Raises:
+        UserError: the file is missing or malformed, or an msdoctor config has
+            problems (all of them listed, each with file:line).
+    """
+    from msdoctor.training.config import ConfigError, from_dict
+
+    doc = load(Path(path))
+    kind = detect_kind(doc)
+    run = None
+    if kind == "msdoctor":
+        try:
+            run = from_dict(doc.data, dict(doc.lines), doc.path)
+        except ConfigError as exc:
+            listing = "\n  ".join(p.render(doc.path) for p in exc.problems)
+            raise UserError(
+                f"{doc.path}: {len(exc.problems)} problem(s) in the training config:\n  {listing}",
+                "correct the keys above; `msdoctor train --explain-config` lists every key with its meaning",
+            ) from None
+    return ConfigFacts(doc.path, doc, kind, run)
+
+
+def _compute(ctx: Context) -> Optional[ConfigFacts]:
+    if ctx.options.config_path is None:
+        return None
+    return load_config(ctx.options.config_path)
+
+
+#: The config given with --config (None without one).
+CONFIG: FactSpec[Optional[ConfigFacts]] = FactSpec("config", _compute, description="training config")
+
+
+def requested_device_target(ctx: Context) -> Optional[str]:
+    """--device-target, else the config's device target, else None."""
+    if ctx.options.device_target:
+        return _normalise_target(ctx.options.device_target)
+    cfg = ctx.get(CONFIG)
+    return cfg.device_target if cfg is not None else None

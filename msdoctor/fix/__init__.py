@@ -1,0 +1,1 @@
+"""Fixers: each builds a plan first (shown, dry-runnable), then applies it."""

@@ -1,0 +1,248 @@
+"""The check plugin API and its discovery through entry points.
+
+A check is any object with ``id``, ``title``, ``description`` and
+``run(ctx) -> list[Finding]``. Checks are found through the entry-point group
+``msdoctor.checks``; msdoctor's own checks are registered in its pyproject.toml
+exactly as a third-party distribution registers its own::
+
+    [project.entry-points."msdoctor.checks"]
+    my-check = "my_pkg.checks:MyCheck"
+
+The entry point may name a Check class (instantiated without arguments), a
+Check instance, or a zero-argument callable returning one Check or an iterable
+of Checks. Loading is lazy (only when a registry is built), a plugin that fails
+to load becomes an ``error`` result named after its distribution, and two
+checks with one id are refused, naming both providers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+
+from msdoctor.model import Finding
+
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.context import Context, FactSpec
+
+try:  # Protocol is 3.8+, runtime_checkable too
+    from typing import Protocol, runtime_checkable
+except ImportError:  # pragma: no cover
+    from typing_extensions import Protocol, runtime_checkable  # type: ignore
+
+ENTRY_POINT_GROUP = "msdoctor.checks"
+DISABLE_AUTOLOAD_ENV = "MSDOCTOR_DISABLE_PLUGIN_AUTOLOAD"
+BUILTIN_PROVIDER = "msdoctor"
+
+_ID_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+
+
+@runtime_checkable
+class Check(Protocol):
+    """What a check provides. Optional attributes are read with getattr:
+
+    * ``prefetch``: FactSpecs the check will need and that are slow; the runner
+      starts them before any check runs, so they overlap.
+    * ``timeout_s``: the most this check may take (default: runner's per-check timeout).
+    * ``needs_config``: True when the check only applies with ``--config``.
+    """
+
+    id: str
+    title: str
+    description: str
+
+    def run(self, ctx: "Context") -> list[Finding]:  # pragma: no cover - protocol
+        ...
+
+
+def validate_check(obj: Any) -> Optional[str]:
+    """Return why obj is not a usable check, or None if it is."""
+    for attr in ("id", "title", "description"):
+        value = getattr(obj, attr, None)
+        if not isinstance(value, str) or not value.strip():
+            return f"has no {attr!r} string"
+    if not callable(getattr(obj, "run", None)):
+        return "has no run(ctx) method"
+    if not _ID_RE.match(obj.id):
+        return f"id {obj.id!r} is not kebab-case (lowercase words joined by '-')"
+    return None
+
+
+@dataclass
+class LoadedCheck:
+    """A check together with where it came from."""
+
+    check: Any
+    provider: str  # distribution name, "msdoctor" for built-ins
+    entry_point: str  # "name = module:attr"
+
+    @property
+    def id(self) -> str:
+        return self.check.id
+
+
+@dataclass
+class LoadFailure:
+    """A plugin that could not be loaded; reported as an error result."""
+
+    provider: str
+    entry_point: str
+    message: str
+    traceback: str
+
+    @property
+    def id(self) -> str:
+        # stable, selectable id for the failure row: plugin-<distribution>
+        slug = re.sub(r"[^a-z0-9]+", "-", self.provider.lower()).strip("-") or "unknown"
+        return f"plugin-{slug}"
+
+
+class DuplicateCheckId(Exception):
+    """Two providers register the same check id."""
+
+
+@dataclass
+class Registry:
+    checks: list[LoadedCheck] = field(default_factory=list)
+    failures: list[LoadFailure] = field(default_factory=list)
+
+    def ids(self) -> list[str]:
+        return [c.id for c in self.checks]
+
+    def get(self, check_id: str) -> Optional[LoadedCheck]:
+        for c in self.checks:
+            if c.id == check_id:
+                return c
+        return None
+
+
+def _entry_points() -> list[Any]:
+    from importlib import metadata
+
+    eps = metadata.entry_points()
+    if hasattr(eps, "select"):  # Python >= 3.10
+        return list(eps.select(group=ENTRY_POINT_GROUP))
+    return list(eps.get(ENTRY_POINT_GROUP, []))  # pragma: no cover - Python 3.9
+
+
+def _provider_of(ep: Any) -> str:
+    dist = getattr(ep, "dist", None)
+    name = getattr(dist, "name", None) if dist is not None else None
+    if name:
+        return str(name)
+    # Python 3.9 entry points carry no dist: fall back to the module's top package
+    return ep.value.split(":", 1)[0].split(".", 1)[0]
+
+
+def _instantiate(obj: Any) -> list[Any]:
+    """Turn what an entry point names into a list of check objects."""
+    if isinstance(obj, type):
+        return [obj()]
+    if validate_check(obj) is None:
+        return [obj]
+    if callable(obj):
+        produced = obj()
+        if validate_check(produced) is None:
+            return [produced]
+        if isinstance(produced, Iterable) and not isinstance(produced, (str, bytes)):
+            return list(produced)
+        return [produced]
+    return [obj]
+
+
+def autoload_disabled(environ: Optional[dict] = None) -> bool:
+    value = (environ if environ is not None else os.environ).get(DISABLE_AUTOLOAD_ENV, "")
+    return value.strip().lower() not in ("", "0", "false", "no")
+
+
+def load_registry(
+    *,
+    plugins: bool = True,
+    entry_points: Optional[Sequence[Any]] = None,
+    extra: Sequence[Any] = (),
+) -> Registry:
+    """Discover and load every check.
+
+    Args:
+        plugins: load third-party plugins too (False: only msdoctor's own checks).
+        entry_points: the entry points to load (tests); default: the installed ones.
+        extra: check objects to add as built-ins (tests).
+
+    Raises:
+        DuplicateCheckId: when two providers register one id.
+    """
+    registry = Registry()
+    seen: dict[str, LoadedCheck] = {}
+
+    def add(check: Any, provider: str, ep_text: str) -> None:
+        problem = validate_check(check)
+        if problem is not None:
+            registry.failures.append(
+                LoadFailure(provider, ep_text, f"{ep_text} {problem}", "")
+            )
+            return
+        if check.id in seen:
+            other = seen[check.id]
+            raise DuplicateCheckId(
+                f"check id {check.id!r} is registered twice: by {other.provider} "
+                f"({other.entry_point}) and by {provider} ({ep_text}). "
+                "Uninstall one of them, or run with --no-plugins."
+            )
+        loaded = LoadedCheck(check, provider, ep_text)
+        seen[check.id] = loaded
+        registry.checks.append(loaded)
+
+    for check in extra:
+        add(check, BUILTIN_PROVIDER, f"{check.id} = <builtin>")
+
+    eps = list(entry_points) if entry_points is not None else _entry_points()
+    # msdoctor's own checks first, then plugins sorted by name: deterministic order
+    eps.sort(key=lambda ep: (_provider_of(ep) != BUILTIN_PROVIDER, ep.name))
+    for ep in eps:
+        provider = _provider_of(ep)
+        if provider != BUILTIN_PROVIDER and not plugins:
+            continue
+        ep_text = f"{ep.name} = {ep.value}"
+        try:
+            objects = _instantiate(ep.load())
+        except Exception as exc:  # a broken plugin is a result, never a crash
+            registry.failures.append(
+                LoadFailure(
+                    provider,
+                    ep_text,
+                    f"could not load {ep_text}: {type(exc).__name__}: {exc}",
+                    traceback.format_exc(),
+                )
+            )
+            continue
+        for obj in objects:
+            add(obj, provider, ep_text)
+    return registry
+
+
+def load_failure_finding(failure: LoadFailure) -> Finding:
+    return Finding.error(
+        f"plugin from {failure.provider!r} failed to load",
+        detail=failure.message,
+        fix=(
+            f"{sys.executable} -m pip install --upgrade {failure.provider}  "
+            f"(or uninstall it, or run msdoctor with --no-plugins)"
+        ),
+        evidence={"entry_point": failure.entry_point, "distribution": failure.provider},
+    )
+
+
+def check_prefetch(check: Any) -> Sequence["FactSpec"]:
+    return tuple(getattr(check, "prefetch", ()) or ())
+
+
+def check_timeout(check: Any, default: float) -> float:
+    value = getattr(check, "timeout_s", None)
+    return float(value) if value else default
+
+
+RunFn = Callable[["Context"], "list[Finding]"]

@@ -1,0 +1,289 @@
+# msdoctor target-interpreter probe.
+#
+# Run BY THE TARGET INTERPRETER as `python -W ignore -` with this file on stdin,
+# from the user's project directory. Standard library only; must parse as
+# Python 3.7 (tests compile it with ast.parse(feature_version=(3, 7))).
+# It reads metadata files and never imports the packages it reports on.
+# It prints exactly one JSON object between two marker lines, so that output
+# from a sitecustomize or a noisy .pth file cannot corrupt it.
+
+import email.parser
+import json
+import os
+import platform
+import site
+import sys
+
+PROBE_SCHEMA = 1
+BEGIN = "@@MSDOCTOR-PROBE-BEGIN@@"
+END = "@@MSDOCTOR-PROBE-END@@"
+
+KEY_MODULES = (
+    "mindspore", "mindnlp", "mindformers", "mindtorch", "transformers", "numpy",
+    "ipykernel", "te", "hccl", "tokenizers", "safetensors", "torch", "tbe",
+)
+
+ENV_NAMES = (
+    "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "CONDA_EXE", "CONDA_SHLVL", "CONDA_PYTHON_EXE",
+    "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
+    "PYTHONSTARTUP", "LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "DEVICE_ID", "DEVICE_NUM",
+    "TOOLCHAIN_HOME", "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "OMP_NUM_THREADS",
+)
+ENV_PREFIXES = (
+    "ASCEND_", "CUDA_", "NVIDIA_", "RANK_", "MS_", "GLOG_", "JUPYTER_", "JPY_",
+    "HCCL_", "MINDSPORE_", "CUDNN_", "VSCODE_",
+)
+
+
+def _read(path, limit=None):
+    try:
+        with open(path, "r", encoding="utf-8", errors="replace") as f:
+            return f.read() if limit is None else f.read(limit)
+    except (OSError, ValueError):
+        return None
+
+
+def _metadata(meta_path):
+    text = _read(meta_path)
+    if text is None:
+        return None
+    # headers only: the long description after the blank line is not needed
+    head = text.split("\n\n", 1)[0]
+    return email.parser.HeaderParser().parsestr(head)
+
+
+def _top_level_from_record(record_text):
+    names = set()
+    for line in record_text.splitlines():
+        path = line.split(",", 1)[0]
+        if not path or path.startswith("..") or path.startswith("/"):
+            continue
+        first = path.split("/", 1)[0]
+        if first.endswith((".dist-info", ".egg-info", ".data")) or first == "__pycache__":
+            continue
+        if "/" in path:
+            names.add(first)
+        elif first.endswith(".py"):
+            names.add(first[:-3])
+        elif first.endswith((".so", ".pyd")):
+            names.add(first.split(".", 1)[0])
+    return sorted(names)
+
+
+def _dist_from_dir(entry, name):
+    path = os.path.join(entry, name)
+    is_dist_info = name.endswith(".dist-info")
+    meta_file = os.path.join(path, "METADATA" if is_dist_info else "PKG-INFO")
+    if not os.path.isdir(path):
+        # an .egg-info file (old distutils installs) holds the metadata itself
+        meta_file = path
+    meta = _metadata(meta_file)
+    files = set()
+    if os.path.isdir(path):
+        try:
+            files = set(os.listdir(path))
+        except OSError:
+            files = set()
+    info = {
+        "path": path,
+        "location": entry,
+        "kind": "dist-info" if is_dist_info else "egg-info",
+        "files": sorted(files),
+        "name": None,
+        "version": None,
+        "requires": [],
+        "requires_python": None,
+        "top_level": None,
+        "installer": None,
+        "direct_url": None,
+        "editable": False,
+    }
+    if meta is not None:
+        info["name"] = meta.get("Name")
+        info["version"] = meta.get("Version")
+        info["requires"] = meta.get_all("Requires-Dist") or []
+        info["requires_python"] = meta.get("Requires-Python")
+    if info["name"] is None:
+        # fall back to the directory name: name-version.dist-info
+        stem = name.rsplit(".", 1)[0]
+        parts = stem.split("-")
+        info["name"] = parts[0]
+        if len(parts) > 1:
+            info["version"] = parts[1]
+    if "top_level.txt" in files:
+        text = _read(os.path.join(path, "top_level.txt")) or ""
+        info["top_level"] = sorted(set(l.strip() for l in text.splitlines() if l.strip()))
+    elif "RECORD" in files:
+        text = _read(os.path.join(path, "RECORD"))
+        if text is not None:
+            info["top_level"] = _top_level_from_record(text)
+    if "INSTALLER" in files:
+        info["installer"] = (_read(os.path.join(path, "INSTALLER")) or "").strip() or None
+    if "direct_url.json" in files:
+        try:
+            data = json.loads(_read(os.path.join(path, "direct_url.json")) or "{}")
+            info["direct_url"] = data.get("url")
+            info["editable"] = bool((data.get("dir_info") or {}).get("editable"))
+        except ValueError:
+            pass
+    return info
+
+
+def _pth_files(entry, names):
+    out = []
+    for name in names:
+        if not name.endswith(".pth"):
+            continue
+        text = _read(os.path.join(entry, name), limit=65536)
+        if text is None:
+            continue
+        lines = []
+        for raw in text.splitlines():
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith(("import ", "import\t")):
+                lines.append({"line": line[:300], "kind": "import"})
+            else:
+                full = os.path.normpath(os.path.join(entry, line))
+                lines.append({"line": line[:300], "kind": "path", "resolved": full,
+                              "exists": os.path.exists(full)})
+        out.append({"path": os.path.join(entry, name), "lines": lines})
+    return out
+
+
+def _walk_sys_path():
+    dists, pths, entries = [], [], []
+    seen = set()
+    for raw in sys.path:
+        entry = os.path.abspath(raw or os.getcwd())
+        rec = {"entry": raw, "abspath": entry, "exists": os.path.exists(entry),
+               "is_dir": os.path.isdir(entry)}
+        entries.append(rec)
+        if entry in seen or not rec["is_dir"]:
+            continue
+        seen.add(entry)
+        try:
+            names = sorted(os.listdir(entry))
+        except OSError as exc:
+            rec["error"] = str(exc)
+            continue
+        rec["leftovers"] = [n for n in names if n.startswith("~")]
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")):
+                dists.append(_dist_from_dir(entry, name))
+        pths.extend(_pth_files(entry, names))
+    return entries, dists, pths
+
+
+def _find_specs():
+    import importlib.util
+    out = {}
+    for mod in KEY_MODULES:
+        try:
+            spec = importlib.util.find_spec(mod)
+        except (ImportError, ValueError, AttributeError) as exc:
+            out[mod] = {"found": False, "error": "%s: %s" % (type(exc).__name__, exc)}
+            continue
+        if spec is None:
+            out[mod] = {"found": False}
+            continue
+        locs = list(spec.submodule_search_locations or [])
+        out[mod] = {"found": True, "origin": spec.origin, "locations": locs,
+                    "namespace": spec.origin in (None, "namespace") and bool(locs)}
+    return out
+
+
+def _markers():
+    impl = sys.implementation
+    iv = impl.version
+    impl_version = "%d.%d.%d" % (iv.major, iv.minor, iv.micro)
+    if iv.releaselevel != "final":
+        impl_version += iv.releaselevel[0] + str(iv.serial)
+    return {
+        "implementation_name": impl.name,
+        "implementation_version": impl_version,
+        "os_name": os.name,
+        "platform_machine": platform.machine(),
+        "platform_python_implementation": platform.python_implementation(),
+        "platform_release": platform.release(),
+        "platform_system": platform.system(),
+        "platform_version": platform.version(),
+        "python_full_version": platform.python_version(),
+        "python_version": ".".join(platform.python_version_tuple()[:2]),
+        "sys_platform": sys.platform,
+    }
+
+
+def _env():
+    out = {}
+    for key, value in os.environ.items():
+        if key in ENV_NAMES or key.startswith(ENV_PREFIXES):
+            out[key] = value
+    return out
+
+
+def _conda(prefix):
+    meta = os.path.join(prefix, "conda-meta")
+    if not os.path.isdir(meta):
+        return None
+    base = os.path.isdir(os.path.join(prefix, "condabin")) or os.path.isdir(os.path.join(prefix, "pkgs"))
+    return {"prefix": prefix, "is_base": base,
+            "name": "base" if base else os.path.basename(prefix.rstrip(os.sep))}
+
+
+def _pyvenv_cfg(prefix):
+    text = _read(os.path.join(prefix, "pyvenv.cfg"))
+    if text is None:
+        return None
+    cfg = {}
+    for line in text.splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            cfg[k.strip()] = v.strip()
+    return cfg
+
+
+def main():
+    entries, dists, pths = _walk_sys_path()
+    try:
+        site_packages = list(site.getsitepackages())
+    except AttributeError:  # old virtualenv's site.py
+        site_packages = []
+    data = {
+        "probe_schema": PROBE_SCHEMA,
+        "executable": sys.executable,
+        "executable_realpath": os.path.realpath(sys.executable) if sys.executable else None,
+        "version": list(sys.version_info[:3]),
+        "version_string": sys.version,
+        "implementation": sys.implementation.name,
+        "prefix": sys.prefix,
+        "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+        "exec_prefix": sys.exec_prefix,
+        "cwd": os.getcwd(),
+        "platform": {"system": platform.system(), "machine": platform.machine(),
+                     "release": platform.release(), "libc": list(platform.libc_ver())},
+        "in_venv": getattr(sys, "base_prefix", sys.prefix) != sys.prefix,
+        "pyvenv_cfg": _pyvenv_cfg(sys.prefix),
+        "conda": _conda(sys.prefix),
+        "sys_path": entries,
+        "site_packages": site_packages,
+        "user_site": {"path": site.USER_SITE, "base": site.USER_BASE,
+                      "enabled": bool(site.ENABLE_USER_SITE),
+                      "exists": bool(site.USER_SITE) and os.path.isdir(site.USER_SITE)},
+        "flags": {"no_user_site": bool(sys.flags.no_user_site),
+                  "ignore_environment": bool(sys.flags.ignore_environment),
+                  "isolated": bool(getattr(sys.flags, "isolated", 0))},
+        "markers": _markers(),
+        "distributions": dists,
+        "pth_files": pths,
+        "find_spec": _find_specs(),
+        "env": _env(),
+        "modules_preloaded": sorted(m for m in ("mindspore", "transformers", "torch", "numpy")
+                                    if m in sys.modules),
+    }
+    sys.stdout.write("\n" + BEGIN + "\n" + json.dumps(data) + "\n" + END + "\n")
+    sys.stdout.flush()
+
+
+main()

@@ -1,0 +1,36 @@
+"""Renderers: each turns a finished Report into one output format, one module per format.
+
+A renderer module exposes ``render(report, stream, opts: RenderOptions) -> None``
+and imports nothing from checks. Add a format by adding a module and a line
+to FORMATS.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import IO, Optional
+
+from msdoctor.model import Report, Status
+
+#: format name -> module implementing render()
+FORMATS: dict[str, str] = {
+    "terminal": "msdoctor.render.terminal",
+    "json": "msdoctor.render.json_report",
+}
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    verbose: bool = False
+    color: Optional[bool] = None  # None: auto (TTY and no NO_COLOR)
+    width: Optional[int] = None
+    #: the threshold for "problem" (Status.WARN with --strict)
+    fail_on: Status = Status.FAIL
+
+
+def render(fmt: str, report: Report, stream: IO[str], opts: Optional[RenderOptions] = None) -> None:
+    if fmt not in FORMATS:
+        raise KeyError(fmt)
+    module = importlib.import_module(FORMATS[fmt])
+    module.render(report, stream, opts or RenderOptions())

@@ -1,0 +1,95 @@
+"""Terminal renderer: the human view, flutter-doctor style, ending with one summary line."""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+from msdoctor.model import CheckResult, Finding, Report, Status
+from msdoctor.render import RenderOptions
+from msdoctor.render.console import STYLES, glyph, make_console
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line if line else line for line in text.splitlines())
+
+
+def _finding(console: Any, f: Finding, verbose: bool) -> None:
+    style = STYLES[f.status]
+    mark = {Status.PASS: "•", Status.SKIP: "-", Status.WARN: "!", Status.FAIL: "✗", Status.ERROR: "☠"}[f.status]
+    if "utf" not in (getattr(console.file, "encoding", "") or "").lower():
+        mark = {"•": "*", "✗": "x", "☠": "E"}.get(mark, mark)
+    title = f.title
+    if f.location is not None:
+        title = f"{title}  ({f.location})"
+    if f.suppressed is not None:
+        title = f"{title}  [suppressed: {f.suppressed}]"
+    console.print(f"    {mark} {title}", style=style if f.status is not Status.PASS else None)
+    if f.status is Status.PASS:
+        if f.proved and (verbose or f.proved != f.title):
+            console.print(_indent(f.proved, "      "), style="dim")
+    elif f.detail and (verbose or f.status is not Status.SKIP):
+        console.print(_indent(f.detail, "      "))
+    elif f.detail and f.status is Status.SKIP:
+        console.print(_indent(f.detail, "      "), style="dim")
+    if f.fix:
+        console.print(_indent(f.fix, "      fix: ").replace("      fix: ", "      fix: ", 1), style="cyan")
+    if f.docs:
+        console.print(f"      see: {f.docs}", style="dim")
+    if verbose and f.evidence:
+        for key, value in f.evidence.items():
+            console.print(f"      {key}: {value}", style="dim")
+
+
+def _result(console: Any, r: CheckResult, verbose: bool) -> None:
+    console.print(
+        f"{glyph(r.status, console)} {r.title} ({r.id})",
+        style=STYLES[r.status],
+        end="",
+    )
+    console.print(f"  {r.duration_s:.2f}s", style="dim")
+    shown = r.findings if verbose else [f for f in r.findings if f.status is not Status.PASS or r.status is Status.PASS]
+    # a healthy check shows what it proved; an unhealthy one shows its problems first
+    for f in sorted(shown, key=lambda f: f.status, reverse=True) if r.status > Status.PASS else shown:
+        _finding(console, f, verbose)
+    if verbose and r.traceback:
+        console.print(_indent(r.traceback.rstrip(), "      "), style="dim")
+
+
+def summary_line(report: Report, fail_on: Status) -> str:
+    counts = report.counts()
+    parts = []
+    for status, word in (
+        (Status.PASS, "passed"),
+        (Status.WARN, "warned"),
+        (Status.FAIL, "failed"),
+        (Status.ERROR, "errored"),
+        (Status.SKIP, "skipped"),
+    ):
+        n = counts[status.value]
+        if n:
+            parts.append(f"{n} {word}")
+    n_checks = len(report.results)
+    verdict = {
+        0: "healthy",
+        1: "problems found",
+        3: "no verdict: the target could not be examined",
+    }.get(int(report.exit_code(fail_on)), "")
+    return f"{n_checks} check{'s' if n_checks != 1 else ''}: {', '.join(parts) or 'none ran'} in {report.duration_s:.1f}s: {verdict}"
+
+
+def render(report: Report, stream: IO[str], opts: RenderOptions) -> None:
+    console = make_console(stream, opts.color, opts.width)
+    t = report.target
+    env = f", {t.env_kind} {t.env_name}" if t.env_kind and t.env_name else (f", {t.env_kind}" if t.env_kind else "")
+    version = f"Python {t.python_version}" if t.python_version else "Python ?"
+    console.print(f"msdoctor {report.msdoctor_version} · target {t.executable} ({version}{env})", style="bold")
+    if t.probe_error:
+        console.print(f"  the target could not be probed: {t.probe_error}", style="bold red")
+    console.print()
+    for n in report.notices:
+        _finding(console, n, opts.verbose)
+    for r in report.results:
+        _result(console, r, opts.verbose)
+    console.print()
+    worst = report.status
+    console.print(summary_line(report, opts.fail_on), style=STYLES[worst] if worst > Status.SKIP else "green")

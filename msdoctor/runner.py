@@ -1,0 +1,211 @@
+"""Runs the selected checks concurrently, each with a timeout; a crash is a result.
+
+Each check runs in its own daemon thread: a check stuck past its deadline is
+reported as an ``error`` result and abandoned (its subprocesses carry their
+own timeouts), and it can never keep msdoctor from exiting.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import queue
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+from msdoctor import __version__
+from msdoctor.context import Context, FactUnavailable
+from msdoctor.model import CheckResult, Finding, Location, Report, Status, Target
+from msdoctor.plugins import LoadedCheck, LoadFailure, check_prefetch, check_timeout, load_failure_finding
+
+DEFAULT_CHECK_TIMEOUT_S = 180.0
+DEFAULT_DEADLINE_S = 600.0
+
+
+@dataclass
+class RunSettings:
+    check_timeout_s: float = DEFAULT_CHECK_TIMEOUT_S
+    deadline_s: float = DEFAULT_DEADLINE_S
+    max_parallel: int = 8
+
+
+def _normalise(check: Any, raw: Any) -> list[Finding]:
+    """Validate what run() returned; a broken contract becomes an error finding."""
+    if isinstance(raw, Finding):
+        raw = [raw]
+    if raw is None or not isinstance(raw, (list, tuple)):
+        return [
+            Finding.error(
+                f"check {check.id} returned {type(raw).__name__}, not a list of findings",
+                detail="a check must return list[Finding]; this is a bug in the check",
+            )
+        ]
+    bad = [x for x in raw if not isinstance(x, Finding)]
+    if bad:
+        return [
+            Finding.error(
+                f"check {check.id} returned a {type(bad[0]).__name__} among its findings",
+                detail="a check must return list[Finding]; this is a bug in the check",
+            )
+        ]
+    if not raw:
+        return [
+            Finding.error(
+                f"check {check.id} returned no findings",
+                detail="a check must say what it proved (pass) or why it did not apply (skip)",
+            )
+        ]
+    return list(raw)
+
+
+def run_one(loaded: LoadedCheck, ctx: Context) -> CheckResult:
+    """Run one check in the calling thread; never raises (except KeyboardInterrupt)."""
+    check = loaded.check
+    started = time.monotonic()
+    tb = None
+    try:
+        findings = _normalise(check, check.run(ctx))
+    except FactUnavailable as exc:
+        loc = exc.location if isinstance(exc.location, Location) else None
+        findings = [Finding.error(exc.message, fix=exc.fix, location=loc)]
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # a crash is a result, not a crash of msdoctor
+        tb = traceback.format_exc()
+        findings = [
+            Finding.error(
+                f"check {check.id} crashed: {type(exc).__name__}: {exc}",
+                detail="this is a bug in the check; run with -v for the traceback",
+                evidence={"exception": type(exc).__name__},
+            )
+        ]
+    return CheckResult(
+        id=check.id,
+        title=check.title,
+        description=check.description,
+        findings=findings,
+        duration_s=time.monotonic() - started,
+        provider=loaded.provider,
+        traceback=tb,
+    )
+
+
+def _timeout_result(loaded: LoadedCheck, waited: float, reason: str) -> CheckResult:
+    return CheckResult(
+        id=loaded.check.id,
+        title=loaded.check.title,
+        description=loaded.check.description,
+        findings=[
+            Finding.error(
+                f"check {loaded.check.id} did not finish: {reason}",
+                detail=f"stopped waiting after {waited:.1f} s",
+                fix="run it alone with `msdoctor check --only "
+                + loaded.check.id
+                + " -v` to see where it stalls",
+            )
+        ],
+        duration_s=waited,
+        provider=loaded.provider,
+    )
+
+
+def failure_result(failure: LoadFailure) -> CheckResult:
+    return CheckResult(
+        id=failure.id,
+        title=f"plugin {failure.provider}",
+        description=f"load the checks of {failure.provider}",
+        findings=[load_failure_finding(failure)],
+        provider=failure.provider,
+        traceback=failure.traceback or None,
+    )
+
+
+def run_checks(
+    checks: Sequence[LoadedCheck],
+    ctx: Context,
+    settings: Optional[RunSettings] = None,
+    on_done: Optional[Callable[[CheckResult], None]] = None,
+) -> list[CheckResult]:
+    """Run checks concurrently; results come back in the order of ``checks``."""
+    settings = settings or RunSettings()
+    prefetch = []
+    for loaded in checks:
+        prefetch.extend(check_prefetch(loaded.check))
+    ctx.prefetch(prefetch)
+
+    done: "queue.Queue[tuple[int, CheckResult]]" = queue.Queue()
+    results: dict[int, CheckResult] = {}
+    started_at: dict[int, float] = {}
+    pending = list(range(len(checks)))
+    running: set[int] = set()
+    t0 = time.monotonic()
+
+    def worker(i: int) -> None:
+        done.put((i, run_one(checks[i], ctx)))
+
+    def start(i: int) -> None:
+        started_at[i] = time.monotonic()
+        running.add(i)
+        threading.Thread(target=worker, args=(i,), name=f"check-{checks[i].id}", daemon=True).start()
+
+    while pending or running:
+        while pending and len(running) < settings.max_parallel:
+            start(pending.pop(0))
+        now = time.monotonic()
+        # the next moment some running check reaches its own limit or the global one
+        limits = [
+            started_at[i] + check_timeout(checks[i].check, settings.check_timeout_s) for i in running
+        ]
+        wake = min(limits + [t0 + settings.deadline_s])
+        try:
+            i, res = done.get(timeout=max(0.01, min(wake - now, 0.5)))
+        except queue.Empty:
+            now = time.monotonic()
+            for j in sorted(running):
+                limit = check_timeout(checks[j].check, settings.check_timeout_s)
+                if now - started_at[j] >= limit:
+                    results[j] = _timeout_result(checks[j], now - started_at[j], f"timed out after {limit:.0f} s")
+                    running.discard(j)
+                    if on_done:
+                        on_done(results[j])
+            if now - t0 >= settings.deadline_s:
+                for j in sorted(running) + pending:
+                    results[j] = _timeout_result(
+                        checks[j], now - started_at.get(j, now), f"the run's deadline of {settings.deadline_s:.0f} s passed"
+                    )
+                    if on_done:
+                        on_done(results[j])
+                running.clear()
+                pending.clear()
+            continue
+        if i in running:  # not already given up on
+            running.discard(i)
+            results[i] = res
+            if on_done:
+                on_done(res)
+    return [results[i] for i in range(len(checks))]
+
+
+def build_report(
+    results: list[CheckResult],
+    target: Target,
+    started: float,
+    started_wall: _dt.datetime,
+    facts: Optional[dict[str, Any]] = None,
+    notices: Optional[list[Finding]] = None,
+) -> Report:
+    return Report(
+        msdoctor_version=__version__,
+        target=target,
+        results=results,
+        started_at=started_wall.astimezone(_dt.timezone.utc).isoformat(timespec="seconds"),
+        duration_s=time.monotonic() - started,
+        facts=facts or {},
+        notices=notices or [],
+    )
+
+
+def statuses(results: Sequence[CheckResult]) -> list[Status]:
+    return [r.status for r in results]
