@@ -1,0 +1,182 @@
+"""Builders shared by the tests: real venvs, fake tools on PATH, contexts from fake facts.
+
+Real parts where users have them: venvs are made with the real ``venv`` module
+and filled with the real pip; "layered" venvs see the test environment's
+packages (MindSpore 2.7.0, transformers, ...) through a .pth file, so the
+800 MB wheel is installed once per machine and every broken variation is a
+few small installs on top of it.
+
+Ascend and NVIDIA hardware are not here: their tools are faked by executables
+that print the real formats recorded in shared research (compat.md B9).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+REPO = Path(__file__).resolve().parents[1]
+#: the interpreter running the tests: it has MindSpore 2.7.0 and the test extras
+BASE_PYTHON = sys.executable
+BASE_PURELIB = sysconfig.get_paths()["purelib"]
+
+
+def msdoctor_exe() -> str:
+    """The installed console script next to the test interpreter."""
+    exe = Path(BASE_PYTHON).with_name("msdoctor")
+    return str(exe) if exe.exists() else "msdoctor"
+
+
+@dataclass
+class Venv:
+    """A virtual environment made for a test."""
+
+    root: Path
+
+    @property
+    def python(self) -> str:
+        return str(self.root / "bin" / "python")
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def site_packages(self) -> Path:
+        found = sorted((self.root / "lib").glob("python*/site-packages"))
+        return found[0]
+
+    def pip(self, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
+        """Run the real pip (the test env's) against this venv: ``pip --python <venv> ...``."""
+        cmd = [BASE_PYTHON, "-m", "pip", "--python", self.python, "--disable-pip-version-check", *args]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if check and res.returncode != 0:
+            raise RuntimeError(f"pip {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}")
+        return res
+
+    def run(self, code: str, *, env: Optional[Mapping[str, str]] = None, cwd: Optional[Path] = None,
+            timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run([self.python, "-c", code], capture_output=True, text=True, env=env, cwd=cwd,
+                              timeout=timeout)
+
+
+def make_venv(root: Path, *, layered: bool = False, with_pip: bool = False) -> Venv:
+    """Create a real venv at root.
+
+    Args:
+        layered: make the test environment's site-packages (MindSpore, transformers, ...)
+            importable after the venv's own, through a .pth file.
+        with_pip: bootstrap pip inside the venv (slower; only when the test needs the
+            venv's own pip). Otherwise use :meth:`Venv.pip`, which drives the real pip
+            of the test environment with ``--python``.
+    """
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    args = [base, "-m", "venv", str(root)]
+    if not with_pip:
+        args.insert(3, "--without-pip")
+    subprocess.run(args, check=True, capture_output=True, timeout=300)
+    venv = Venv(root)
+    if layered:
+        (venv.site_packages / "_msdoctor_test_base.pth").write_text(BASE_PURELIB + "\n")
+    return venv
+
+
+def fake_tool(bin_dir: Path, name: str, stdout: str = "", *, exit_code: int = 0, stderr: str = "",
+              sleep: float = 0.0) -> Path:
+    """An executable ``name`` in bin_dir that prints stdout/stderr and exits with exit_code."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    data_out = bin_dir / f".{name}.stdout"
+    data_err = bin_dir / f".{name}.stderr"
+    data_out.write_text(stdout)
+    data_err.write_text(stderr)
+    script = bin_dir / name
+    script.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        {'sleep ' + str(sleep) if sleep else ':'}
+        cat "{data_out}"
+        cat "{data_err}" >&2
+        exit {exit_code}
+        """))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return script
+
+
+def env_with(extra: Optional[Mapping[str, str]] = None, *, drop: Sequence[str] = (), path_first: Sequence[Path] = ()) -> dict:
+    """os.environ plus extra, minus drop, with dirs put first on PATH; spinner and colour off."""
+    env = dict(os.environ)
+    for k in drop:
+        env.pop(k, None)
+    env.update({"NO_COLOR": "1", "MSDOCTOR_NO_SPINNER": "1", "COLUMNS": "200"})
+    if extra:
+        env.update(extra)
+    if path_first:
+        env["PATH"] = os.pathsep.join([str(p) for p in path_first] + [env.get("PATH", "")])
+    return env
+
+
+def run_msdoctor(*args: str, env: Optional[Mapping[str, str]] = None, cwd: Optional[Path] = None,
+                 timeout: float = 600, input: Optional[str] = None) -> subprocess.CompletedProcess:
+    """Run the real installed ``msdoctor`` command."""
+    return subprocess.run([msdoctor_exe(), *args], capture_output=True, text=True,
+                          env=dict(env) if env is not None else env_with(), cwd=cwd, timeout=timeout,
+                          input=input)
+
+
+def run_json(*args: str, **kw: Any) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run ``msdoctor ... --format json`` and parse stdout."""
+    res = run_msdoctor(*args, "--format", "json", **kw)
+    try:
+        data = json.loads(res.stdout)
+    except ValueError as exc:
+        raise AssertionError(f"not JSON (rc={res.returncode}):\n{res.stdout}\n{res.stderr}") from exc
+    return res, data
+
+
+def check_of(report: dict, check_id: str) -> dict:
+    for c in report["checks"]:
+        if c["id"] == check_id:
+            return c
+    raise AssertionError(f"no check {check_id} in report: {[c['id'] for c in report['checks']]}")
+
+
+_PROBE_CACHE: dict[str, dict] = {}
+
+
+def probe_json(python: str = BASE_PYTHON, cwd: Optional[Path] = None) -> dict:
+    """The real probe JSON of an interpreter (cached per interpreter for unit tests)."""
+    from msdoctor.probe import run_script
+
+    key = f"{python}|{cwd}"
+    if key not in _PROBE_CACHE:
+        data, _ = run_script(python, "target_probe.py", timeout=60, cwd=cwd)
+        _PROBE_CACHE[key] = data
+    return json.loads(json.dumps(_PROBE_CACHE[key]))  # a deep copy the test may change
+
+
+def make_ctx(facts: Optional[Mapping[str, Any]] = None, environ: Optional[Mapping[str, str]] = None, **options: Any):
+    """A Context from fake facts: no subprocess runs unless a fact is missing."""
+    from msdoctor.context import Context, Options
+
+    return Context(Options(**options), facts=dict(facts or {}), environ=environ if environ is not None else {})
+
+
+def which_python(version: str) -> Optional[str]:
+    """An installed interpreter of another version (pyenv keeps several), or None."""
+    found = shutil.which(f"python{version}")
+    if found:
+        return found
+    pyenv = Path.home() / ".pyenv" / "versions"
+    for cand in sorted(pyenv.glob(f"{version}.*")):
+        exe = cand / "bin" / "python"
+        if exe.exists():
+            return str(exe)
+    return None
