@@ -86,7 +86,11 @@ def make_venv(root: Path, *, layered: bool = False, with_pip: bool = False) -> V
     subprocess.run(args, check=True, capture_output=True, timeout=300)
     venv = Venv(root)
     if layered:
-        (venv.site_packages / "_msdoctor_test_base.pth").write_text(BASE_PURELIB + "\n")
+        # addsitedir (not a bare path line) also runs the base's own .pth files, e.g. the
+        # editable-install finder of msdoctor, as --system-site-packages would
+        (venv.site_packages / "_msdoctor_test_base.pth").write_text(
+            f"import site; site.addsitedir({BASE_PURELIB!r})\n"
+        )
     return venv
 
 
