@@ -1,0 +1,5 @@
+"""``python -m msdoctor``: the same as the ``msdoctor`` command."""
+
+from msdoctor.cli import main
+
+main()
