@@ -32,7 +32,10 @@ def _finding(console: Any, f: Finding, verbose: bool) -> None:
     elif f.detail and f.status is Status.SKIP:
         console.print(_indent(f.detail, "      "), style="dim")
     if f.fix:
-        console.print(_indent(f.fix, "      fix: ").replace("      fix: ", "      fix: ", 1), style="cyan")
+        first, *rest = f.fix.splitlines() or [""]
+        console.print("      fix: " + first, style="cyan")
+        for line in rest:
+            console.print("           " + line, style="cyan")
     if f.docs:
         console.print(f"      see: {f.docs}", style="dim")
     if verbose and f.evidence:
