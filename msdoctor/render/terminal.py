@@ -13,7 +13,7 @@ def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line if line else line for line in text.splitlines())
 
 
-def _finding(console: Any, f: Finding, verbose: bool) -> None:
+def _finding(console: Any, f: Finding, verbose: bool, show_proved: bool = True) -> None:
     style = STYLES[f.status]
     mark = {Status.PASS: "•", Status.SKIP: "-", Status.WARN: "!", Status.FAIL: "✗", Status.ERROR: "☠"}[f.status]
     if "utf" not in (getattr(console.file, "encoding", "") or "").lower():
@@ -25,7 +25,7 @@ def _finding(console: Any, f: Finding, verbose: bool) -> None:
         title = f"{title}  [suppressed: {f.suppressed}]"
     console.print(f"    {mark} {title}", style=style if f.status is not Status.PASS else None)
     if f.status is Status.PASS:
-        if f.proved and (verbose or f.proved != f.title):
+        if f.proved and show_proved and (verbose or f.proved != f.title):
             console.print(_indent(f.proved, "      "), style="dim")
     elif f.detail and (verbose or f.status is not Status.SKIP):
         console.print(_indent(f.detail, "      "))
@@ -50,10 +50,10 @@ def _result(console: Any, r: CheckResult, verbose: bool) -> None:
         end="",
     )
     console.print(f"  {r.duration_s:.2f}s", style="dim")
-    shown = r.findings if verbose else [f for f in r.findings if f.status is not Status.PASS or r.status is Status.PASS]
-    # a healthy check shows what it proved; an unhealthy one shows its problems first
-    for f in sorted(shown, key=lambda f: f.status, reverse=True) if r.status > Status.PASS else shown:
-        _finding(console, f, verbose)
+    # problems first; what passed is listed too, with what it proved when the check is healthy
+    order = sorted(r.findings, key=lambda f: f.status, reverse=True) if r.status > Status.PASS else r.findings
+    for f in order:
+        _finding(console, f, verbose, show_proved=verbose or r.status is Status.PASS)
     if verbose and r.traceback:
         console.print(_indent(r.traceback.rstrip(), "      "), style="dim")
 

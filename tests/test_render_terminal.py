@@ -1,0 +1,53 @@
+"""The terminal renderer: literal text (no markup), ASCII fallback, problems before passes, summary line."""
+
+from __future__ import annotations
+
+import io
+
+from msdoctor.model import Status
+from msdoctor.render import RenderOptions, render
+
+from test_report_schema import sample_report
+
+
+class AsciiStream(io.StringIO):
+    encoding = "ascii"
+
+
+class Utf8Stream(io.StringIO):
+    encoding = "utf-8"
+
+
+def text(verbose: bool = False, stream=None) -> str:
+    buf = stream or Utf8Stream()
+    render("terminal", sample_report(), buf, RenderOptions(verbose=verbose, color=False, width=120))
+    return buf.getvalue()
+
+
+def test_problems_fixes_and_locations_are_shown() -> None:
+    out = text()
+    lines = out.splitlines()
+    assert lines[0] == "msdoctor 0.1.0 · target /env/bin/python (Python 3.11.7, conda ms)"
+    assert "    ✗ dup" in out
+    assert "      fix: /env/bin/python -m pip uninstall -y numpy" in out
+    assert "tight  (t.yaml:3:1)" in out
+    assert "accepted  [suppressed: known, until 2027-01-01]" in out
+    # the failing finding comes before the passing one within a check
+    assert out.index("✗ dup") < out.index("• ok")
+    assert lines[-1] == "2 checks: 1 failed, 1 errored in 1.2s: problems found"
+
+
+def test_markup_like_text_prints_literally() -> None:
+    out = text()
+    assert "[☠] Crashy (crashy)" in out  # a bracketed glyph, not eaten as rich markup
+
+
+def test_verbose_shows_evidence_and_traceback() -> None:
+    quiet, loud = text(False), text(True)
+    assert "copies: ['/a', '/b']" not in quiet and "copies: ['/a', '/b']" in loud
+    assert "KeyError: 'x'" in loud and "Traceback" not in quiet
+
+
+def test_ascii_terminal_gets_ascii_glyphs() -> None:
+    out = text(stream=AsciiStream())
+    assert "[FAIL] Demo (demo)" in out and "[ERR] Crashy (crashy)" in out
