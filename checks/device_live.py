@@ -1,0 +1,252 @@
+"""Findings from the live device probe: did MindSpore really run on the requested device, and what did it log (pure)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from msdoctor.facts.live import LiveDevice, LogLine
+from msdoctor.model import Finding
+
+#: relative error allowed against the float64 reference. Generous on purpose: Ascend's
+#: cube units may compute float32 matmuls at reduced (HF32/fp16) precision (INFERENCE);
+#: a broken device gives garbage, NaN or zeros, orders of magnitude beyond this.
+REL_TOLERANCE = 1e-2
+
+_LOAD_RE = re.compile(r"Load dynamic library: (\S+) failed\. (\S+?): cannot open shared object file")
+
+
+@dataclass
+class LiveContext:
+    """What the live evaluation needs besides the probe result."""
+
+    requested: Optional[str]
+    python_cmd: str
+    source_command: str  # "source /usr/local/Ascend/ascend-toolkit/set_env.sh"
+    hardware: dict[str, bool]  # target -> hardware present on the host (static evidence)
+    wanted_devices: Optional[int] = None
+
+
+def load_errors(message: str) -> str:
+    """The useful part of MindSpore's "Unsupported device target" error: its first line and the load errors."""
+    lines = (message or "").splitlines()
+    keep = lines[:1] + [l for l in lines if l.startswith("Load dynamic library")]
+    return "\n".join(keep)
+
+
+def missing_libraries(message: str) -> list[tuple[str, str]]:
+    """(plugin, missing library) pairs from MindSpore's "Device load error message" block."""
+    return _LOAD_RE.findall(message or "")
+
+
+def explain_missing(missing: list[tuple[str, str]], c: LiveContext) -> tuple[str, str]:
+    """Why the backend plugin could not load, and the fix, from the first missing library."""
+    if not missing:
+        return ("MindSpore could not load the backend plugin.",
+                f"check the static findings above; {c.source_command} for Ascend")
+    plugin, lib = missing[0]
+    if lib.startswith(("libge_runner", "libascendcl", "libhccl", "libgraph", "libruntime", "libacl")):
+        return (f"{plugin} needs {lib} from the CANN toolkit's lib64, which is not on LD_LIBRARY_PATH: CANN's "
+                "set_env.sh was not sourced, or CANN is not installed (compat.md C7).",
+                f"{c.source_command} before starting Python")
+    if lib.startswith(("libascend_hal", "libdrv", "libdcmi")):
+        return (f"{plugin} needs {lib} from the Ascend driver (/usr/local/Ascend/driver/lib64), which is missing "
+                "or not on LD_LIBRARY_PATH.",
+                f"install or mount the Ascend driver, then {c.source_command}")
+    if lib.startswith(("libcuda", "libcudnn", "libnvidia", "libcublas", "libnccl")):
+        return (f"{plugin} needs {lib} (NVIDIA driver / CUDA / cuDNN), which the loader cannot find.",
+                "install the NVIDIA driver and CUDA 11.x with cuDNN 8, and add their lib directories to LD_LIBRARY_PATH")
+    return (f"{plugin} needs {lib}, which the loader cannot find.",
+            f"find the package that provides {lib} and add its directory to LD_LIBRARY_PATH")
+
+
+# Log messages MindSpore prints at WARNING/ERROR that deserve their own finding (compat.md B10, C1-C5, C21, C22).
+@dataclass(frozen=True)
+class Signature:
+    pattern: str
+    status: str  # "fail" | "warn"
+    code: str
+    title: str
+    why: str
+    fix: str
+
+
+SIGNATURES = (
+    Signature(r"MindSpore version (\S+) and Ascend AI software package.*?version\s*(\S+) does not match",
+              "fail", "cann-version-mismatch", "MindSpore {0} does not accept the installed CANN (version {1})",
+              "MindSpore warns and continues, then crashes or computes with mismatched operators (compat.md C1).",
+              "install the CANN version MindSpore {0} expects (`msdoctor matrix --mindspore {0}`), or the MindSpore "
+              "that matches your CANN"),
+    Signature(r'"(te|hccl)" wheel package version (\S+) does not match', "warn", "cann-wheel-mismatch",
+              "CANN's {0} wheel (version {1}) belongs to another CANN than MindSpore expects",
+              "Left-over te/hccl wheels from another CANN break operator compilation (compat.md C2).",
+              "{python} -m pip uninstall -y te topi hccl; then install the wheels from $ASCEND_HOME_PATH/lib64"),
+    Signature(r"CheckFailed:|relies on whl packages of", "fail", "cann-python-import",
+              "MindSpore cannot import CANN's te/hccl packages",
+              "Operator compilation on Ascend needs them (compat.md B10 step 4, C3).",
+              "{source}, or {python} -m pip install $ASCEND_HOME_PATH/lib64/te-*.whl $ASCEND_HOME_PATH/lib64/hccl-*.whl"),
+    Signature(r"Ascend opp_kernel is not installed|relies on \"Ascend opp_kernel\"", "fail", "opp-kernel-missing",
+              "CANN's operator kernel package (opp_kernel) is not installed",
+              "MindSpore 2.7.0 refuses to start on Ascend without it (compat.md C21).",
+              "install the CANN kernels package for your SoC, or upgrade to MindSpore >= 2.7.1"),
+    Signature(r"used for compiling the custom operator does not match", "warn", "custom-op-version",
+              "MindSpore's bundled custom operators were built for another CANN",
+              "MindSpore then disables the fused AllFinite overflow check: a silent slower path (compat.md C22).",
+              "use the CANN version MindSpore's custom operators were built with (`msdoctor matrix`)"),
+    Signature(r"Pre-Load Library libgomp\.so\.1 failed", "warn", "libgomp-preload",
+              "MindSpore could not pre-load libgomp.so.1",
+              "Importing another library first can then fail with \"cannot allocate memory in static TLS block\" (C5).",
+              "import mindspore before other libraries, or export LD_PRELOAD=<path of libgomp.so.1>"),
+)
+
+
+def log_findings(logs: list[LogLine], c: LiveContext) -> list[Finding]:
+    out: list[Finding] = []
+    seen: set[str] = set()
+    for line in logs:
+        if line.level not in ("WARNING", "ERROR", "CRITICAL"):
+            continue
+        for sig in SIGNATURES:
+            m = re.search(sig.pattern, line.message, re.S)
+            if not m or sig.code in seen:
+                continue
+            seen.add(sig.code)
+            groups = m.groups()
+            make = Finding.fail if sig.status == "fail" else Finding.warn
+            out.append(make(
+                sig.title.format(*groups), detail=f"{sig.why} MindSpore logged: {line.message.splitlines()[0][:400]}",
+                fix=sig.fix.format(*groups, python=c.python_cmd, source=c.source_command),
+                evidence={"log": str(line)[:1000], "phase": line.phase}, code=sig.code,
+            ))
+    return out
+
+
+def _fmt_s(value: Any) -> str:
+    return f"{value:.2f} s" if isinstance(value, (int, float)) else "?"
+
+
+def _crash(live: LiveDevice, c: LiveContext) -> list[Finding]:
+    evidence = {"phase": live.last_phase, "returncode": live.returncode, "stderr_tail": live.stderr_tail[-10:],
+                "logs": [str(l)[:500] for l in live.warnings()[-10:]]}
+    if live.timed_out:
+        return [Finding.error(
+            f"the live device probe did not finish within {live.timeout_s:.0f} s (it was in phase "
+            f"'{live.last_phase or 'interpreter start-up'}')",
+            detail="Importing MindSpore and initialising the device hung or was too slow; msdoctor stopped it. "
+            "A busy or stuck NPU can hang device initialisation; an interpreter that runs slow start-up code "
+            "(sitecustomize.py, .pth files) delays everything.",
+            fix=f"run `{c.python_cmd} -c \"import mindspore\"` by hand to see where it stalls; check `npu-smi info` for "
+            "processes holding the device; or rerun with --quick to skip the live probe",
+            evidence=evidence, code="live-timeout",
+        )]
+    return [Finding.fail(
+        f"MindSpore crashed in the target interpreter during '{live.last_phase or 'start-up'}'",
+        detail=f"{live.failure}. A crash at import or device selection often means mismatched CANN/MindSpore "
+        "versions (compat.md C1) or a broken install.",
+        fix=f"run `{c.python_cmd} -c \"import mindspore; mindspore.run_check()\"` to see the full output",
+        evidence=evidence, code="live-crash",
+    )]
+
+
+def _numbers(comp: Any) -> tuple[bool, str]:
+    rel = comp.get("max_rel_err")
+    ok = bool(comp.get("finite")) and rel is not None and rel <= REL_TOLERANCE
+    text = (f"max abs error {comp.get('max_abs_err'):.1e} vs NumPy float64 (relative {rel:.1e}, tolerance "
+            f"{REL_TOLERANCE:.0e})" if rel is not None else "non-finite values in the result")
+    return ok, text
+
+
+def live_findings(live: Optional[LiveDevice], c: LiveContext) -> list[Finding]:
+    """Findings from the live probe (None: skipped with --quick)."""
+    if live is None:
+        return [Finding.skipped("live device probe skipped (--quick)",
+                                reason="MindSpore was not imported; only static evidence was checked")]
+    if live.failure:
+        return _crash(live, c)
+    target = c.requested or (live.data.get("default_device") or "the default device")
+    ver = live.mindspore_version
+    logs = log_findings(live.logs, c)
+    if live.import_error:
+        e = live.import_error
+        not_installed = e.get("type") == "ModuleNotFoundError" and "mindspore" in e.get("message", "")
+        return logs + [Finding.fail(
+            f"import mindspore fails in the target interpreter: {e.get('summary')}",
+            detail="Nothing can run before the import works." + ("" if not_installed else f" {e.get('where', '')}"),
+            fix=f"{c.python_cmd} -m pip install mindspore==2.7.0" if not_installed
+            else f"run `{c.python_cmd} -c \"import mindspore\"` for the full traceback",
+            evidence={"error": dict(e)}, code="import-failed",
+        )]
+    if live.set_device_error:
+        e = live.set_device_error
+        why, fix = explain_missing(missing_libraries(e.get("message", "")), c)
+        return logs + [Finding.fail(
+            f"MindSpore {ver} cannot use {target}: {e.get('summary')}",
+            detail=f"{why} Captured MindSpore error:\n{load_errors(e.get('message', ''))[:1500]}",
+            fix=fix,
+            evidence={"error_type": e.get("type"), "error": e.get("message", "")[:4000], "missing_libraries": missing_libraries(e.get("message", "")),
+                      "api": live.data.get("set_device_api")},
+            code="device-unusable",
+        )]
+    if live.compute_error:
+        e = live.compute_error
+        return logs + [Finding.fail(
+            f"a 64x64 matmul on {target} failed: {e.get('summary')}",
+            detail=f"MindSpore {ver} selected the device but could not compute on it.\n{e.get('message', '')[:1500]}",
+            fix=f"run `{c.python_cmd} -c \"import mindspore; mindspore.set_device('{target}'); mindspore.run_check()\"` "
+            "for the full error",
+            evidence={"error": dict(e)}, code="compute-failed",
+        )]
+    return logs + _ran(live, c, target)
+
+
+def _ran(live: LiveDevice, c: LiveContext, target: str) -> list[Finding]:
+    comp = live.compute or {}
+    actual = live.device_target
+    ok, numbers = _numbers(comp)
+    timing = (f"import {_fmt_s(live.timings.get('import_s'))}, matmul {_fmt_s(comp.get('seconds'))}, "
+              f"probe {live.duration_s:.1f} s")
+    evidence = {"mindspore": live.mindspore_version, "device_target": actual, "device_id": live.device_id,
+                "device_count": live.device_count, "compute": comp, "timings": dict(live.timings),
+                "log_warnings": [str(l)[:500] for l in live.warnings()[:20]]}
+    out: list[Finding] = []
+    if c.requested and actual != c.requested:
+        out.append(Finding.fail(
+            f"MindSpore was asked for {c.requested} but ran on {actual}",
+            detail="MindSpore fell back silently; a run would train on the wrong device.",
+            fix="see the static findings for what the requested device is missing",
+            evidence=evidence, code="silent-fallback",
+        ))
+    if not c.requested:
+        missed = [t for t, present in c.hardware.items() if present and t != actual]
+        for t in missed:
+            out.append(Finding.warn(
+                f"{t} hardware is present, but MindSpore picks {actual} by default",
+                detail=f"Without device_target MindSpore chose {actual}: the {t} backend did not load, so a run "
+                "that does not set the device trains on the CPU.",
+                fix=f"set the device explicitly (`--device-target {t}`, or runtime.device_target in the config) and "
+                "rerun msdoctor to see why it cannot be used",
+                evidence=evidence, code="default-not-accelerator",
+            ))
+    if not ok:
+        out.append(Finding.fail(
+            f"the matmul on {actual} gave wrong numbers: {numbers}",
+            detail="The device computes, but not correctly: a broken driver/firmware or operator package.",
+            fix="run the CANN/driver self-test (`npu-smi info -t health`) and reinstall the operator packages",
+            evidence=evidence, code="wrong-numbers",
+        ))
+    if c.wanted_devices and live.device_count is not None and live.device_count < c.wanted_devices:
+        out.append(Finding.warn(
+            f"MindSpore sees {live.device_count} {actual} device(s); the config asks for {c.wanted_devices}",
+            fix="lower the parallel degrees, or check ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES",
+            evidence=evidence, code="too-few-devices",
+        ))
+    if ok:
+        count = f"; {live.device_count} {actual} device(s) visible" if live.device_count is not None else ""
+        out.insert(0, Finding.passed(
+            f"MindSpore {live.mindspore_version} ran a 64x64 matmul on {actual}:{live.device_id}",
+            proved=f"ran a 64x64 float32 matmul on {actual}:{live.device_id} in a fresh {c.python_cmd}: {numbers}"
+            f"{count}; {timing}",
+            evidence=evidence,
+        ))
+    return out
