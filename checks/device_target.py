@@ -64,7 +64,8 @@ def _summary(verdicts: dict[str, Verdict], f: DeviceFacts) -> Finding:
         f"device targets: {'; '.join(v.target + (' usable' if v.usable else ' not usable') for v in verdicts.values())}"
         f" ({asked})",
         proved="read MindSpore's backend plugins, /dev device nodes, npu-smi, nvidia-smi, the CUDA libraries on the "
-        "loader path and the CANN environment of the target: " + "; ".join(lines),
+        "loader path and the CANN environment of the target: " + "; ".join(lines)
+        + ("" if f.live is not None else " (static evidence only: the live probe is skipped with --quick)"),
         evidence={"plugins": {"root": f.plugins.root, "ascend": f.plugins.ascend, "gpu_cuda": f.plugins.gpu_cuda,
                               "cpu": f.plugins.cpu},
                   "requested": f.requested, "requested_from": f.requested_from},
