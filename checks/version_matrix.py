@@ -1,0 +1,111 @@
+"""Check version-matrix: do MindSpore, MindNLP, MindFormers, transformers, numpy, Python, CANN, driver and CUDA fit together.
+
+The static part reads metadata and version files only (no package is imported in msdoctor's
+process); it compares them with compat_matrix/ and reports each broken relationship once, with
+both versions, the alternatives and the exact fix for the target interpreter. The import smoke
+(skipped with --quick) then imports the stack in a fresh target process, in training-script order.
+
+Rules live in sibling modules: version_matrix_stack (Python, numpy, MindNLP, MindFormers, known
+breakages), version_matrix_requires (pip check), version_matrix_ascend (CANN, driver),
+version_matrix_gpu (CUDA), version_matrix_smoke (the import smoke).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Optional
+
+from msdoctor.checks.version_matrix_ascend import evaluate_ascend, installed_accepted_list
+from msdoctor.checks.version_matrix_common import installed_versions, mindspore_dir
+from msdoctor.checks.version_matrix_gpu import GpuFacts, evaluate_gpu, read_gpu
+from msdoctor.checks.version_matrix_requires import evaluate_requirements
+from msdoctor.checks.version_matrix_smoke import evaluate_smoke
+from msdoctor.checks.version_matrix_stack import (
+    evaluate_breakages,
+    evaluate_mindformers,
+    evaluate_mindnlp,
+    evaluate_mindspore,
+)
+from msdoctor.context import Context
+from msdoctor.facts.cann import CANN, CannFacts
+from msdoctor.facts.import_smoke import IMPORT_SMOKE
+from msdoctor.matrix import Matrix, MatrixError, load
+from msdoctor.model import Finding, Status
+
+
+@dataclass
+class MatrixInputs:
+    """Everything the static part concludes from (tests build it with tiny fakes)."""
+
+    target: Any  # TargetFacts
+    matrix: Matrix
+    cann: CannFacts
+    gpu: GpuFacts
+    requested: Optional[str] = None  # the device target the run asks for, if known
+
+
+def evaluate_static(f: MatrixInputs) -> list[Finding]:
+    """Rules 1-6. The most specific rule reports a pair first; later rules skip pairs already reported."""
+    t, m = f.target, f.matrix
+    reported: set = set()
+    out = evaluate_breakages(t, m, installed_versions(t), reported)
+    out += evaluate_mindspore(t, m, reported)
+    out += evaluate_mindnlp(t, m, reported)
+    out += evaluate_mindformers(t, m, reported)
+    out += evaluate_requirements(t, reported)
+    out += evaluate_ascend(t, f.cann, m)
+    out += evaluate_gpu(t, f.gpu, m, f.requested)
+    return out
+
+
+def fold_skips(findings: list[Finding]) -> list[Finding]:
+    """Parts that did not apply are noted on the first pass instead of turning the whole check into a skip."""
+    skips = [f for f in findings if f.status is Status.SKIP]
+    rest = [f for f in findings if f.status is not Status.SKIP]
+    if not rest or not skips:
+        return findings
+    first = next((i for i, f in enumerate(rest) if f.status is Status.PASS), None)
+    if first is None:
+        return rest
+    note = "Not compared: " + "; ".join(f"{f.title} ({f.detail})" for f in skips)
+    rest[first] = replace(rest[first], detail=(rest[first].detail + " " + note).strip(),
+                          evidence={**rest[first].evidence, "not_compared": [f.title for f in skips]})
+    return rest
+
+
+def accepted_prefixes(t: Any, m: Matrix) -> Optional[list[str]]:
+    """MindSpore's accepted CANN prefixes: the installed file's list, else the matrix's."""
+    found = installed_accepted_list(mindspore_dir(t))
+    if found is not None:
+        return found
+    row = m.mindspore(t.version_of("mindspore"))
+    return list(m.accepted_cann_prefixes(row)[0]) if row else None
+
+
+def _requested(ctx: Context) -> Optional[str]:
+    from msdoctor.facts.config import requested_device_target
+
+    try:
+        return requested_device_target(ctx)
+    except Exception:  # a broken config is the config check's finding, not this one's
+        return None
+
+
+class VersionMatrixCheck:
+    id = "version-matrix"
+    title = "Version matrix"
+    description = "MindSpore, MindNLP, MindFormers, transformers, numpy, Python, CANN, driver and CUDA fit together"
+    prefetch = (IMPORT_SMOKE,)
+
+    def run(self, ctx: Context) -> list[Finding]:
+        t = ctx.target
+        try:
+            m = load()
+        except MatrixError as exc:
+            return [Finding.error(f"msdoctor's compatibility matrix is broken: {exc}",
+                                  fix="reinstall msdoctor; if it persists, report it")]
+        inputs = MatrixInputs(t, m, ctx.get(CANN), read_gpu(ctx.environ, t.env.get("LD_LIBRARY_PATH", ""),
+                                                           mindspore_dir(t)), _requested(ctx))
+        findings = evaluate_static(inputs)
+        findings += evaluate_smoke(t, ctx.get(IMPORT_SMOKE), accepted_prefixes(t, m))
+        return fold_skips(findings)

@@ -1,0 +1,53 @@
+"""Helpers shared by the version-matrix check modules: the stack, fix commands, the installed MindSpore."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+#: packages whose broken requirements fail the check (others warn); issue 3, rule 1
+STACK = frozenset({
+    "mindspore", "mindnlp", "mindformers", "transformers", "numpy", "protobuf", "tokenizers",
+    "safetensors", "te", "hccl",
+})
+
+
+def pip_install(t: Any, *requirements: str) -> str:
+    """The exact install command for the target interpreter, each requirement quoted."""
+    return f"{t.python_cmd()} -m pip install " + " ".join(f'"{r}"' for r in requirements)
+
+
+def pair(a: str, b: str) -> frozenset:
+    """The key of a relationship: one finding per broken pair."""
+    return frozenset((a, b))
+
+
+def installed_versions(t: Any) -> dict[str, Optional[str]]:
+    """{canonical name: version} of the winning copy of every distribution."""
+    return {d.key: d.version for d in t.winners()}
+
+
+def mindspore_dir(t: Any) -> Optional[str]:
+    """The installed mindspore package directory (from find_spec, else the dist's location)."""
+    spec = t.find_spec.get("mindspore") or {}
+    locs = spec.get("locations") or []
+    if spec.get("found") and locs:
+        return locs[0]
+    d = t.dist("mindspore")
+    if d is not None:
+        cand = os.path.join(d.location, "mindspore")
+        if os.path.isdir(cand):
+            return cand
+    return None
+
+
+def read_text(path: str, limit: int = 200_000) -> Optional[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(limit)
+    except OSError:
+        return None
+
+
+def minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])

@@ -1,0 +1,118 @@
+"""version-matrix rule 5: CUDA runtime and cuDNN the loader finds vs MindSpore's GPU plugins; the driver's CUDA.
+
+MindSpore's own GPUEnvChecker takes the CUDA version from the file-name suffix of the
+``libcudart.so.X.Y.Z`` the loader resolves for its GPU plugin and compares major.minor with its list
+(research/compat.md A6). msdoctor reads the same file names, without loading anything, from the
+directories the loader searches: LD_LIBRARY_PATH first, then the usual system and CUDA directories.
+The NVIDIA driver version comes from /proc/driver/nvidia/version, which "lists the installed driver
+revision" (http://http.download.nvidia.com/XFree86/Linux-x86_64/460.80/README/procinterface.html).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+from msdoctor.checks.version_matrix_common import mindspore_dir
+from msdoctor.facts.sysroot import host_path
+from msdoctor.matrix import Matrix
+from msdoctor.model import Finding
+
+SYSTEM_LIB_DIRS = ("/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib")
+_DRIVER_RE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+_LIB_RE = re.compile(r"^lib(cudart|cudnn)\.so\.(\d+)\.(\d+)")
+
+
+@dataclass
+class GpuFacts:
+    nvidia: bool
+    driver: Optional[str] = None
+    #: "cudart" / "cudnn" -> [(major.minor, file)] in loader order
+    libs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    plugin_cuda: list[str] = field(default_factory=list)
+    searched: list[str] = field(default_factory=list)
+
+
+def read_gpu(environ: Mapping[str, str], ld_library_path: str, msdir: Optional[str]) -> GpuFacts:
+    proc_version = host_path(environ, "/proc/driver/nvidia/version")
+    nvidia = proc_version.exists() or host_path(environ, "/dev/nvidiactl").exists()
+    driver = None
+    try:
+        m = _DRIVER_RE.search(proc_version.read_text(errors="replace"))
+        driver = m.group(1) if m else None
+    except OSError:
+        pass
+    dirs = [d for d in ld_library_path.split(":") if d] + [str(host_path(environ, d)) for d in SYSTEM_LIB_DIRS]
+    libs: dict[str, list[tuple[str, str]]] = {"cudart": [], "cudnn": []}
+    for d in dirs:
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            continue
+        for name in names:
+            mm = _LIB_RE.match(name)
+            if mm:
+                libs[mm.group(1)].append((f"{mm.group(2)}.{mm.group(3)}", os.path.join(d, name)))
+    plugin = []
+    try:
+        for name in sorted(os.listdir(os.path.join(msdir, "lib", "plugin"))) if msdir else []:
+            mm = re.match(r"^libmindspore_gpu\.so\.(\d+\.\d+)$", name)
+            if mm:
+                plugin.append(mm.group(1))
+    except OSError:
+        pass
+    return GpuFacts(nvidia, driver, libs, plugin, dirs)
+
+
+def _ver(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v))
+
+
+def evaluate_gpu(t: Any, gpu: GpuFacts, m: Matrix, requested: Optional[str]) -> list[Finding]:
+    ms = t.version_of("mindspore")
+    if not gpu.nvidia or requested in ("Ascend", "CPU") or not ms:
+        reason = ("no NVIDIA driver (/proc/driver/nvidia/version, /dev/nvidiactl)" if not gpu.nvidia
+                  else f"the run asks for {requested}" if requested in ("Ascend", "CPU") else "MindSpore is not installed")
+        return [Finding.skipped("CUDA versions not compared", reason=reason)]
+    row = m.mindspore(ms)
+    wanted = gpu.plugin_cuda or (list(row.cuda) if row else [])
+    found = [v for v, _ in gpu.libs["cudart"]]
+    evidence = {"pair": ["mindspore", "cuda"], "plugin_cuda": wanted, "cudart": gpu.libs["cudart"],
+                "cudnn": gpu.libs["cudnn"], "driver": gpu.driver, "searched": gpu.searched}
+    if not wanted:
+        return [Finding.warn(f"MindSpore {ms} carries no GPU plugin", detail="lib/plugin has no libmindspore_gpu.so.X.Y.",
+                             fix="install a MindSpore build with GPU support", evidence=evidence, code="no-gpu-plugin")]
+    usable = [v for v in found if v in wanted]
+    if not usable:
+        return [Finding.fail(
+            f"no CUDA {' / '.join(wanted)} runtime found for MindSpore {ms}"
+            + (f" (found CUDA {', '.join(dict.fromkeys(found))})" if found else ""),
+            detail=f"MindSpore's GPU plugins are built for CUDA {' / '.join(wanted)}; its loader needs libcudart.so of "
+                   "that version on LD_LIBRARY_PATH or in the system library path.",
+            fix=f"install CUDA {wanted[-1]} and put its lib64 first: export LD_LIBRARY_PATH=/usr/local/cuda-{wanted[-1]}/lib64:$LD_LIBRARY_PATH",
+            evidence=evidence, code="cuda-runtime")]
+    cuda = usable[0]
+    out: list[Finding] = []
+    need = m.cuda(cuda)
+    if need and gpu.driver and _ver(gpu.driver) < _ver(need.driver_min):
+        out.append(Finding.fail(
+            f"NVIDIA driver {gpu.driver} is too old for CUDA {cuda} (needs >= {need.driver_min})",
+            detail="The CUDA runtime refuses to start on an older driver.",
+            fix=f"upgrade the NVIDIA driver to {need.driver_min} or newer", evidence=evidence, code="cuda-driver"))
+    cudnn = [v for v, _ in gpu.libs["cudnn"]]
+    if not cudnn:
+        out.append(Finding.warn(f"no cuDNN library found for CUDA {cuda}", detail="MindSpore's GPU kernels need cuDNN.",
+                                fix=f"install cuDNN {' / '.join(need.cudnn) if need else '8.x'} for CUDA {cuda}",
+                                evidence=evidence, code="cudnn-missing"))
+    elif _ver(cudnn[0]) < (8, 0):
+        out.append(Finding.warn(f"cuDNN {cudnn[0]} is older than 8.0, which CUDA >= 11 needs",
+                                fix=f"install cuDNN {' / '.join(need.cudnn) if need else '8.x'}", evidence=evidence,
+                                code="cudnn-old"))
+    if not out:
+        out.append(Finding.passed(f"CUDA {cuda} runtime matches MindSpore {ms}'s GPU plugin", proved=(
+            f"libcudart.so.{cuda} ({dict(gpu.libs['cudart'])[cuda]}) is first in the loader's search order among "
+            f"the plugin's CUDA versions {', '.join(wanted)}; cuDNN {cudnn[0]} found"
+            + (f"; driver {gpu.driver} >= {need.driver_min}" if need and gpu.driver else "")), evidence=evidence))
+    return out

@@ -1,0 +1,244 @@
+"""version-matrix rules 2, 3 and 6: Python and numpy/protobuf vs MindSpore; MindNLP / MindFormers / transformers.
+
+Pure functions of the probe's TargetFacts and the Matrix. Each adds the pairs it reports to
+``reported`` so that the generic requirement rule does not report them a second time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Optional
+
+from msdoctor.checks.version_matrix_common import minor, mindspore_dir, pair, pip_install
+from msdoctor.matrix import Matrix, spec_contains
+from msdoctor.model import Finding
+
+_ABI_RE = re.compile(r"^_c_expression\.cpython-(\d)(\d+)")
+
+
+def abi_of_mindspore(msdir: Optional[str]) -> Optional[str]:
+    """Python version the installed build is compiled for, from _c_expression.cpython-311-*.so.
+
+    The wheel's WHEEL file says py3-none-any for every build (research/compat.md A1), so the
+    extension module's file name is the only reliable tag (observed: ls site-packages/mindspore).
+    """
+    try:
+        names = os.listdir(msdir) if msdir else []
+    except OSError:
+        return None
+    for name in names:
+        m = _ABI_RE.match(name)
+        if m:
+            return f"{m.group(1)}.{m.group(2)}"
+    return None
+
+
+def not_in_matrix(m: Matrix, kind: str, name: str, version: str) -> Finding:
+    newer = m.is_newer(kind, version)
+    why = (f"it is newer than the newest {name} the matrix knows ({m.newest(kind)})" if newer
+           else f"the matrix has no row for it (rows: {', '.join(r.version for r in getattr(m, kind + '_rows'))})")
+    return Finding.warn(
+        f"{name} {version} is not in the matrix (dated {m.date})",
+        detail=f"msdoctor cannot say what {name} {version} goes with: {why}. Nothing was passed or failed on "
+               "guesswork; the requirement and import checks still apply.",
+        fix="upgrade msdoctor for a newer matrix, or check the release notes of this version",
+        evidence={"package": name, "version": version, "matrix_date": m.date},
+        code="not-in-matrix",
+    )
+
+
+def _newest_for_python(m: Matrix, py: str) -> Optional[str]:
+    rows = [r for r in m.mindspore_rows if py in r.python and r.on_pypi]
+    return rows[-1].version if rows else None
+
+
+def evaluate_mindspore(t: Any, m: Matrix, reported: set) -> list[Finding]:
+    """MindSpore vs Python (wheel tags and the installed build's ABI), numpy and protobuf."""
+    py = minor(t.python_version)
+    version = t.version_of("mindspore")
+    if not version:
+        newest = _newest_for_python(m, py)
+        return [Finding.warn(
+            f"MindSpore is not installed in {t.executable}",
+            detail="Nothing to compare: the version matrix starts from the installed MindSpore.",
+            fix=pip_install(t, f"mindspore=={newest}") if newest else f"use a Python with MindSpore wheels",
+            code="mindspore-missing",
+        )]
+    row = m.mindspore(version)
+    out: list[Finding] = []
+    abi = abi_of_mindspore(mindspore_dir(t))
+    if abi and abi != py:
+        reported.add(pair("mindspore", "python"))
+        out.append(Finding.fail(
+            f"MindSpore {version} is built for Python {abi}, but this interpreter is Python {py}",
+            detail=f"Its compiled module _c_expression is a CPython {abi} extension: `import mindspore` fails "
+                   f"in Python {py}.",
+            fix=pip_install(t, f"mindspore=={version}") + " --force-reinstall --no-deps",
+            evidence={"pair": ["mindspore", "python"], "abi": abi, "python": py}, code="mindspore-abi",
+        ))
+    if row is None:
+        return out + [not_in_matrix(m, "mindspore", "MindSpore", version)]
+    if py not in row.python and pair("mindspore", "python") not in reported:
+        reported.add(pair("mindspore", "python"))
+        newest = _newest_for_python(m, py)
+        out.append(Finding.fail(
+            f"MindSpore {version} has no wheel for Python {py} (wheels: {', '.join(row.python)})",
+            detail="MindSpore is only built for the Python versions it has wheels for; Requires-Python says more "
+                   "than the wheels deliver (>=3.7 for 2.7.x).",
+            fix=(pip_install(t, f"mindspore=={newest}") + f"  (or use Python {' / '.join(row.python)})") if newest
+            else f"create the environment with Python {' / '.join(row.python)}",
+            evidence={"pair": ["mindspore", "python"], "python": py, "wheels": list(row.python),
+                      "source": row.source}, code="mindspore-python",
+        ))
+    for dep, spec in (("numpy", row.numpy), ("protobuf", row.protobuf)):
+        have = t.version_of(dep)
+        if spec and have and not spec_contains(spec, have):
+            reported.add(pair("mindspore", dep))
+            out.append(Finding.fail(
+                f"{dep} {have} is installed, but MindSpore {version} needs {dep}{spec}",
+                detail=_DEP_WHY[dep],
+                fix=pip_install(t, f"{dep}{spec}"),
+                evidence={"pair": ["mindspore", dep], dep: have, "required": spec, "source": row.source},
+                code=f"mindspore-{dep}",
+            ))
+    if not out:
+        deps = ", ".join(f"{d} {t.version_of(d)}" for d in ("numpy", "protobuf") if t.version_of(d))
+        out.append(Finding.passed(
+            f"MindSpore {version} fits Python {py}" + (f" and {deps}" if deps else ""),
+            proved=(f"Python {py} is among MindSpore {version}'s wheels ({', '.join(row.python)})"
+                    + (f", the installed build is compiled for {abi}" if abi else "")
+                    + (f"; numpy{row.numpy}" if row.numpy else "") + (f", protobuf{row.protobuf}" if row.protobuf else "")
+                    + " hold"),
+            evidence={"mindspore": version, "python": py, "abi": abi, "source": row.source},
+        ))
+    return out
+
+
+_DEP_WHY = {
+    "numpy": "MindSpore up to 2.9.0 is built against numpy 1.x and its metadata requires numpy<2 (2.10.0 is the first "
+             "release without the cap). On CPU 2.7.0 was seen to import with numpy 2.2.6, but CANN's TBE Python "
+             "stack is installed with numpy<2 and numpy 2 there is untested (research/compat.md C18).",
+    "protobuf": "MindSpore's checkpoint and graph code is generated for the protobuf it declares "
+                "(2.10.0 requires protobuf>=7.34.1); other versions give descriptor errors (research C19).",
+}
+
+
+def evaluate_breakages(t: Any, m: Matrix, installed: dict, reported: set) -> list[Finding]:
+    """Combinations the metadata allows but that break at import (matrix [[breakage]] rows)."""
+    out = []
+    for b in m.breakages(installed):
+        owner = next(iter(b.when))
+        reported.add(pair(owner, b.package))
+        out.append(Finding.fail(
+            f"{b.package} {installed[b.package]} breaks {owner} {installed[owner]} at import, although the metadata allows it",
+            detail=f"{b.symptom}." + (f" Use {b.package}{b.good}." if b.good else ""),
+            fix=pip_install(t, f"{b.package}{b.good}") if b.good else None,
+            evidence={"pair": [owner, b.package], b.package: installed[b.package], owner: installed[owner],
+                      "bad": b.bad, "good": b.good, "source": b.source},
+            code="known-breakage",
+        ))
+    return out
+
+
+def _allowing(rows: Any, ms_version: str) -> list[str]:
+    return [r.version for r in rows if r.mindspore and spec_contains(r.mindspore, ms_version)]
+
+
+def _ms_fix(t: Any, m: Matrix, spec: str) -> str:
+    py = minor(t.python_version)
+    fits = [r.version for r in m.mindspore_rows if r.on_pypi and py in r.python and spec_contains(spec, r.version)]
+    return pip_install(t, f"mindspore=={fits[-1]}") if fits else pip_install(t, f"mindspore{spec}")
+
+
+def evaluate_mindnlp(t: Any, m: Matrix, reported: set) -> list[Finding]:
+    version = t.version_of("mindnlp")
+    if not version:
+        return []
+    row = m.mindnlp(version)
+    if row is None:
+        return [not_in_matrix(m, "mindnlp", "mindnlp", version)]
+    out: list[Finding] = []
+    ms, tf, py = t.version_of("mindspore"), t.version_of("transformers"), minor(t.python_version)
+    if ms and not spec_contains(row.mindspore, ms):
+        reported.add(pair("mindnlp", "mindspore"))
+        others = _allowing(m.mindnlp_rows, ms)
+        out.append(Finding.fail(
+            f"mindnlp {version} requires mindspore{row.mindspore}, but MindSpore {ms} is installed",
+            detail=f"mindnlp {version}'s metadata excludes MindSpore {ms}. "
+                   + (f"MindNLP releases whose metadata allows {ms}: {', '.join(others)}." if others
+                      else f"No MindNLP release on PyPI allows {ms}."),
+            fix=_ms_fix(t, m, row.mindspore),
+            evidence={"pair": ["mindnlp", "mindspore"], "mindspore": ms, "required": row.mindspore,
+                      "mindnlp_allowing": others, "source": row.source}, code="mindnlp-mindspore",
+        ))
+    elif ms and row.mindspore_documented and not spec_contains(row.mindspore_documented, ms):
+        out.append(Finding.warn(
+            f"MindSpore {ms} is outside the range mindnlp {version} documents ({row.mindspore_documented})",
+            detail="The metadata allows it, but MindNLP's docs only name this range; other combinations were not tested.",
+            fix=_ms_fix(t, m, row.mindspore_documented),
+            evidence={"pair": ["mindnlp", "mindspore"], "source": row.source}, code="mindnlp-mindspore-documented",
+        ))
+    if tf and row.transformers_works and not spec_contains(row.transformers_works, tf) \
+            and pair("mindnlp", "transformers") not in reported:
+        out.append(Finding.warn(
+            f"transformers {tf} with mindnlp {version} is untested (seen working: {row.transformers_works})",
+            detail="mindnlp patches transformers at import; versions outside the observed range may fail.",
+            fix=pip_install(t, f"transformers{row.transformers_works}"),
+            evidence={"pair": ["mindnlp", "transformers"], "source": row.source}, code="mindnlp-transformers-untested",
+        ))
+    if row.python and py not in row.python:
+        out.append(Finding.warn(
+            f"mindnlp {version} documents Python {' / '.join(row.python)}, this is {py}",
+            fix=f"create the environment with Python {row.python[-1]}", evidence={"source": row.source},
+            code="mindnlp-python",
+        ))
+    if not out:
+        proved = f"MindSpore {ms} is within mindnlp {version}'s mindspore{row.mindspore or ' (any)'}"
+        if tf and row.transformers_works:
+            proved += f"; transformers {tf} is within the versions seen to work ({row.transformers_works})"
+        out.append(Finding.passed(f"mindnlp {version} fits MindSpore {ms}" + (f" and transformers {tf}" if tf else ""),
+                                  proved=proved, evidence={"source": row.source}))
+    return out
+
+
+def evaluate_mindformers(t: Any, m: Matrix, reported: set) -> list[Finding]:
+    version = t.version_of("mindformers")
+    if not version:
+        return []
+    row = m.mindformers(version)
+    if row is None:
+        return [not_in_matrix(m, "mindformers", "mindformers", version)]
+    out: list[Finding] = []
+    ms, tf = t.version_of("mindspore"), t.version_of("transformers")
+    if ms and row.mindspore and not spec_contains(row.mindspore, ms):
+        reported.add(pair("mindformers", "mindspore"))
+        out.append(Finding.fail(
+            f"mindformers {version} requires mindspore{row.mindspore}, but MindSpore {ms} is installed",
+            detail=f"MindFormers pins one MindSpore minor per release; {version} is built for "
+                   f"{', '.join(row.mindspore_prefer) or 'another MindSpore'}.",
+            fix=_ms_fix(t, m, row.mindspore),
+            evidence={"pair": ["mindformers", "mindspore"], "source": row.source}, code="mindformers-mindspore",
+        ))
+    elif ms and row.mindspore_prefer and ms not in row.mindspore_prefer:
+        out.append(Finding.warn(
+            f"mindformers {version} is built for MindSpore {', '.join(row.mindspore_prefer)}, not {ms}",
+            detail="Its metadata range is wider than its VERSION_MAP.json; only the mapped versions were released together.",
+            fix=pip_install(t, f"mindspore=={row.mindspore_prefer[-1]}"),
+            evidence={"pair": ["mindformers", "mindspore"], "source": row.source}, code="mindformers-version-map",
+        ))
+    if tf and row.transformers and not spec_contains(row.transformers, tf):
+        reported.add(pair("mindformers", "transformers"))
+        out.append(Finding.fail(
+            f"mindformers {version} requires transformers{row.transformers}, but {tf} is installed",
+            detail="MindFormers pins one transformers version per release.",
+            fix=pip_install(t, f"transformers{row.transformers}"),
+            evidence={"pair": ["mindformers", "transformers"], "source": row.source}, code="mindformers-transformers",
+        ))
+    if not out:
+        out.append(Finding.passed(
+            f"mindformers {version} fits MindSpore {ms}",
+            proved=f"MindSpore {ms} is within mindspore{row.mindspore or ' (any)'} and the VERSION_MAP release"
+                   + (f"; transformers {tf} meets {row.transformers}" if tf and row.transformers else ""),
+            evidence={"source": row.source}))
+    return out
