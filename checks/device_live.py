@@ -73,8 +73,10 @@ class Signature:
 
 
 SIGNATURES = (
-    Signature(r"MindSpore version (\S+) and Ascend AI software package.*?version\s*(\S+) does not match",
-              "fail", "cann-version-mismatch", "MindSpore {0} does not accept the installed CANN (version {1})",
+    Signature(r"MindSpore version (\S+) and Ascend AI software package.*?version\s*(\S+) does not match"
+              r"(?:.*?expect one of (\[[^\]]*\]))?",
+              "fail", "cann-version-mismatch",
+              "MindSpore {0} does not accept the installed CANN (internal version {1}; it expects one of {2})",
               "MindSpore warns and continues, then crashes or computes with mismatched operators (compat.md C1).",
               "install the CANN version MindSpore {0} expects (`msdoctor matrix --mindspore {0}`), or the MindSpore "
               "that matches your CANN"),
@@ -112,7 +114,7 @@ def log_findings(logs: list[LogLine], c: LiveContext) -> list[Finding]:
             if not m or sig.code in seen:
                 continue
             seen.add(sig.code)
-            groups = m.groups()
+            groups = tuple(g if g is not None else "?" for g in m.groups())
             make = Finding.fail if sig.status == "fail" else Finding.warn
             out.append(make(
                 sig.title.format(*groups), detail=f"{sig.why} MindSpore logged: {line.message.splitlines()[0][:400]}",
@@ -183,7 +185,8 @@ def live_findings(live: Optional[LiveDevice], c: LiveContext) -> list[Finding]:
             f"MindSpore {ver} cannot use {target}: {e.get('summary')}",
             detail=f"{why} Captured MindSpore error:\n{load_errors(e.get('message', ''))[:1500]}",
             fix=fix,
-            evidence={"error_type": e.get("type"), "error": e.get("message", "")[:4000], "missing_libraries": missing_libraries(e.get("message", "")),
+            evidence={"error_type": e.get("type"), "error": e.get("message", "")[:4000],
+                      "log_warnings": [str(l)[:500] for l in live.warnings()[:20]], "missing_libraries": missing_libraries(e.get("message", "")),
                       "api": live.data.get("set_device_api")},
             code="device-unusable",
         )]
