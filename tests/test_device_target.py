@@ -289,3 +289,11 @@ def test_multi_device_variables(tmp_path: Path) -> None:
     assert set(present) == {"DEVICE_ID", "RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "MS_WORKER_NUM"}
     ok, _ = multi_device_findings({"DEVICE_ID": "3", "RANK_ID": "1", "RANK_SIZE": "2"}, visible=8)
     assert ok == []
+
+
+def test_live_probe_script_parses_as_python37() -> None:
+    import ast
+
+    from msdoctor.probe import script_source
+
+    ast.parse(script_source("live_device.py"), feature_version=(3, 7))
