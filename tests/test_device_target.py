@@ -297,3 +297,20 @@ def test_live_probe_script_parses_as_python37() -> None:
     from msdoctor.probe import script_source
 
     ast.parse(script_source("live_device.py"), feature_version=(3, 7))
+
+
+@pytest.mark.slow
+def test_config_requests_ascend_more_devices_than_present(tmp_path: Path) -> None:
+    """A MindFormers YAML asks for Ascend with dp=8 on a 2-chip host; DEVICE_ID points past the chips."""
+    ascend_tree(tmp_path / "root")
+    cfg = tmp_path / "finetune.yaml"
+    cfg.write_text("run_mode: train\ncontext:\n  mode: 0\n  device_target: \"Ascend\"\n"
+                   "parallel_config:\n  data_parallel: 8\n  model_parallel: 1\n  pipeline_stage: 1\n")
+    env = base_env(tmp_path, DEVICE_ID="5", **set_env_exports(cann_python(tmp_path)))
+    out = run_device(tmp_path, target=None, env=env, extra_args=("--config", str(cfg)),
+                     tools={"npu-smi": (NPU / "910b2c_idle_2of16.txt").read_text()})
+    by_code = {f["code"]: f for f in out["check"]["findings"]}
+    assert by_code["npu-too-few"]["title"] == "the config asks for 8 devices but npu-smi lists 2 chip(s)"
+    assert by_code["device-id-range"]["title"] == "DEVICE_ID=5 but only 2 device(s) are visible (ids 0..1)"
+    (summary,) = [f for f in out["check"]["findings"] if f["title"].startswith("device targets:")]
+    assert f"requested Ascend (from {cfg}:4)" in summary["title"]
