@@ -1,0 +1,212 @@
+"""Check: model names registered by the project or installed packages that a library already owns (found by ast)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Sequence
+
+from msdoctor.context import Context
+from msdoctor.facts.registries import INSTALLED_REGISTRATIONS, PROJECT_REGISTRATIONS, REGISTRY_BUILTINS, ProjectScan
+from msdoctor.model import Finding, Location
+from msdoctor.registry_scan.builtins import Builtins
+from msdoctor.registry_scan.collide import Collision, find_collisions, free_name, taken_names
+from msdoctor.registry_scan.sources import Registration, ScanResult
+
+#: the ValueError each registry raises (installed source: transformers 4.57.1 configuration_auto.py /
+#: auto_factory.py, MindFormers 1.3.2 models/auto/configuration_auto.py, MindNLP 0.4.1 the same as transformers)
+RAISES = {
+    "builtin-name": "ValueError: '{name}' is already used by a {brand} config, pick another name.",
+    "builtin-model": "ValueError: '<class '...{name}'>' is already used by a {brand} model.",
+    "model-type-mismatch": "ValueError: The config you are passing has a `model_type` attribute that is not "
+                           "consistent with the model type you passed ...",
+}
+BRAND = {"transformers": "Transformers", "mindnlp": "Transformers", "mindformers": "Mindformers"}
+
+
+def added_versions() -> tuple[dict[str, str], str]:
+    """model_type -> first transformers release that ships it, and the baseline of that table (compat_matrix)."""
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib  # type: ignore[no-redef]
+    from importlib import resources
+
+    text = resources.files("msdoctor.compat_matrix").joinpath("transformers_model_types.toml").read_text("utf-8")
+    data = tomllib.loads(text)
+    return dict(data.get("added", {})), str(data.get("meta", {}).get("baseline", ""))
+
+
+def _rel(path: str, root: str) -> str:
+    try:
+        rel = os.path.relpath(path, root)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _pin(name: str, c: Collision, py: str, added: dict[str, str], baseline: str) -> str:
+    if c.registry is None or c.registry.library != "transformers" or c.reg is None or c.reg.kind != "config":
+        return ""
+    if name in added:
+        return (f" If you cannot rename, pin transformers below {added[name]}, the first release that ships "
+                f"'{name}': {py} -m pip install 'transformers<{added[name]}'")
+    return f" (transformers has shipped '{name}' since {baseline} or earlier: pinning an older release is no way out)"
+
+
+def _fix(c: Collision, ctx_names: dict[str, Any], py: str, added: dict[str, str], baseline: str) -> str:
+    reg, cc = c.reg, c.config_class
+    if cc is not None:
+        new = free_name(cc.model_type, ctx_names["config"])
+        return f'set model_type = "{new}" in {cc.name} ({cc.at}) before registering it; "{new}" is free'
+    assert reg is not None
+    if reg.kind == "mindformers":
+        new = free_name(reg.name or "", ctx_names[("mf", reg.target)], class_style=True)
+        return (f'register it under a free name: @MindFormerRegister.register(MindFormerModuleType.{reg.target}, '
+                f'alias="{new}") at {reg.at}, and write type: {new} in your YAML')
+    if reg.kind == "auto":
+        new = free_name(reg.name or "", ctx_names["auto"], class_style=True)
+        return (f"rename the config class {reg.name} to a name {reg.target} does not know, e.g. {new} (the registry "
+                f"compares class names), or pass exist_ok=True at {reg.at} if replacing the library's model for "
+                f"every such checkpoint is intended")
+    name = reg.name or ""
+    if c.code == "model-type-mismatch":
+        return (f"make them equal: register with {reg.target}.register(\"{reg.cls_model_type}\", {reg.cls}) at "
+                f"{reg.at}, or set model_type = \"{name}\" at {reg.cls_model_type_at}")
+    new = free_name(name, ctx_names["config"])
+    where = reg.cls_model_type_at or reg.name_at
+    edit = f'change the model_type of {reg.cls} from "{name}" to "{new}"' + (f" (written at {where})" if where else "")
+    text = (f"{edit} and register it as {reg.target}.register(\"{new}\", {reg.cls}) at {reg.at} (\"{new}\" is free; "
+            f"saved config.json files need the new model_type too).")
+    if reg.origin != "project":
+        dist = reg.origin.split(" ", 1)[0]
+        text = (f"upgrade {dist} to a release that no longer registers '{name}': {py} -m pip install --upgrade "
+                f"{dist} (or ask its maintainers to rename it / pass exist_ok=True).")
+    return text + _pin(name, c, py, added, baseline)
+
+
+def _finding(c: Collision, root: str, names: dict[str, Any], py: str, added: dict[str, str],
+             baseline: str) -> Finding:
+    reg, owner, cc = c.reg, c.owner, c.config_class
+    brand = BRAND.get(c.registry.library if c.registry else "", "Transformers")
+    fix = _fix(c, names, py, added, baseline)
+    if cc is not None:
+        return Finding.warn(
+            f"{cc.name}.model_type = '{cc.model_type}' is a name {owner.label} already owns",
+            detail=(f"{_rel(cc.at.path, root)}:{cc.at.line} sets model_type '{cc.model_type}'. Registering it "
+                    f"raises `{RAISES['builtin-name'].format(name=cc.model_type, brand=brand)}`, and config.json "
+                    f"files saved from it say '{cc.model_type}', so AutoConfig loads them as {owner.cls}."),
+            fix=fix, location=Location(cc.at.path, cc.at.line), code=c.code,
+            evidence={"class": cc.name, "model_type": cc.model_type, "owner": owner.label,
+                      "owner_file": f"{owner.path}:{owner.line}"})
+    assert reg is not None
+    where = f"{_rel(reg.at.path, root)}:{reg.at.line}" + ("" if reg.origin == "project" else f" (installed {reg.origin})")
+    evidence = {"name": reg.name, "api": reg.api, "registration": f"{reg.at}", "origin": reg.origin,
+                "exist_ok": reg.exist_ok, "owner": owner.label if owner else None,
+                "owner_file": f"{owner.path}:{owner.line}" if owner else None,
+                "added_in": added.get(reg.name or "") if c.registry and c.registry.library == "transformers" else None}
+    loc = Location(reg.at.path, reg.at.line)
+    if c.code == "duplicate":
+        sites = "; ".join(f"{_rel(r.at.path, root)}:{r.at.line} ({r.cls}, {r.origin})" for r in c.others)
+        return Finding.fail(
+            f"'{reg.name}' is registered {len(c.others)} times with different classes",
+            detail=(f"{reg.api} registrations of '{reg.name}': {sites}. A name that is not built in never raises "
+                    "when registered again: the registration that runs last silently replaces the other, so which "
+                    "class loads a checkpoint depends on import order."),
+            fix=fix, location=loc, code=c.code, evidence={**evidence, "sites": [str(r.at) for r in c.others]})
+    if c.code == "model-type-mismatch":
+        return Finding.fail(
+            f"{reg.api}('{reg.name}', {reg.cls}) but {reg.cls}.model_type is '{reg.cls_model_type}'",
+            detail=f"At {where} this raises `{RAISES['model-type-mismatch']}` before the name is even registered.",
+            fix=fix, location=loc, code=c.code, evidence={**evidence, "class_model_type": reg.cls_model_type})
+    if c.code == "mindformers-builtin":
+        return Finding.warn(
+            f"{where} replaces MindFormers' own {reg.target} '{reg.name}' ({owner.label})",
+            detail=(f"MindFormerRegister.register never raises: it overwrites the entry, so every YAML with "
+                    f"`type: {reg.name}` ({reg.target}) now builds {reg.cls} instead of {owner.cls} "
+                    f"({owner.path}:{owner.line}), MindFormers' own configs included."),
+            fix=fix, location=loc, code=c.code, evidence=evidence)
+    raises = RAISES["builtin-model" if c.code.startswith("builtin-model") else "builtin-name"].format(
+        name=reg.name, brand=brand)
+    what = (f"model_type '{reg.name}'" if reg.kind == "config"
+            else f"config class {reg.name} in {reg.target}, where it maps to {owner.cls}")
+    head = f"{where}: {reg.api}({reg.name_text}, ...) registers {what}, which {owner.label} already owns"
+    if c.severity == "fail":
+        return Finding.fail(
+            f"'{reg.name}' is taken by {owner.label}: {reg.api} at {where} raises ValueError",
+            detail=f"{head} ({owner.path}:{owner.line}). When this line runs it raises `{raises}`.",
+            fix=fix, location=loc, code=c.code, evidence=evidence)
+    why = ("exist_ok is an expression msdoctor cannot evaluate: false at run time raises "
+           f"`{raises}`; true replaces the library's class" if c.exist_ok_unknown else
+           "exist_ok=True suppresses the ValueError and silently replaces the library's class")
+    return Finding.warn(
+        f"{reg.api}('{reg.name}', exist_ok=...) at {where} replaces {owner.label}",
+        detail=f"{head}. {why}: every checkpoint of '{reg.name}', the library's own included, now loads "
+               f"with {reg.cls}.", fix=fix, location=loc, code=c.code, evidence=evidence)
+
+
+def evaluate(builtins: Builtins, project: ProjectScan, installed: Sequence[ScanResult], python_cmd: str,
+             *, target: str = "", added: Optional[dict[str, str]] = None, baseline: str = "") -> list[Finding]:
+    if not builtins.libraries:
+        return [Finding.skipped(
+            "no model registry to collide with: transformers, MindNLP and MindFormers are not installed",
+            reason=f"{target or python_cmd} cannot import transformers, mindnlp or mindformers, so no name "
+                   "can be taken yet (registrations fail with ImportError instead).")]
+    added = added or {}
+    pr = project.result
+    regs = pr.registrations + [r for s in installed for r in s.registrations]
+    collisions = find_collisions(builtins, regs, pr.config_classes)
+    names: dict[Any, Any] = {"config": set(), "auto": set()}
+    for lib in builtins.libraries.values():
+        names["config"] |= taken_names(lib, regs, pr.config_classes, "config")
+        names["auto"] |= taken_names(lib, regs, pr.config_classes, "auto")
+        for mt in lib.decorated:
+            names[("mf", mt)] = taken_names(lib, regs, pr.config_classes, "mindformers", mt)
+    for c in collisions:
+        if c.reg is not None and c.reg.kind == "mindformers":
+            names.setdefault(("mf", c.reg.target), set())
+    root = project.roots[0]
+    out = [_finding(c, root, names, python_cmd, added, baseline) for c in collisions]
+    for path, line, reason in pr.unparsable:
+        out.append(Finding.skipped(
+            f"{_rel(path, root)} could not be parsed: its registrations were not checked",
+            reason=f"{reason} (line {line}). msdoctor reads project files with ast and never runs them; "
+                   "fix the syntax error to have this file checked.",
+            location=Location(path, line), code="unparsable-file"))
+    unresolved = [r for r in regs if r.name is None]
+    if unresolved:
+        sites = ", ".join(f"{_rel(r.at.path, root)}:{r.at.line} {r.api}({r.name_text})" for r in unresolved[:10])
+        out.append(Finding.skipped(
+            f"{len(unresolved)} registration(s) use a name msdoctor cannot work out statically",
+            reason=f"{sites}: the name is computed at run time (not a string literal, a constant or "
+                   "Cls.model_type), so it was not compared with the built-in names.", code="unresolved-name"))
+    libs = ", ".join(f"{lib.label} ({len(lib.configs)} config names)" for lib in builtins.libraries.values())
+    scanned = (f"{pr.files_seen} Python files under {', '.join(project.roots)} ({pr.files_parsed} parsed)"
+               + (" [stopped early: too many files]" if pr.truncated else ""))
+    evidence = {"libraries": {k: v.label for k, v in builtins.libraries.items()}, "project_files": pr.files_seen,
+                "project_files_parsed": pr.files_parsed, "registrations": len(regs),
+                "installed_packages_with_registrations": [s.origin for s in installed], "notes": builtins.notes}
+    if not any(f.status.is_problem or f.status.value == "warn" for f in out):
+        if not regs and not pr.config_classes:
+            title = f"no model registrations in {scanned}"
+        else:
+            title = f"{len(regs)} model registration(s) checked: no name collides with {libs}"
+        out.insert(0, Finding.passed(title, proved=(
+            f"every AutoConfig / CONFIG_MAPPING / AutoModel* / AutoTokenizer / MindFormerRegister registration found "
+            f"by ast in {scanned} and in {len(installed)} installed package(s) with registrations uses a name that "
+            f"{libs} do not own, and no name is registered twice"), evidence=evidence))
+    return out
+
+
+class RegistryCollisionsCheck:
+    id = "registry-collisions"
+    title = "Model registry collisions"
+    description = "Model names registered by your project or installed packages that transformers/MindNLP/MindFormers already own"
+
+    def run(self, ctx: Context) -> list[Finding]:
+        t = ctx.target
+        builtins = ctx.get(REGISTRY_BUILTINS)
+        if not builtins.libraries:
+            return evaluate(builtins, ProjectScan.empty(str(ctx.project_dir)), [], t.python_cmd(), target=t.executable)
+        added, baseline = added_versions()
+        return evaluate(builtins, ctx.get(PROJECT_REGISTRATIONS), ctx.get(INSTALLED_REGISTRATIONS), t.python_cmd(),
+                        target=t.executable, added=added, baseline=baseline)
