@@ -32,7 +32,8 @@ class Node:
     members: list = field(default_factory=list)
 
     def get(self, key: Any) -> Optional["Node"]:
-        for k, _, node in self.members:
+        # a duplicated key: the last one wins, as in VS Code and json.loads
+        for k, _, node in reversed(self.members):
             if self.kind == "object" and k == key:
                 return node
         if self.kind == "array" and isinstance(key, int) and 0 <= key < len(self.members):
@@ -226,51 +227,89 @@ def _dump(value: Any, indent: str) -> str:
     return dumped.replace("\n", "\n" + indent)
 
 
-def _insert_member(text: str, node: Node, member_text: str) -> str:
-    """Insert member_text as the last member of an object/array node."""
+def _line_comment_end(text: str, pos: int) -> Optional[int]:
+    """If a ``//`` comment follows pos on the same line (after blanks or /* */), the index of its newline."""
+    i, n = pos, len(text)
+    while i < n:
+        if text[i] in " \t":
+            i += 1
+        elif text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            if close < 0 or "\n" in text[i:close]:
+                return None
+            i = close + 2
+        elif text.startswith("//", i):
+            nl = text.find("\n", i)
+            return n if nl < 0 else nl
+        else:
+            return None
+    return None
+
+
+def _insert_member(text: str, node: Node, key: Optional[str], value: Any) -> str:
+    """Insert ``key: value`` (object) or ``value`` (array) as the last member of node.
+
+    A one-line container stays on one line; otherwise the new member gets its own
+    line with the indentation of its siblings. Comments stay where they are: one
+    after the last member stays on that member's line.
+    """
     indent = _child_indent(text, node)
     close = node.end - 1  # position of '}' or ']'
+    prefix = "" if key is None else json.dumps(key, ensure_ascii=False) + ": "
+    one_line = "\n" not in text[node.start : node.end]
     if node.members:
-        last = node.members[-1][2]
-        after = last.end
-        # is there already a trailing comma after the last member?
+        after = node.members[-1][2].end
         p = _Parser(text)
         p.i = after
         p.skip()
-        has_comma = p.i < len(text) and text[p.i] == ","
-        insert_at = p.i + 1 if has_comma else after
-        sep = "" if has_comma else ","
-        if has_comma:
-            # keep a line comment after "value," on its line: insert after it
-            nl = text.find("\n", insert_at)
-            rest = text[insert_at : nl if nl >= 0 else len(text)].strip()
-            if rest.startswith("//") and nl >= 0:
-                insert_at = nl
-        elif text.find("\n", after) > text.find("//", after) >= 0:
-            # "value // comment": the comma goes right after the value, the new member after the comment
-            nl = text.find("\n", after)
-            return text[:after] + "," + text[after:nl] + "\n" + indent + member_text + text[nl:]
-        return text[:insert_at] + sep + "\n" + indent + member_text + text[insert_at:]
-    closing_indent = _indent_at(text, close) if text.rfind("\n", node.start, close) >= 0 else _indent_at(text, node.start)
+        comma = p.i if p.i < len(text) and text[p.i] == "," else None
+        if one_line:
+            member = prefix + json.dumps(value, ensure_ascii=False)
+            if comma is not None:
+                return text[: comma + 1] + " " + member + text[comma + 1 :]
+            return text[:after] + ", " + member + text[after:]
+        member = prefix + _dump(value, indent)
+        if comma is not None:
+            insert_at = comma + 1
+            eol = _line_comment_end(text, insert_at)
+            if eol is not None:
+                insert_at = eol
+            return text[:insert_at] + "\n" + indent + member + text[insert_at:]
+        eol = _line_comment_end(text, after)
+        if eol is not None:
+            # "value // comment": the comma goes right after the value, the member after the comment
+            return text[:after] + "," + text[after:eol] + "\n" + indent + member + text[eol:]
+        return text[:after] + ",\n" + indent + member + text[after:]
+    member = prefix + _dump(value, indent)
+    closing_indent = _indent_at(text, close) if not one_line else _indent_at(text, node.start)
     inner = text[node.start + 1 : close]
     return (
         text[: node.start + 1]
         + inner.rstrip(" \t")
         + ("" if inner.rstrip(" \t").endswith("\n") else "\n")
         + indent
-        + member_text
+        + member
         + "\n"
         + closing_indent
         + text[close:]
     )
 
 
+def _with_root(text: str) -> str:
+    """A document with no value (empty, or only comments) gets an empty object after its comments."""
+    p = _Parser(text)
+    p.skip()
+    if p.i < len(text):
+        return text
+    body = text.rstrip()
+    return (body + "\n" if body else "") + "{}\n"
+
+
 def set_key(text: str, path: Sequence[str], value: Any) -> str:
     """Set the value at key path (objects only), creating missing objects; keeps everything else."""
     if not path:
         raise ValueError("empty key path")
-    if not text.strip():
-        text = "{}\n"
+    text = _with_root(text)
     root = parse(text)
     node = root
     for depth, key in enumerate(path):
@@ -281,8 +320,7 @@ def set_key(text: str, path: Sequence[str], value: Any) -> str:
             rest = value
             for k in reversed(path[depth + 1 :]):
                 rest = {k: rest}
-            indent = _child_indent(text, node)
-            return _insert_member(text, node, json.dumps(key) + ": " + _dump(rest, indent))
+            return _insert_member(text, node, key, rest)
         if depth == len(path) - 1:
             indent = _indent_at(text, child.start) if text.rfind("\n", 0, child.start) >= 0 else ""
             key_indent = _indent_at(text, child.start)
@@ -293,8 +331,7 @@ def set_key(text: str, path: Sequence[str], value: Any) -> str:
 
 def append_items(text: str, path: Sequence[str], items: Sequence[Any]) -> str:
     """Append items to the array at key path, creating it (and its parents) when missing."""
-    if not text.strip():
-        text = "{}\n"
+    text = _with_root(text)
     root = parse(text)
     node: Optional[Node] = root
     for key in path:
@@ -308,6 +345,5 @@ def append_items(text: str, path: Sequence[str], items: Sequence[Any]) -> str:
         node = root
         for key in path:
             node = node.get(key)  # type: ignore[union-attr]
-        indent = _child_indent(text, node)  # type: ignore[arg-type]
-        text = _insert_member(text, node, _dump(item, indent))  # type: ignore[arg-type]
+        text = _insert_member(text, node, None, item)  # type: ignore[arg-type]
     return text

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence, Union
+from typing import Callable, Mapping, Optional, Sequence, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -101,3 +101,56 @@ def _kill_group(proc: "subprocess.Popen[str]") -> None:
             proc.kill()
         except ProcessLookupError:
             pass
+
+
+def run_live(
+    argv: Sequence[PathLike],
+    *,
+    timeout: float,
+    on_line: "Callable[[str], None]",
+    cwd: Optional[PathLike] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> ProcResult:
+    """Like :func:`run`, but hands every output line to ``on_line`` as it comes (pip's progress).
+
+    stdout and stderr are merged (in ``ProcResult.stdout``); a timeout kills the
+    whole process group, exactly as in :func:`run`.
+    """
+    import threading
+
+    args = [os.fspath(a) for a in argv]
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cwd=os.fspath(cwd) if cwd is not None else None, env=dict(env) if env is not None else None,
+            text=True, encoding="utf-8", errors="replace", start_new_session=True,
+        )
+    except FileNotFoundError:
+        return ProcResult(args, None, "", "", 0.0, start_error="no such file")
+    except PermissionError:
+        return ProcResult(args, None, "", "", 0.0, start_error="permission denied (not executable)")
+    except OSError as exc:
+        return ProcResult(args, None, "", "", 0.0, start_error=f"{exc.strerror or exc}")
+    lines: list = []
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            on_line(line.rstrip("\n"))
+
+    reader = threading.Thread(target=pump, name="proc-live", daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        proc.wait()
+        reader.join(5)
+        return ProcResult(args, None, "".join(lines), "", time.monotonic() - started, timed_out=True)
+    except BaseException:
+        _kill_group(proc)
+        raise
+    reader.join(5)
+    return ProcResult(args, proc.returncode, "".join(lines), "", time.monotonic() - started)

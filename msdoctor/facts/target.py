@@ -54,7 +54,7 @@ def resolve_python(value: Optional[str]) -> str:
         for rel in _CANDIDATES:
             cand = path / rel
             if cand.is_file() and os.access(cand, os.X_OK):
-                return str(cand.absolute())
+                return os.path.abspath(cand)
         raise TargetError(
             f"--python {value}: the directory holds no Python interpreter (looked for "
             + ", ".join(_CANDIDATES)
@@ -66,7 +66,7 @@ def resolve_python(value: Optional[str]) -> str:
             f"--python {value}: the file is not executable",
             f"pass an interpreter; if this is one, make it executable: chmod +x {path}",
         )
-    return str(path.absolute())
+    return os.path.abspath(path)
 
 
 def conda_env_python(name: str, environ: Mapping[str, str]) -> str:

@@ -1,0 +1,120 @@
+"""``msdoctor fix-kernel``: register the target as a Jupyter kernel and select it in VS Code."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from msdoctor.commands.common import resolve_target, target_options
+from msdoctor.errors import UserError
+from msdoctor.model import ExitCode
+
+
+@click.command("fix-kernel")
+@target_options
+@click.option("--name", metavar="NAME", help="Kernel name (default: from the env name; lowercase, no spaces).")
+@click.option("--display-name", metavar="TEXT", help="Name shown in Jupyter's and VS Code's kernel pickers.")
+@click.option("--user", "scope", flag_value="user", default=True,
+              help="Register the kernel for this user (JUPYTER_DATA_DIR/kernels); the default.")
+@click.option("--sys-prefix", "scope", flag_value="sys-prefix",
+              help="Register the kernel inside the target environment (<prefix>/share/jupyter/kernels).")
+@click.option("--vscode/--no-vscode", default=None,
+              help="Set python.defaultInterpreterPath in .vscode/settings.json "
+              "(default: when the project has a .vscode/ folder or a notebook).")
+@click.option("--remove-stale", is_flag=True, help="Also remove kernels whose interpreter no longer exists.")
+@click.option("--project", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
+              help="The project directory (default: the current directory).")
+@click.option("--dry-run", is_flag=True, help="Show the plan and change nothing.")
+@click.option("-y", "--yes", is_flag=True, help="Apply without asking (needed when not on a terminal).")
+def fix_kernel(
+    python: Optional[str],
+    conda_env: Optional[str],
+    name: Optional[str],
+    display_name: Optional[str],
+    scope: str,
+    vscode: Optional[bool],
+    remove_stale: bool,
+    project: Optional[Path],
+    dry_run: bool,
+    yes: bool,
+) -> int:
+    """Make Jupyter and VS Code run the target interpreter (the one with MindSpore).
+
+    \b
+    Shows a plan first: install ipykernel into the target if missing, register a
+    kernel whose argv[0] is the target, set python.defaultInterpreterPath in
+    .vscode/settings.json (comments and other keys kept, backup written), and with
+    --remove-stale remove kernels whose interpreter was deleted. Running it twice
+    changes nothing the second time.
+
+    \b
+    Examples:
+      msdoctor fix-kernel --conda-env mindspore_env --dry-run
+      msdoctor fix-kernel --python ~/envs/ms/bin/python --yes
+      msdoctor fix-kernel --remove-stale --no-vscode
+    """
+    from msdoctor.fix.kernel import FixFailed, KernelRequest, apply_plan, check_kernel_name, render_plan, summary_of
+
+    if name is not None and check_kernel_name(name):
+        raise click.BadParameter(check_kernel_name(name) or "", param_hint="--name")
+    if project is not None and not project.is_dir():
+        raise click.BadParameter(f"{project} is not a directory", param_hint="--project")
+    python_path = resolve_target(python, conda_env)
+    project_dir = (project or Path.cwd()).resolve()
+    req = KernelRequest(name=name, display_name=display_name, scope=scope, vscode=vscode, remove_stale=remove_stale)
+    plan = _plan(python_path, project_dir, req)
+    click.echo(render_plan(plan))
+    if plan.blocked:
+        first = plan.blocked[0]
+        raise UserError(f"cannot apply the plan: {first.blocked}; nothing was changed", first.blocked_fix)
+    if not plan.changes:
+        click.echo(summary_of(plan))
+        return int(ExitCode.OK)
+    n = len(plan.changes)
+    if dry_run:
+        click.echo(f"dry run: {n} change(s) planned, nothing was changed")
+        return int(ExitCode.OK)
+    if not yes:
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise UserError(f"not applying {n} change(s): not on a terminal and --yes was not given",
+                            "rerun with --yes to apply the plan above, or with --dry-run to only show it")
+        if not click.confirm(f"Apply {n} change(s)?", default=False):
+            click.echo("aborted: nothing was changed")
+            return int(ExitCode.PROBLEMS)
+    import os
+
+    try:
+        done = apply_plan(plan, os.environ, lambda line: click.echo(line, err=True))
+    except FixFailed as exc:
+        for line in exc.done:
+            click.echo(f"done: {line}")
+        click.echo(f"error: {exc.message}", err=True)
+        if exc.fix:
+            click.echo(f"  fix: {exc.fix}", err=True)
+        return int(ExitCode.PROBLEMS)
+    for line in done:
+        click.echo(f"done: {line}")
+    click.echo(f"verify with: msdoctor check --only kernel-mismatch --python {plan.target}")
+    return int(ExitCode.OK)
+
+
+def _plan(python_path: str, project_dir: Path, req: object):  # -> KernelPlan
+    from msdoctor.context import Context, FactUnavailable, Options
+    from msdoctor.facts.interpreters import INTERPRETERS
+    from msdoctor.facts.jupyter import KERNELSPECS
+    from msdoctor.fix.kernel import TargetSummary, build_plan
+
+    ctx = Context(Options(python=python_path, project_dir=project_dir))
+    try:
+        info = ctx.get(INTERPRETERS).get(python_path, jupyter=True)
+        if not info.ok:
+            raise FactUnavailable(f"cannot run {python_path}: {info.error}", "pass --python a working interpreter")
+        jf = ctx.get(KERNELSPECS)
+        t = ctx.target
+    except FactUnavailable as exc:
+        raise UserError(exc.message, exc.fix, exit_code=ExitCode.NO_VERDICT) from None
+    summary = TargetSummary(python=python_path, info=info, env_name=t.env_name, env_kind=t.env_kind)
+    return build_plan(summary, jf, req, project_dir, ctx.environ)  # type: ignore[arg-type]

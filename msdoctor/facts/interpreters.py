@@ -1,0 +1,217 @@
+"""Other interpreters (kernels, `python` on PATH, editor settings): can each one import mindspore?
+
+Each interpreter runs the stdlib probe ``msdoctor/probe/interp_probe.py`` (find_spec,
+never an import of the framework), with a timeout; several run concurrently.
+Results are cached per interpreter for the whole run (the ``INTERPRETERS`` fact).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional
+
+from msdoctor.context import Context, FactSpec
+from msdoctor.probe import ProbeError, default_env, is_python_like, run_script
+
+#: at most this many interpreter probes run at once
+MAX_WORKERS = 8
+
+
+@dataclass(frozen=True)
+class ModuleAt:
+    """Where ``import NAME`` would load NAME from, as find_spec saw it."""
+
+    found: bool
+    origin: Optional[str] = None
+    locations: tuple = ()
+    namespace: bool = False
+    error: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "ModuleAt":
+        return cls(
+            found=bool(data.get("found")),
+            origin=data.get("origin"),
+            locations=tuple(data.get("locations") or ()),
+            namespace=bool(data.get("namespace")),
+            error=data.get("error"),
+        )
+
+    @property
+    def home(self) -> Optional[str]:
+        """The real path of the package directory (what "the same copy" compares)."""
+        if not self.found:
+            return None
+        if self.locations:
+            return os.path.realpath(self.locations[0])
+        if self.origin:
+            return os.path.realpath(os.path.dirname(self.origin))
+        return None
+
+    @property
+    def importable(self) -> bool:
+        # a namespace package named mindspore is an empty or broken directory, not the framework
+        return self.found and not self.namespace
+
+
+@dataclass
+class InterpInfo:
+    """What the interpreter probe found (or why it could not run)."""
+
+    path: str
+    ok: bool
+    error: Optional[str] = None
+    executable: Optional[str] = None
+    prefix: Optional[str] = None
+    base_prefix: Optional[str] = None
+    version: tuple = ()
+    modules: dict = field(default_factory=dict)
+    versions: dict = field(default_factory=dict)
+    jupyter: Optional[dict] = None
+
+    @classmethod
+    def from_json(cls, path: str, data: Mapping[str, Any]) -> "InterpInfo":
+        return cls(
+            path=path,
+            ok=True,
+            executable=data.get("executable"),
+            prefix=data.get("prefix"),
+            base_prefix=data.get("base_prefix"),
+            version=tuple(data.get("version") or ()),
+            modules={k: ModuleAt.from_json(v) for k, v in (data.get("modules") or {}).items()},
+            versions=dict(data.get("versions") or {}),
+            jupyter=data.get("jupyter"),
+        )
+
+    def module(self, name: str) -> ModuleAt:
+        return self.modules.get(name) or ModuleAt(False)
+
+    @property
+    def mindspore(self) -> ModuleAt:
+        return self.module("mindspore")
+
+    @property
+    def has_ipykernel(self) -> bool:
+        return self.module("ipykernel").importable
+
+    @property
+    def python_version(self) -> str:
+        return ".".join(str(x) for x in self.version)
+
+    def same_env(self, other: "InterpInfo") -> bool:
+        """One environment (sys.prefix), e.g. /env/bin/python and /env/bin/python3."""
+        return bool(self.ok and other.ok and self.prefix and other.prefix) and _real(self.prefix) == _real(
+            other.prefix
+        )
+
+
+def _real(path: Optional[str]) -> str:
+    return os.path.realpath(path) if path else ""
+
+
+def same_bin_dir(a: str, b: str) -> bool:
+    """Two interpreter paths of one environment, compared WITHOUT resolving symlinks.
+
+    A venv's bin/python is a symlink to the base interpreter: realpath would call a venv
+    and its base "the same", which is exactly the confusion this check exists to catch.
+    """
+    return os.path.normpath(os.path.dirname(os.path.abspath(a))) == os.path.normpath(
+        os.path.dirname(os.path.abspath(b))
+    )
+
+
+def which(name: str, environ: Mapping[str, str]) -> Optional[str]:
+    """``name`` looked up on the PATH of ``environ`` (not msdoctor's own PATH)."""
+    found = shutil.which(name, path=environ.get("PATH", os.defpath))
+    return os.path.abspath(found) if found else None
+
+
+def python_in(env_dir: str) -> Optional[str]:
+    """The interpreter of an environment directory (venv or conda)."""
+    for rel in ("bin/python", "bin/python3", "python.exe", "Scripts/python.exe"):
+        cand = os.path.join(env_dir, rel)
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+class InterpreterProbes:
+    """Runs the interpreter probe at most once per interpreter, several at a time."""
+
+    def __init__(self, environ: Mapping[str, str], timeout: float, cwd: Optional[Path] = None) -> None:
+        self.env = default_env(environ)
+        self.timeout = timeout
+        self.cwd = cwd
+        self._lock = threading.Lock()
+        self._events: dict[tuple, threading.Event] = {}
+        self._results: dict[tuple, InterpInfo] = {}
+
+    def get(self, path: str, *, jupyter: bool = False) -> InterpInfo:
+        key = (path, jupyter)
+        with self._lock:
+            event = self._events.get(key)
+            owner = event is None
+            if owner:
+                event = self._events[key] = threading.Event()
+        if owner:
+            try:
+                self._results[key] = self._run(path, jupyter)
+            finally:
+                event.set()
+        else:
+            event.wait()
+        return self._results[key]
+
+    def many(self, paths: Iterable[str]) -> dict[str, InterpInfo]:
+        """Probe every path (duplicates once), concurrently; path -> result."""
+        unique = list(dict.fromkeys(p for p in paths if p))
+        if not unique:
+            return {}
+        with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(unique)), thread_name_prefix="interp") as pool:
+            results = list(pool.map(self.get, unique))
+        return dict(zip(unique, results))
+
+    def _run(self, path: str, jupyter: bool) -> InterpInfo:
+        if not os.path.exists(path):
+            return InterpInfo(path, ok=False, error=f"{path} does not exist")
+        if not os.access(path, os.X_OK):
+            return InterpInfo(path, ok=False, error=f"{path} is not executable")
+        try:
+            data, _ = run_script(
+                path, "interp_probe.py", timeout=self.timeout, cwd=self.cwd, env=self.env,
+                args={"jupyter": True} if jupyter else None,
+            )
+        except ProbeError as exc:
+            return InterpInfo(path, ok=False, error=exc.message)
+        try:
+            return InterpInfo.from_json(path, data)
+        except (TypeError, ValueError, AttributeError) as exc:
+            return InterpInfo(path, ok=False, error=f"unexpected probe output ({exc})")
+
+
+def _compute(ctx: Context) -> InterpreterProbes:
+    timeout = min(float(ctx.options.probe_timeout_s), 20.0)
+    return InterpreterProbes(ctx.environ, timeout, ctx.project_dir)
+
+
+#: The probe cache shared by the kernel-mismatch check and fix-kernel.
+INTERPRETERS: FactSpec[InterpreterProbes] = FactSpec(
+    "interpreters", _compute, description="probes of other interpreters (kernels, PATH, editor settings)"
+)
+
+
+def target_python(ctx: Context) -> str:
+    """The target interpreter's path as given (not resolved through symlinks)."""
+    return ctx.options.python or sys.executable
+
+
+__all__ = [
+    "INTERPRETERS", "InterpInfo", "InterpreterProbes", "ModuleAt", "is_python_like", "python_in",
+    "same_bin_dir", "target_python", "which",
+]

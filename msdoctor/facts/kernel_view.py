@@ -1,0 +1,212 @@
+"""Every interpreter a person may really run for this project, one row each, probed concurrently.
+
+Rows: the target; msdoctor's own interpreter; `python`/`python3` on PATH; the
+activated VIRTUAL_ENV / CONDA_PREFIX; each Jupyter kernelspec on the target's
+search path (marked "used" when a project notebook names it); the interpreters
+the project's .vscode files name; and the Jupyter kernel msdoctor itself runs
+under, if any. The kernel-mismatch check turns each row into a verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+from msdoctor.context import Context, FactSpec, FactUnavailable
+from msdoctor.facts.interpreters import INTERPRETERS, InterpInfo, python_in, target_python, which
+from msdoctor.facts.jupyter import KERNELSPECS, JupyterFacts, KernelSpec, kernel_interpreter
+from msdoctor.facts.vscode import VSCODE, InterpreterRef, VSCodeFacts
+from msdoctor.model import Location
+
+ROLES = ("target", "msdoctor", "path", "activated", "running-kernel", "kernel", "notebook", "vscode")
+
+
+@dataclass
+class Row:
+    """One interpreter somebody may run, and where that choice is written down.
+
+    used: the editor or a notebook WILL run it (a VS Code setting, a kernel a project
+    notebook names, the kernel msdoctor runs in), as opposed to one that is merely
+    available (any kernel, `python` on PATH).
+    problem: why there is no interpreter to probe (stale kernel, broken file, ...).
+    """
+
+    role: str
+    label: str
+    interpreter: Optional[str] = None
+    used: bool = False
+    location: Optional[Location] = None
+    problem: Optional[str] = None
+    problem_kind: Optional[str] = None  # stale | invalid | unknown | missing-kernel | hidden | legacy
+    info: Optional[InterpInfo] = None
+    kernel: Optional[KernelSpec] = None
+    ref: Optional[InterpreterRef] = None
+    notebooks: list = field(default_factory=list)
+    evidence: dict = field(default_factory=dict)
+
+
+@dataclass
+class KernelView:
+    target_path: str
+    target: InterpInfo
+    rows: list
+    jupyter: Optional[JupyterFacts] = None
+    jupyter_error: Optional[str] = None
+    vscode: Optional[VSCodeFacts] = None
+
+
+def _loc(path: str, line: Optional[int] = None) -> Location:
+    return Location(path, line)
+
+
+def shell_rows(environ: Mapping[str, str]) -> list:
+    rows = []
+    for name in ("python", "python3"):
+        found = which(name, environ)
+        if found:
+            rows.append(Row("path", f"`{name}` on PATH", found, evidence={"name": name, "path": found}))
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        env_dir = environ.get(var)
+        if not env_dir:
+            continue
+        py = python_in(env_dir)
+        row = Row("activated", f"activated {var}={env_dir}", py, evidence={var: env_dir})
+        if py is None:
+            row.problem, row.problem_kind = f"{env_dir} holds no bin/python (deleted environment?)", "stale"
+        rows.append(row)
+    return rows
+
+
+def running_kernel_row(environ: Mapping[str, str]) -> Optional[Row]:
+    """The Jupyter kernel msdoctor runs under: imported into one, or started from a notebook cell."""
+    if "ipykernel" in sys.modules:
+        return Row("running-kernel", "the Jupyter kernel msdoctor runs in", sys.executable, used=True,
+                   evidence={"how": "ipykernel is imported in msdoctor's own process"})
+    if not environ.get("JPY_PARENT_PID"):
+        return None
+    try:
+        import psutil
+
+        for proc in psutil.Process().parents():
+            cmd = proc.cmdline()
+            if any("ipykernel" in part for part in cmd[1:]):
+                exe = cmd[0] if cmd and os.path.isabs(cmd[0]) else proc.exe()
+                return Row("running-kernel", "the Jupyter kernel this msdoctor was started from", exe, used=True,
+                           evidence={"how": f"JPY_PARENT_PID is set; parent process {proc.pid} runs ipykernel",
+                                     "cmdline": cmd})
+    except Exception as exc:  # psutil.Error, or no access to a parent: say so, don't guess
+        reason = f"{type(exc).__name__}: {exc}"
+    else:
+        reason = "no parent process runs ipykernel"
+    return Row("running-kernel", "the Jupyter kernel this msdoctor was started from", None, used=True,
+               problem=f"JPY_PARENT_PID is set (a Jupyter kernel started msdoctor), but {reason}",
+               problem_kind="unknown", evidence={"JPY_PARENT_PID": environ.get("JPY_PARENT_PID")})
+
+
+def kernel_rows(jf: JupyterFacts, environ: Mapping[str, str]) -> list:
+    rows = []
+    by_name: dict = {}
+    for nb in jf.notebooks:
+        if nb.kernel_name:
+            by_name.setdefault(nb.kernel_name.lower(), []).append(nb)
+    for spec in jf.visible():
+        row = Row("kernel", spec.label, kernel=spec, location=_loc(spec.kernel_json, spec.argv_line),
+                  evidence={"kernel": spec.name, "kernel_json": spec.kernel_json, "argv": spec.argv,
+                            "display_name": spec.display_name})
+        row.notebooks = [nb.path for nb in by_name.get(spec.name, [])]
+        row.used = any(nb.imports_mindspore for nb in by_name.get(spec.name, []))
+        if spec.error:
+            row.problem, row.problem_kind = spec.error, "invalid"
+            row.location = _loc(spec.kernel_json, spec.error_line)
+        elif not spec.is_python:
+            continue  # an R or Julia kernel: not this check's business
+        else:
+            path, how = kernel_interpreter(spec, jf, environ)
+            row.interpreter = path
+            row.evidence["interpreter_from"] = how
+            if how == "absolute" and not os.path.exists(path):
+                row.problem, row.problem_kind = f"its interpreter {path} no longer exists", "stale"
+            elif how == "missing":
+                row.problem, row.problem_kind = f"argv[0] '{spec.argv[0]}' is not on PATH", "stale"
+            elif path is None:
+                row.problem = f"it starts through `{' '.join(spec.argv[:3])} ...`, msdoctor cannot tell which Python"
+                row.problem_kind = "unknown"
+        rows.append(row)
+    for name, nbs in sorted(by_name.items()):
+        if jf.find(name) is None:
+            first = nbs[0]
+            rows.append(Row("notebook", f"notebook {os.path.basename(first.path)} asks for kernel '{name}'",
+                            used=any(nb.imports_mindspore for nb in nbs), location=_loc(first.path),
+                            problem=f"no kernel named '{name}' is installed", problem_kind="missing-kernel",
+                            notebooks=[nb.path for nb in nbs], evidence={"kernel": name}))
+    return rows
+
+
+def vscode_rows(vs: VSCodeFacts) -> list:
+    rows = []
+    for name, f in sorted(vs.files.items()):
+        if not f.ok:
+            rows.append(Row("vscode", f".vscode/{name}", used=True, location=Location(f.path, f.line, f.column),
+                            problem=f.error, problem_kind="invalid"))
+    labels = {"default": "python.defaultInterpreterPath", "legacy": "legacy python.pythonPath",
+              "launch": "launch.json", "task": "tasks.json", "hidden": "hidden from the kernel picker"}
+    for ref in vs.refs:
+        row = Row("vscode", f"{labels[ref.kind]} ({ref.key})" if ref.kind in ("launch", "task") else labels[ref.kind],
+                  ref.resolved, used=ref.kind in ("default", "launch", "task"), location=_loc(ref.file, ref.line),
+                  ref=ref, evidence={"file": ref.file, "key": ref.key, "value": ref.raw, "resolved": ref.resolved})
+        if ref.kind in ("legacy", "hidden"):
+            row.problem_kind = ref.kind
+        if ref.resolved is None:
+            row.problem, row.problem_kind = f"'{ref.raw}' {ref.problem}", row.problem_kind or "unknown"
+        elif not os.path.exists(ref.resolved):
+            row.problem, row.problem_kind = f"{ref.resolved} does not exist", "stale"
+        rows.append(row)
+    return rows
+
+
+def _compute(ctx: Context) -> KernelView:
+    probes = ctx.get(INTERPRETERS)
+    tpath = target_python(ctx)
+    target = probes.get(tpath, jupyter=True)
+    if not target.ok:
+        raise FactUnavailable(f"could not run the target {tpath}: {target.error}",
+                              "pass --python the path of a working interpreter")
+    rows = [Row("target", "the target interpreter", tpath, info=target),
+            Row("msdoctor", "msdoctor's own interpreter", sys.executable)]
+    rows += shell_rows(ctx.environ)
+    running = running_kernel_row(ctx.environ)
+    if running is not None:
+        rows.append(running)
+    view = KernelView(tpath, target, rows)
+    try:
+        view.jupyter = ctx.get(KERNELSPECS)
+        rows += kernel_rows(view.jupyter, ctx.environ)
+    except FactUnavailable as exc:
+        view.jupyter_error = exc.message
+    view.vscode = ctx.get(VSCODE)
+    rows += vscode_rows(view.vscode)
+    wanted = [r.interpreter for r in rows if r.info is None and r.interpreter and r.problem_kind != "stale"]
+    infos = probes.many(wanted)
+    for r in rows:
+        if r.info is None and r.interpreter in infos:
+            r.info = infos[r.interpreter]
+    return view
+
+
+#: The rows of the kernel-mismatch check.
+KERNEL_VIEW: FactSpec[KernelView] = FactSpec("kernel-view", _compute, slow=True,
+                                             description="interpreters the editor, notebooks and shell run")
+
+
+def describe(info: Optional[InterpInfo]) -> dict[str, Any]:
+    """Evidence about a probed interpreter."""
+    if info is None:
+        return {}
+    if not info.ok:
+        return {"probe_error": info.error}
+    ms = info.mindspore
+    return {"executable": info.executable, "prefix": info.prefix, "python": info.python_version,
+            "mindspore": info.versions.get("mindspore") if ms.importable else None,
+            "mindspore_at": ms.home, "ipykernel": info.has_ipykernel}
