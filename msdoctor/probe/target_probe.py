@@ -11,6 +11,7 @@ import email.parser
 import json
 import os
 import platform
+import re
 import site
 import sys
 
@@ -152,7 +153,13 @@ def _pth_files(entry, names):
     return out
 
 
-def _walk_sys_path():
+def _walk_sys_path(stems=None):
+    """Every sys.path entry, every distribution on it, every .pth file.
+
+    stems, when given, receives for each directory entry (in order) the set of
+    importable-looking names it holds ("numpy" for numpy/, numpy.py, numpy.*.so),
+    so that _top_level_specs can tell which installed names an earlier entry shadows.
+    """
     dists, pths, entries = [], [], []
     seen = set()
     for raw in sys.path:
@@ -169,6 +176,8 @@ def _walk_sys_path():
             rec["error"] = str(exc)
             continue
         rec["leftovers"] = [n for n in names if n.startswith("~")]
+        if stems is not None:
+            stems.append((entry, set(n.split(".", 1)[0] for n in names)))
         for name in names:
             if name.endswith((".dist-info", ".egg-info")):
                 dists.append(_dist_from_dir(entry, name))
@@ -176,22 +185,76 @@ def _walk_sys_path():
     return entries, dists, pths
 
 
-def _find_specs():
+def _spec_of(mod):
+    # find_spec of a top-level name locates it without importing it (no parent to import)
     import importlib.util
+    try:
+        spec = importlib.util.find_spec(mod)
+    except (ImportError, ValueError, AttributeError) as exc:
+        return {"found": False, "error": "%s: %s" % (type(exc).__name__, exc)}
+    if spec is None:
+        return {"found": False}
+    locs = list(spec.submodule_search_locations or [])
+    return {"found": True, "origin": spec.origin, "locations": locs,
+            "namespace": spec.origin in (None, "namespace") and bool(locs)}
+
+
+def _find_specs():
     out = {}
     for mod in KEY_MODULES:
-        try:
-            spec = importlib.util.find_spec(mod)
-        except (ImportError, ValueError, AttributeError) as exc:
-            out[mod] = {"found": False, "error": "%s: %s" % (type(exc).__name__, exc)}
-            continue
-        if spec is None:
-            out[mod] = {"found": False}
-            continue
-        locs = list(spec.submodule_search_locations or [])
-        out[mod] = {"found": True, "origin": spec.origin, "locations": locs,
-                    "namespace": spec.origin in (None, "namespace") and bool(locs)}
+        out[mod] = _spec_of(mod)
     return out
+
+
+# Names whose find_spec could run code or import something: never asked.
+_SPEC_SKIP = ("distutils", "pip", "setuptools", "pkg_resources", "_distutils_hack")
+_MAX_SPECS = 400
+
+
+def _top_level_specs(stems, dists):
+    """find_spec of the installed top-level names where the answer can differ from the install.
+
+    A name is asked about when its project has two copies, when two projects
+    claim it, or when a sys.path entry before the distribution's own holds
+    something of that name (the current directory, PYTHONPATH, a .pth tree).
+    Everything else resolves to its own distribution by construction.
+    """
+    order = dict((entry, i) for i, (entry, _) in enumerate(stems))
+    claims, copies = {}, {}
+    for d in dists:
+        key = _canonical(d.get("name"))
+        copies[key] = copies.get(key, 0) + 1
+    wanted = set()
+    for d in dists:
+        key = _canonical(d.get("name"))
+        idx = order.get(d["location"], 0)
+        for name in d.get("top_level") or []:
+            if not name.isidentifier() or name in _SPEC_SKIP or name.startswith("__editable__"):
+                continue
+            claims.setdefault(name, set()).add(key)
+            if copies[key] > 1 or len(claims[name]) > 1 or d.get("editable"):
+                wanted.add(name)
+            elif any(name in s for _, s in stems[:idx]):
+                wanted.add(name)
+    out = {}
+    for name in sorted(wanted)[:_MAX_SPECS]:
+        out[name] = _spec_of(name)
+    return out
+
+
+def _canonical(name):
+    # PEP 503 normalisation, as packaging.utils.canonicalize_name
+    return re.sub(r"[-_.]+", "-", name or "").lower()
+
+
+def _scheme():
+    # where this interpreter installs (pip's default scheme) and its stdlib
+    try:
+        import sysconfig
+        paths = sysconfig.get_paths()
+    except Exception:  # a broken sysconfig must not cost the whole probe
+        return None
+    return dict((k, paths.get(k)) for k in ("purelib", "platlib", "scripts", "stdlib", "platstdlib", "data"))
 
 
 def _markers():
@@ -245,7 +308,8 @@ def _pyvenv_cfg(prefix):
 
 
 def main():
-    entries, dists, pths = _walk_sys_path()
+    stems = []
+    entries, dists, pths = _walk_sys_path(stems)
     try:
         site_packages = list(site.getsitepackages())
     except AttributeError:  # old virtualenv's site.py
@@ -278,6 +342,8 @@ def main():
         "distributions": dists,
         "pth_files": pths,
         "find_spec": _find_specs(),
+        "top_level_specs": _top_level_specs(stems, dists),
+        "scheme": _scheme(),
         "env": _env(),
         "modules_preloaded": sorted(m for m in ("mindspore", "transformers", "torch", "numpy")
                                     if m in sys.modules),

@@ -1,0 +1,172 @@
+"""duplicate-installs, part 3: modules shadowed by stray trees, .pth files and editable installs pointing nowhere."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+from msdoctor.facts.target import Distribution, TargetFacts
+from msdoctor.model import Finding, Location, Status
+
+from msdoctor.checks.installs_scan import (
+    Records, editable_source, importable, is_leftover, module_file, owner_python, owns, provider_dirs, pth_adding,
+    pythonpath, q, real, specs, status_for, under, where,
+)
+
+
+def _claims(dists: Iterable[Distribution]) -> dict[str, list[Distribution]]:
+    out: dict[str, list[Distribution]] = {}
+    for d in dists:
+        if not is_leftover(d):
+            for name in d.top_level or []:
+                if importable(name):
+                    out.setdefault(name, []).append(d)
+    return out
+
+
+def _stdlib_dirs(t: TargetFacts) -> set[str]:
+    scheme = t.raw.get("scheme") or {}
+    dirs = [scheme.get("stdlib"), scheme.get("platstdlib")]
+    dirs += [os.path.join(d, "lib-dynload") for d in list(dirs) if d]
+    return {real(d) for d in dirs if d}
+
+
+def _fix_for(t: TargetFacts, path: str, directory: str) -> str:
+    rename = f"mv {q(path)} {q(path.rstrip(os.sep) + '_local')}"
+    if t.raw.get("cwd") and real(directory) == real(t.raw["cwd"]):
+        return f"rename it ({rename}) and update your imports, or start Python from another directory"
+    if any(real(directory) == real(p) for p in pythonpath(t)):
+        return f"remove {directory} from PYTHONPATH (shell profile, job script), or rename it: {rename}"
+    pth = pth_adding(t, directory)
+    if pth:
+        return f"delete the line naming {directory} from {pth}, or rename it: {rename}"
+    return f"rename or remove it: {rename}"
+
+
+def shadowed_modules(t: TargetFacts) -> list[Finding]:
+    """A find_spec origin outside every distribution that claims the module."""
+    claims = _claims(t.distributions)
+    stdlib = _stdlib_dirs(t)
+    out = []
+    for name, spec in sorted(specs(t).items()):
+        owners = claims.get(name)
+        if not owners or not spec.get("found") or any(owns(d, spec) for d in owners):
+            continue
+        path = module_file(spec)
+        dirs = provider_dirs(spec)
+        if not path or not dirs or real(dirs[0]) in stdlib:
+            continue  # built-in, or the standard library winning over an installed backport: harmless
+        d = owners[0]
+        out.append(Finding(
+            status_for(name, d.name),
+            f"{path} shadows the installed {d.name} {d.version or ''}".rstrip(),
+            detail=(f"`import {name}` loads {path}, found in {where(t, dirs[0])} before {d.location} on sys.path, "
+                    f"not the {d.name} {d.version or ''} that pip installed. Code then runs another {name} "
+                    "than the one pip, `pip list` and importlib.metadata report."),
+            fix=_fix_for(t, path, dirs[0]),
+            location=Location(path),
+            evidence={"module": name, "origin": spec.get("origin"), "found_in": dirs[0],
+                      "shadowed_dist": d.name, "shadowed_version": d.version, "dist_location": d.location},
+            code="shadowed-module",
+        ))
+    return out
+
+
+def _module_entry(directory: str, entry: str, names: Mapping[str, Distribution]) -> Optional[str]:
+    """The installed name that directory/entry would be imported as, if it is a real module."""
+    stem = entry.split(".", 1)[0]
+    if stem not in names:
+        return None
+    full = os.path.join(directory, entry)
+    if entry == stem and os.path.isfile(os.path.join(full, "__init__.py")):
+        return stem  # a plain directory (no __init__.py) is a namespace portion and loses to the package
+    if entry in (stem + ".py", stem + ".pyc") or (entry.endswith((".so", ".pyd")) and os.path.isfile(full)):
+        return stem
+    return None
+
+
+def script_dir_shadows(t: TargetFacts, directories: Sequence[str]) -> list[Finding]:
+    """Modules in the training script's / config's directory: `python dir/train.py` puts dir first on sys.path."""
+    on_path = {real(e.get("abspath", "")) for e in t.sys_path}
+    names: dict[str, Distribution] = {}
+    for d in t.winners():
+        for n in d.top_level or []:
+            if importable(n):
+                names.setdefault(n, d)
+    out = []
+    for directory in directories:
+        if real(directory) in on_path:
+            continue  # the probe ran with it on sys.path: shadowed_modules saw the real answer
+        try:
+            entries = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            stem = _module_entry(directory, entry, names)
+            full = os.path.join(directory, entry)
+            d = names.get(stem or "")
+            src = editable_source(d) if d else None
+            if stem is None or d is None or (src and under(full, src)):
+                continue
+            out.append(Finding(
+                status_for(stem, d.name),
+                f"{full} would shadow the installed {d.name} {d.version or ''} for scripts in {directory}".rstrip(),
+                detail=(f"`python {directory}/<script>.py` puts {directory} first on sys.path (Python docs, "
+                        f"sys.path[0]), so `import {stem}` would load {full} instead of {d.name} from {d.location}."),
+                fix=f"rename it: mv {q(full)} {q(full + '_local')} (and update your imports)",
+                location=Location(full),
+                evidence={"module": stem, "path": full, "directory": directory, "shadowed_dist": d.name},
+                code="shadowed-module-script-dir",
+            ))
+    return out
+
+
+def stale_paths(t: TargetFacts, records: Records) -> list[Finding]:
+    """Editable installs whose source tree is gone, and .pth lines naming missing directories."""
+    out, gone = [], []
+    for d in t.distributions:
+        src = editable_source(d)
+        if src and not is_leftover(d) and not os.path.exists(src):
+            gone.append(src)
+            py = owner_python(t, d.location) or t.python_cmd()
+            out.append(Finding(
+                status_for(d.name),
+                f"the editable install of {d.name} {d.version or ''} points at {src}, which no longer exists",
+                detail=(f"{d.name} was installed with `pip install -e {src}`; that tree was moved or deleted, so "
+                        f"`import` of its modules fails while pip still lists {d.name} as installed."),
+                fix=(f"{py} -m pip uninstall -y {d.name} ; then {py} -m pip install -e /new/path/of/{d.name} "
+                     f"(or {py} -m pip install {d.name}{'==' + d.version if d.version else ''})"),
+                location=Location(d.path),
+                evidence={"dist": d.name, "source": src, "direct_url": d.direct_url},
+                code="editable-missing-source",
+            ))
+    for pth in t.pth_files:
+        for line in pth.get("lines") or []:
+            target = line.get("resolved") or ""
+            if line.get("kind") != "path" or line.get("exists", True) or any(under(target, g) for g in gone):
+                continue
+            out.append(_stale_pth(t, pth["path"], line, records))
+    return out
+
+
+def _stale_pth(t: TargetFacts, pth: str, line: Mapping[str, Any], records: Records) -> Finding:
+    base = os.path.basename(pth)
+    here = [d for d in t.distributions if real(d.location) == real(os.path.dirname(pth)) and not is_leftover(d)]
+    owner = next((d for d in here if base in records.top_files(d)), None)
+    if owner is not None:
+        py = owner_python(t, owner.location) or t.python_cmd()
+        fix = f"{py} -m pip uninstall -y {owner.name} (it installed {base}), then reinstall it from where it lives now"
+    else:
+        fix = f"delete the line '{line.get('line')}' from {pth}"
+    return Finding(
+        status_for(owner.name) if owner else Status.WARN,
+        f"{pth} adds {line.get('resolved')}, which does not exist",
+        detail=("Python's site module adds each path line of a .pth file to sys.path at start-up. This one names "
+                "a directory that was moved or deleted, so whatever was imported from it (often an editable "
+                "install or a source checkout) is gone."),
+        fix=fix,
+        location=Location(pth),
+        evidence={"pth": pth, "line": line.get("line"), "resolved": line.get("resolved"),
+                  "owner": owner.name if owner else None},
+        code="pth-missing-path",
+    )
