@@ -45,7 +45,9 @@ def _rel(path: str, root: str) -> str:
 
 
 def _pin(name: str, c: Collision, py: str, added: dict[str, str], baseline: str) -> str:
-    if c.registry is None or c.registry.library != "transformers" or c.reg is None or c.reg.kind != "config":
+    """Pinning below the release that added a built-in name: only for a crash on a transformers config name."""
+    if (c.code != "builtin-name" or c.registry is None or c.registry.library != "transformers"
+            or c.reg is None or c.reg.kind != "config"):
         return ""
     if name in added:
         return (f" If you cannot rename, pin transformers below {added[name]}, the first release that ships "
@@ -65,6 +67,12 @@ def _fix(c: Collision, ctx_names: dict[str, Any], py: str, added: dict[str, str]
                 f'alias="{new}") at {reg.at}, and write type: {new} in your YAML')
     if reg.kind == "auto":
         new = free_name(reg.name or "", ctx_names["auto"], class_style=True)
+        if (reg.key_id or "").split(".", 1)[0].split(":", 1)[0] == (c.registry.library if c.registry else ""):
+            mt = free_name(c.registry.config_types.get(reg.name or "", "model"), ctx_names["config"])
+            return (f"{reg.name} is {c.registry.label}'s own config class. To serve every such checkpoint with "
+                    f"{reg.cls}, pass exist_ok=True at {reg.at}; otherwise register a subclass under its own name: "
+                    f'class {new}({reg.name}): model_type = "{mt}", then AutoConfig.register("{mt}", {new}) and '
+                    f"{reg.target}.register({new}, {reg.cls})")
         return (f"rename the config class {reg.name} to a name {reg.target} does not know, e.g. {new} (the registry "
                 f"compares class names), or pass exist_ok=True at {reg.at} if replacing the library's model for "
                 f"every such checkpoint is intended")
@@ -125,22 +133,29 @@ def _finding(c: Collision, root: str, names: dict[str, Any], py: str, added: dic
                     f"`type: {reg.name}` ({reg.target}) now builds {reg.cls} instead of {owner.cls} "
                     f"({owner.path}:{owner.line}), MindFormers' own configs included."),
             fix=fix, location=loc, code=c.code, evidence=evidence)
-    raises = RAISES["builtin-model" if c.code.startswith("builtin-model") else "builtin-name"].format(
-        name=reg.name, brand=brand)
-    what = (f"model_type '{reg.name}'" if reg.kind == "config"
-            else f"config class {reg.name} in {reg.target}, where it maps to {owner.cls}")
-    head = f"{where}: {reg.api}({reg.name_text}, ...) registers {what}, which {owner.label} already owns"
+    model = reg.kind == "auto"
+    raises = RAISES["builtin-model" if model else "builtin-name"].format(name=reg.name, brand=brand)
+    owned = f"{owner.label} ({owner.path}:{owner.line})"
+    if model:
+        model_type = c.registry.config_types.get(reg.name or "") if c.registry else None
+        head = (f"{where}: {reg.api}({reg.name_text}, {reg.cls}) registers a model for the config class "
+                f"{reg.name}, but {reg.target} already maps {reg.name} (model_type '{model_type}') to {owned}; "
+                "the registry is keyed by the config class's name")
+        subject = f"config class {reg.name} is taken in {reg.target} by {owner.label}"
+    else:
+        head = f"{where}: {reg.api}({reg.name_text}, {reg.cls}) registers model_type '{reg.name}', owned by {owned}"
+        subject = f"'{reg.name}' is taken by {owner.label}"
     if c.severity == "fail":
-        return Finding.fail(
-            f"'{reg.name}' is taken by {owner.label}: {reg.api} at {where} raises ValueError",
-            detail=f"{head} ({owner.path}:{owner.line}). When this line runs it raises `{raises}`.",
-            fix=fix, location=loc, code=c.code, evidence=evidence)
+        return Finding.fail(f"{subject}: {reg.api} at {where} raises ValueError",
+                            detail=f"{head}. When this line runs it raises `{raises}`.",
+                            fix=fix, location=loc, code=c.code, evidence=evidence)
     why = ("exist_ok is an expression msdoctor cannot evaluate: false at run time raises "
-           f"`{raises}`; true replaces the library's class" if c.exist_ok_unknown else
-           "exist_ok=True suppresses the ValueError and silently replaces the library's class")
+           f"`{raises}`; true replaces the library's entry" if c.exist_ok_unknown else
+           "exist_ok=True suppresses the ValueError and silently replaces the library's entry")
+    flag = "exist_ok=<expression>" if c.exist_ok_unknown else "exist_ok=True"
     return Finding.warn(
-        f"{reg.api}('{reg.name}', exist_ok=...) at {where} replaces {owner.label}",
-        detail=f"{head}. {why}: every checkpoint of '{reg.name}', the library's own included, now loads "
+        f"{subject}: {reg.api}(..., {flag}) at {where} replaces it",
+        detail=f"{head}. {why}: every checkpoint of that type, the library's own included, now loads "
                f"with {reg.cls}.", fix=fix, location=loc, code=c.code, evidence=evidence)
 
 

@@ -228,6 +228,20 @@ def test_fail_names_owner_version_and_a_checked_free_name(base_target: TargetFac
     assert free_name("X", {"MyX", "CustomX", "ProjectX"}, class_style=True) == "MyX2"
 
 
+def test_suggested_rename_passes_and_runs_clean(base_target: TargetFacts, tmp_path: Path) -> None:
+    """Apply the fix's free name to the literal case: the check passes and the file really runs."""
+    project = write_tree(tmp_path / "p", CASES["literal"]["files"])
+    [f] = [f for f in run_check(base_target, project) if f.code == "builtin-name"]
+    new = f.fix.split('to "', 1)[1].split('"', 1)[0]
+    run = project / "run.py"
+    run.write_text(run.read_text().replace("'aimv2'", repr(new)))
+    after = run_check(base_target, project)
+    assert [x.status for x in after] == [Status.PASS], [x.title for x in after]
+    real = run_truth(BASE_PYTHON, [{"name": "fixed", "dir": str(project), "entry": "run.py",
+                                    "after": f"result = type(AutoConfig.for_model({new!r})).__name__"}])
+    assert real["fixed"] == {"error": None, "after": "MyAim", "after_error": None}
+
+
 def test_free_name_suggestion_skips_a_name_the_project_took(base_target: TargetFacts, tmp_path: Path) -> None:
     write_tree(tmp_path, {"run.py": CFG + "class A(PretrainedConfig):\n    model_type = 'my_llama'\n"
                                           "AutoConfig.register('my_llama', A)\n"
@@ -235,6 +249,22 @@ def test_free_name_suggestion_skips_a_name_the_project_took(base_target: TargetF
                                           "AutoConfig.register('llama', B)\n"})
     [f] = [f for f in run_check(base_target, tmp_path) if f.code == "builtin-name"]
     assert '"custom_llama"' in f.fix and "pinning an older release is no way out" in f.fix
+
+
+def test_config_folder_code_and_unresolved_names(base_target: TargetFacts, tmp_path: Path) -> None:
+    """Remote-code models keep their .py next to config.json: --config's folder is scanned too."""
+    project = write_tree(tmp_path / "project", {"run.py": CFG + "def pick():\n    return 'x'\n"
+                                                            "class Z(PretrainedConfig):\n    model_type = 'zz_custom'\n"
+                                                            "AutoConfig.register(pick(), Z)\n"})
+    model = write_tree(tmp_path / "model", {"config.json": '{"model_type": "gemma"}\n',
+                                            "configuration_x.py": CFG + "class G(PretrainedConfig):\n"
+                                                                        "    model_type = 'gemma'\n"
+                                                                        "AutoConfig.register('gemma', G)\n"})
+    findings = run_check(base_target, project, config_path=model / "config.json")
+    [fail] = [f for f in findings if f.status is Status.FAIL]
+    assert fail.location.path == str(model / "configuration_x.py") and fail.location.line == 4
+    [skip] = [f for f in findings if f.code == "unresolved-name"]
+    assert skip.status is Status.SKIP and "run.py:6 AutoConfig.register(pick())" in skip.detail
 
 
 def test_project_scan_skips_env_and_vcs_dirs(tmp_path: Path) -> None:
