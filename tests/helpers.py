@@ -175,12 +175,13 @@ def make_ctx(facts: Optional[Mapping[str, Any]] = None, environ: Optional[Mappin
 
 def which_python(version: str) -> Optional[str]:
     """An installed interpreter of another version (pyenv keeps several), or None."""
-    found = shutil.which(f"python{version}")
-    if found:
-        return found
     pyenv = Path.home() / ".pyenv" / "versions"
-    for cand in sorted(pyenv.glob(f"{version}.*")):
-        exe = cand / "bin" / "python"
-        if exe.exists():
-            return str(exe)
+    candidates = [shutil.which(f"python{version}")] + [str(c / "bin" / "python") for c in sorted(pyenv.glob(f"{version}.*"))]
+    for exe in candidates:
+        # a pyenv shim is on PATH for every installed version but fails ("command not found")
+        # unless that version is selected: only an interpreter that runs counts
+        if exe and os.path.exists(exe) and subprocess.run(
+                [exe, "-c", f"import sys; assert '%d.%d' % sys.version_info[:2] == '{version}'"],
+                capture_output=True, timeout=30).returncode == 0:
+            return exe
     return None

@@ -1,0 +1,97 @@
+"""The target-interpreter probe (msdoctor/probe/target_probe.py), run for real.
+
+It runs under the test interpreter (real MindSpore 2.7.0, numpy, transformers) and under every
+older or newer CPython that pyenv keeps on this machine, so the "parses and runs as Python 3.7"
+promise is checked by the interpreters themselves, not only by ast.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import BASE_PURELIB, BASE_PYTHON, env_with, which_python
+from msdoctor.checks.duplicate_installs import evaluate
+from msdoctor.facts.target import TargetFacts
+from msdoctor.probe import run_script, script_source
+
+TOP_KEYS = {
+    "probe_schema", "executable", "executable_realpath", "version", "version_string", "implementation", "prefix",
+    "base_prefix", "exec_prefix", "cwd", "platform", "in_venv", "pyvenv_cfg", "conda", "sys_path", "site_packages",
+    "user_site", "flags", "markers", "distributions", "pth_files", "find_spec", "env", "modules_preloaded",
+    "top_level_specs", "scheme",
+}
+DIST_KEYS = {"path", "location", "kind", "files", "name", "version", "requires", "requires_python", "top_level",
+             "installer", "direct_url", "editable"}
+
+
+def _probe(python: str, cwd: Path, **env: str) -> dict:
+    data, _ = run_script(python, "target_probe.py", timeout=60, cwd=cwd, env=env_with(env))
+    return data
+
+
+def test_probe_parses_as_python_37() -> None:
+    ast.parse(script_source("target_probe.py"), feature_version=(3, 7))
+
+
+def test_schema_fields_of_the_real_test_environment(tmp_path: Path) -> None:
+    data = _probe(BASE_PYTHON, tmp_path)
+    assert TOP_KEYS <= set(data) and data["probe_schema"] == 1
+    assert data["cwd"] == str(tmp_path) and data["sys_path"][0]["abspath"] == str(tmp_path)
+    for entry in data["sys_path"]:
+        assert {"entry", "abspath", "exists", "is_dir"} <= set(entry)
+    ms = [d for d in data["distributions"] if d["name"] == "mindspore"]
+    assert len(ms) == 1 and DIST_KEYS <= set(ms[0]) and ms[0]["version"] == "2.7.0"
+    assert ms[0]["location"] == BASE_PURELIB and "RECORD" in ms[0]["files"] and ms[0]["top_level"] == ["mindspore"]
+    assert data["find_spec"]["mindspore"]["origin"] == os.path.join(BASE_PURELIB, "mindspore", "__init__.py")
+    assert data["scheme"]["purelib"] == BASE_PURELIB
+    assert data["scheme"]["scripts"] == str(Path(BASE_PYTHON).parent)
+    TargetFacts.from_probe(data)  # the foundation's reader accepts it
+
+
+def test_the_probe_never_imports_what_it_reports(tmp_path: Path) -> None:
+    """mindspore, numpy, transformers are installed and located, but not imported. The control run
+    shows modules_preloaded does see an import: a sitecustomize that imports numpy."""
+    data = _probe(BASE_PYTHON, tmp_path)
+    assert data["find_spec"]["numpy"]["found"] and data["find_spec"]["transformers"]["found"]
+    assert data["modules_preloaded"] == []
+    custom = tmp_path / "custom"
+    custom.mkdir()
+    (custom / "sitecustomize.py").write_text("import numpy\n")
+    assert _probe(BASE_PYTHON, tmp_path, PYTHONPATH=str(custom))["modules_preloaded"] == ["numpy"]
+
+
+def test_top_level_specs_answer_only_where_an_earlier_entry_can_shadow(tmp_path: Path) -> None:
+    (tmp_path / "six.py").write_text("# shadows the installed six\n")
+    data = _probe(BASE_PYTHON, tmp_path)
+    specs = data["top_level_specs"]
+    assert specs["six"]["origin"] == str(tmp_path / "six.py")
+    assert "idna" not in specs and "yaml" not in specs  # nothing earlier on sys.path holds those names
+
+
+@pytest.mark.parametrize("version", ["3.7", "3.8", "3.9", "3.10", "3.12", "3.13"])
+def test_probe_runs_under_other_interpreters_and_the_check_reads_it(version: str, tmp_path: Path) -> None:
+    python = which_python(version)
+    if python is None:
+        pytest.skip(f"no Python {version} on this machine (pyenv keeps none)")
+    lib = tmp_path / "lib"
+    (lib / "demo").mkdir(parents=True)
+    (lib / "demo" / "__init__.py").write_text("")
+    info = lib / "demo-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n")
+    (info / "RECORD").write_text("demo/__init__.py,,\ndemo-1.0.dist-info/METADATA,,\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "demo.py").write_text("")  # the project directory comes before PYTHONPATH
+    data = _probe(python, project, PYTHONPATH=str(lib))
+    assert data["version"][:2] == [int(x) for x in version.split(".")]
+    assert data["modules_preloaded"] == [] and data["scheme"]["purelib"].endswith("site-packages")
+    demo = [d for d in data["distributions"] if d["name"] == "demo"]
+    assert demo and demo[0]["location"] == str(lib) and demo[0]["top_level"] == ["demo"]
+    assert data["top_level_specs"]["demo"]["origin"] == str(project / "demo.py")
+    findings = evaluate(TargetFacts.from_probe(data))
+    assert [(f.code, f.location.path) for f in findings if f.code] == [("shadowed-module", str(project / "demo.py"))]
