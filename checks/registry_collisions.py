@@ -6,11 +6,13 @@ import os
 from typing import Any, Optional, Sequence
 
 from msdoctor.context import Context
-from msdoctor.facts.registries import INSTALLED_REGISTRATIONS, PROJECT_REGISTRATIONS, REGISTRY_BUILTINS, ProjectScan
+from msdoctor.facts.registries import (
+    INSTALLED_REGISTRATIONS, PROJECT_REGISTRATIONS, REGISTRY_BUILTINS, ProjectScan, added_versions,
+)
 from msdoctor.model import Finding, Location
 from msdoctor.registry_scan.builtins import Builtins
-from msdoctor.registry_scan.collide import Collision, find_collisions, free_name, taken_names
-from msdoctor.registry_scan.sources import Registration, ScanResult
+from msdoctor.registry_scan.collide import Collision, find_collisions, free_name, taken_by_kind
+from msdoctor.registry_scan.sources import ScanResult
 
 #: the ValueError each registry raises (installed source: transformers 4.57.1 configuration_auto.py /
 #: auto_factory.py, MindFormers 1.3.2 models/auto/configuration_auto.py, MindNLP 0.4.1 the same as transformers)
@@ -21,19 +23,6 @@ RAISES = {
                            "consistent with the model type you passed ...",
 }
 BRAND = {"transformers": "Transformers", "mindnlp": "Transformers", "mindformers": "Mindformers"}
-
-
-def added_versions() -> tuple[dict[str, str], str]:
-    """model_type -> first transformers release that ships it, and the baseline of that table (compat_matrix)."""
-    try:
-        import tomllib  # type: ignore[import-not-found]
-    except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
-    from importlib import resources
-
-    text = resources.files("msdoctor.compat_matrix").joinpath("transformers_model_types.toml").read_text("utf-8")
-    data = tomllib.loads(text)
-    return dict(data.get("added", {})), str(data.get("meta", {}).get("baseline", ""))
 
 
 def _rel(path: str, root: str) -> str:
@@ -62,7 +51,7 @@ def _fix(c: Collision, ctx_names: dict[str, Any], py: str, added: dict[str, str]
         return f'set model_type = "{new}" in {cc.name} ({cc.at}) before registering it; "{new}" is free'
     assert reg is not None
     if reg.kind == "mindformers":
-        new = free_name(reg.name or "", ctx_names[("mf", reg.target)], class_style=True)
+        new = free_name(reg.name or "", ctx_names.get(("mf", reg.target), set()), class_style=True)
         return (f'register it under a free name: @MindFormerRegister.register(MindFormerModuleType.{reg.target}, '
                 f'alias="{new}") at {reg.at}, and write type: {new} in your YAML')
     if reg.kind == "auto":
@@ -138,7 +127,7 @@ def _finding(c: Collision, root: str, names: dict[str, Any], py: str, added: dic
     owned = f"{owner.label} ({owner.path}:{owner.line})"
     if model:
         model_type = c.registry.config_types.get(reg.name or "") if c.registry else None
-        head = (f"{where}: {reg.api}({reg.name_text}, {reg.cls}) registers a model for the config class "
+        head = (f"{where}: {reg.api}({reg.name_text}, {reg.cls}) registers {reg.cls} for the config class "
                 f"{reg.name}, but {reg.target} already maps {reg.name} (model_type '{model_type}') to {owned}; "
                 "the registry is keyed by the config class's name")
         subject = f"config class {reg.name} is taken in {reg.target} by {owner.label}"
@@ -170,15 +159,7 @@ def evaluate(builtins: Builtins, project: ProjectScan, installed: Sequence[ScanR
     pr = project.result
     regs = pr.registrations + [r for s in installed for r in s.registrations]
     collisions = find_collisions(builtins, regs, pr.config_classes)
-    names: dict[Any, Any] = {"config": set(), "auto": set()}
-    for lib in builtins.libraries.values():
-        names["config"] |= taken_names(lib, regs, pr.config_classes, "config")
-        names["auto"] |= taken_names(lib, regs, pr.config_classes, "auto")
-        for mt in lib.decorated:
-            names[("mf", mt)] = taken_names(lib, regs, pr.config_classes, "mindformers", mt)
-    for c in collisions:
-        if c.reg is not None and c.reg.kind == "mindformers":
-            names.setdefault(("mf", c.reg.target), set())
+    names = taken_by_kind(builtins, regs, pr.config_classes)
     root = project.roots[0]
     out = [_finding(c, root, names, python_cmd, added, baseline) for c in collisions]
     for path, line, reason in pr.unparsable:
@@ -198,17 +179,20 @@ def evaluate(builtins: Builtins, project: ProjectScan, installed: Sequence[ScanR
     scanned = (f"{pr.files_seen} Python files under {', '.join(project.roots)} ({pr.files_parsed} parsed)"
                + (" [stopped early: too many files]" if pr.truncated else ""))
     evidence = {"libraries": {k: v.label for k, v in builtins.libraries.items()}, "project_files": pr.files_seen,
-                "project_files_parsed": pr.files_parsed, "registrations": len(regs),
-                "installed_packages_with_registrations": [s.origin for s in installed], "notes": builtins.notes}
+                "project_files_parsed": pr.files_parsed, "registrations": len(regs), "unresolved": len(unresolved),
+                "installed_packages_with_registrations": [s.origin for s in installed],
+                "installed_files_unparsable": sum(len(s.unparsable) for s in installed), "notes": builtins.notes}
     if not any(f.status.is_problem or f.status.value == "warn" for f in out):
+        checked = len(regs) - len(unresolved)
         if not regs and not pr.config_classes:
             title = f"no model registrations in {scanned}"
         else:
-            title = f"{len(regs)} model registration(s) checked: no name collides with {libs}"
+            title = f"{checked} model registration(s) checked: no name collides with {libs}"
         out.insert(0, Finding.passed(title, proved=(
-            f"every AutoConfig / CONFIG_MAPPING / AutoModel* / AutoTokenizer / MindFormerRegister registration found "
-            f"by ast in {scanned} and in {len(installed)} installed package(s) with registrations uses a name that "
-            f"{libs} do not own, and no name is registered twice"), evidence=evidence))
+            f"every AutoConfig / CONFIG_MAPPING / AutoModel* / AutoTokenizer / MindFormerRegister registration with "
+            f"a statically known name ({checked} of {len(regs)}) found by ast in {scanned} and in {len(installed)} "
+            f"installed package(s) with registrations uses a name that {libs} do not own, and no name is "
+            "registered twice with different classes"), evidence=evidence))
     return out
 
 

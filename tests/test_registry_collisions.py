@@ -21,7 +21,7 @@ import subprocess
 import textwrap
 import zipfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -142,6 +142,12 @@ CASES: dict[str, dict[str, Any]] = {
                          "from transformers.models.auto.modeling_auto import AutoModelForCausalLM\n"
                          "class MyModel:\n    pass\nAutoModelForCausalLM.register(LlamaConfig, MyModel)\n"},
         expect=[("fail", "builtin-model", "run.py", 5)],
+        truth="is already used by a Transformers model"),
+    "auto_tokenizer": dict(
+        files={"run.py": "from transformers import AutoTokenizer, LlamaConfig\n"
+                         "class MyTok:\n    pass\n"
+                         "AutoTokenizer.register(LlamaConfig, slow_tokenizer_class=MyTok)\n"},
+        expect=[("fail", "builtin-model", "run.py", 4)],
         truth="is already used by a Transformers model"),
     "latent": dict(
         files={"run.py": CFG + "class Mine(PretrainedConfig):\n    model_type = 'qwen2'\n"},
@@ -265,6 +271,18 @@ def test_config_folder_code_and_unresolved_names(base_target: TargetFacts, tmp_p
     assert fail.location.path == str(model / "configuration_x.py") and fail.location.line == 4
     [skip] = [f for f in findings if f.code == "unresolved-name"]
     assert skip.status is Status.SKIP and "run.py:6 AutoConfig.register(pick())" in skip.detail
+
+
+def test_src_layout_class_is_one_class(base_target: TargetFacts, tmp_path: Path) -> None:
+    """src/acme/cfg.py is both `src.acme.cfg` and `acme.cfg`: still one class, registered once."""
+    write_tree(tmp_path, {"src/acme/__init__.py": "from .cfg import AcmeCfg\n",
+                          "src/acme/cfg.py": "from transformers import PretrainedConfig\n"
+                                             "class AcmeCfg(PretrainedConfig):\n    model_type = 'bert'\n",
+                          "train.py": "from transformers import AutoConfig\nfrom acme import AcmeCfg\n"
+                                      "AutoConfig.register(AcmeCfg.model_type, AcmeCfg, exist_ok=True)\n"})
+    findings = run_check(base_target, tmp_path)
+    assert [(f.status, f.code) for f in findings] == [(Status.WARN, "builtin-name-exist-ok")]
+    assert f"{tmp_path / 'src/acme/cfg.py'}:3" in findings[0].fix
 
 
 def test_project_scan_skips_env_and_vcs_dirs(tmp_path: Path) -> None:

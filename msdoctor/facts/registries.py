@@ -146,6 +146,22 @@ def _installed(ctx: Context) -> list[ScanResult]:
     return scan_installed(ctx.target, ctx.get(REGISTRY_BUILTINS), str(ctx.project_dir))
 
 
+def added_versions() -> tuple[dict[str, str], str]:
+    """model_type -> first transformers release that ships it, and the table's baseline.
+
+    Source: compat_matrix/transformers_model_types.toml (observed in the transformers wheels it lists).
+    """
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib  # type: ignore[no-redef]
+    from importlib import resources
+
+    text = resources.files("msdoctor.compat_matrix").joinpath("transformers_model_types.toml").read_text("utf-8")
+    data = tomllib.loads(text)
+    return dict(data.get("added", {})), str(data.get("meta", {}).get("baseline", ""))
+
+
 REGISTRY_BUILTINS: FactSpec[Builtins] = FactSpec(
     "registry_builtins", _builtins, description="built-in model registry names of transformers/MindNLP/MindFormers"
 )

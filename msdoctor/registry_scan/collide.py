@@ -110,7 +110,7 @@ def find_collisions(builtins: Builtins, registrations: Sequence[Registration],
             out.append(Collision("duplicate", "fail", ordered[1], None, registry_of(builtins, ordered[1]),
                                  others=tuple(ordered)))
     registered = {r.cls_id for r in regs if r.kind == "config" and r.cls_id}
-    for cc in config_classes:
+    for cc in {(c.at.path, c.at.line, c.name): c for c in config_classes}.values():
         registry = builtins.registry_for(cc.library)
         owner = registry.configs.get(cc.model_type) if registry is not None else None
         if owner is None or cc.cls_id in registered or cc.base == owner.cls:
@@ -154,3 +154,15 @@ def taken_names(registry: Optional[LibraryRegistry], registrations: Iterable[Reg
             taken |= set(registry.decorated.get(target, {}))
         taken |= {r.name for r in registrations if r.kind == "mindformers" and r.target == target and r.name}
     return taken
+
+
+def taken_by_kind(builtins: Builtins, registrations: Sequence[Registration],
+                  config_classes: Sequence[ConfigClass]) -> dict:
+    """Names to avoid, by kind: "config", "auto", and ("mf", module type) for MindFormers."""
+    names: dict = {"config": set(), "auto": set()}
+    for lib in builtins.libraries.values():
+        names["config"] |= taken_names(lib, registrations, config_classes, "config")
+        names["auto"] |= taken_names(lib, registrations, config_classes, "auto")
+        for mt in lib.decorated:
+            names[("mf", mt)] = taken_names(lib, registrations, config_classes, "mindformers", mt)
+    return names

@@ -58,9 +58,10 @@ class Registration:
             alias / class name; None when it could not be resolved statically.
         name_text: the name argument as written.
         name_at: where the name's string is written (a ``model_type = "..."`` line), when known.
-        key_id: what the registry is keyed by, for telling two registrations apart (name, or
-            "module:Class" of the config class for auto registrations).
-        cls / cls_id: the registered class as written, and "module:Class" where it is defined.
+        key_id: what the registry is keyed by, for telling two registrations apart (the name, or the
+            config class's identity for auto registrations).
+        cls / cls_id: the registered class as written, and its identity ("file::Class" for a class of
+            the set, "module:Class" for one imported from outside it).
         cls_model_type / cls_model_type_at: the registered config class's own model_type, if known.
         exist_ok: the literal value given; None when it is an expression.
         at: the call's file and line. origin: "project" or "<distribution> <version>".
@@ -175,8 +176,11 @@ class SourceSet:
             if not any(n in data for n in needles):
                 continue
             self._load(module, data)
+        collected: set[str] = set()
         for module, facts in list(self._facts.items()):
-            if facts is not None and self.files[module].path in seen:
+            path = self.files[module].path
+            if facts is not None and path in seen and path not in collected:  # src/ aliases: one file, once
+                collected.add(path)
                 self._collect(facts)
         return self.result
 
@@ -265,6 +269,11 @@ class SourceSet:
         head = [sym.module] if sym.name is None else [sym.module, sym.name]
         return ".".join(head + list(rest)), sym
 
+    def class_id(self, module: str, name: str) -> str:
+        """Identity of a class: "file::Class" inside the set (one file may have two module names), else "module:Class"."""
+        f = self.files.get(module)
+        return f"{f.path}::{name}" if f is not None else f"{module}:{name}"
+
     def path_of(self, module: str) -> str:
         f = self.files.get(module)
         return f.path if f is not None else module
@@ -340,7 +349,7 @@ class SourceSet:
             if base is None or value is None:
                 continue
             self.result.config_classes.append(
-                ConfigClass(cls.name, f"{m.module}:{cls.name}", value[0], base[0], base[1], value[1])
+                ConfigClass(cls.name, self.class_id(m.module, cls.name), value[0], base[0], base[1], value[1])
             )
 
     def _class_ref(self, module: str, expr: Optional[Expr]) -> tuple[Optional[str], Optional[str], Optional[Sym]]:
@@ -350,7 +359,7 @@ class SourceSet:
         sym, rest = self.resolve_dotted(module, expr.ref)
         if rest or not sym.name:
             return expr.ref.rsplit(".", 1)[-1], None, None
-        return sym.name, f"{sym.module}:{sym.name}", sym
+        return sym.name, self.class_id(sym.module, sym.name), sym
 
     def _registration(self, m: ModuleFacts, call: Call) -> Optional[Registration]:
         full, sym = self.qualified(m.module, call.receiver)
@@ -368,7 +377,7 @@ class SourceSet:
             module_type, alias, cls_text = found
             cls_name, cls_id, _ = self._class_ref(m.module, Expr(cls_text or "", call.line, ref=cls_text))
             if call.decorated:
-                cls_name, cls_id = call.decorated, f"{m.module}:{call.decorated}"
+                cls_name, cls_id = call.decorated, self.class_id(m.module, call.decorated)
             name = alias or cls_name
             # MindFormerRegister.register has no exist_ok: it always replaces (exist_ok stays False)
             return Registration("mindformers", "mindformers", api, module_type, name,
