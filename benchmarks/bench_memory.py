@@ -1,0 +1,112 @@
+"""Speed of the memory estimate, side by side with its targets (issue 8) and two anchors.
+
+Prints (median of N runs):
+
+* estimate + suggestion search, GPT-3 175B (Korthikanti Table 3: L96 h12288, tp8 pp8 on 64
+  devices, no recompute, 80 GiB GPUs: it does not fit, so the search runs)   target < 50 ms
+* estimate alone for the same config                                        (for scale)
+* ``msdoctor memory --config <MindFormers 7B YAML>`` end to end              target < 300 ms
+* ``msdoctor memory --config <175B msdoctor YAML> --device-memory 80GiB``    target < 300 ms
+* ``python -c pass`` and ``msdoctor --help``                                 (anchors: interpreter and CLI start)
+
+Usage: python benchmarks/bench_memory.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+CONFIG_175B = """\
+name: gpt3-175b
+runtime: {device_target: GPU, device_num: 64}
+model: {vocab_size: 51200, num_layers: 96, hidden_size: 12288, num_heads: 96, ffn_hidden_size: 49152,
+        activation: gelu, tie_embeddings: false}
+parallel: {data_parallel: 1, tensor_parallel: 8, pipeline_stages: 8, micro_batch_num: 64}
+train: {micro_batch_size: 1, seq_length: 2048, precision: bf16, param_dtype: bf16, recompute: none,
+        flash_attention: false, max_steps: 1000, warmup_steps: 20}
+"""
+
+
+def _median_ms(fn, runs: int) -> tuple[float, float]:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times), min(times)
+
+
+def _in_process(runs: int) -> list[tuple[str, float, float, str]]:
+    sys.path.insert(0, str(REPO))
+    from msdoctor.memory import GIB, Device, ModelShape, Setup, estimate, search
+
+    model = ModelShape(96, 12288, 96, 50257, activation="gelu", norm="layernorm", tie_embeddings=True, bias=True,
+                       vocab_multiple=128, dropout=True, attention_dropout=True)
+    setup = Setup(2048, tensor_parallel=8, pipeline_stages=8, micro_batch_num=64, framework="megatron",
+                  param_dtype="bf16", flash_attention=False)
+    device = Device("GPU", capacity=80 * GIB, reserve=2 * GIB)
+    est = estimate(model, setup, device)
+    found = search(model, setup, device, devices=64)
+    detail = (f"{est.total / GIB:.1f} GiB, {est.verdict}; {len(found)} suggestions, first: "
+              f"{found[0].text if found else '-'}")
+    both, both_min = _median_ms(lambda: (estimate(model, setup, device), search(model, setup, device, devices=64)),
+                                runs)
+    alone, alone_min = _median_ms(lambda: estimate(model, setup, device), runs)
+    return [("estimate + search, 175B (in process)", both, both_min, f"< 50 ms: {'ok' if both < 50 else 'MISSED'}"),
+            ("estimate alone, 175B (in process)", alone, alone_min, detail)]
+
+
+def _subprocess(argv: list[str], runs: int, env: dict, cwd: str) -> tuple[float, float, int]:
+    times, rc = [], 0
+    subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # warm-up
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        res = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append((time.perf_counter() - t0) * 1000)
+        rc = res.returncode
+    return statistics.median(times), min(times), rc
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    msdoctor = shutil.which("msdoctor", path=str(Path(sys.executable).parent)) or "msdoctor"
+    env = dict(os.environ, NO_COLOR="1", MSDOCTOR_NO_SPINNER="1")
+    # users run with cached bytecode; without it every run recompiles msdoctor's modules (~100 ms here)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    cwd = tempfile.mkdtemp(prefix="msdoctor-bench-")
+    big = Path(cwd) / "gpt3-175b.yaml"
+    big.write_text(CONFIG_175B)
+    legacy = REPO / "tests" / "data" / "memory" / "pretrain_llama2_7b_legacy.yaml"
+    print(f"python {sys.version.split()[0]}   runs: {args.runs}   cpus: {os.cpu_count()}   "
+          f"load average: {os.getloadavg()[0]:.1f}")
+    print(f"{'what':<58} {'median ms':>10} {'min ms':>8}  target / result")
+    for name, med, best, note in _in_process(args.runs):
+        print(f"{name:<58} {med:>10.2f} {best:>8.2f}  {note}")
+    rows = [
+        ("msdoctor memory --config MindFormers 7B", [msdoctor, "memory", "--config", str(legacy)], 300),
+        ("msdoctor memory --config 175B --device-memory 80GiB",
+         [msdoctor, "memory", "--config", str(big), "--device-memory", "80GiB"], 300),
+        ("python -c pass (anchor)", [sys.executable, "-c", "pass"], None),
+        ("msdoctor --help (anchor)", [msdoctor, "--help"], None),
+    ]
+    for name, argv, limit in rows:
+        med, best, rc = _subprocess(argv, args.runs, env, cwd)
+        note = f"rc {rc}" + ("" if limit is None else f"; < {limit} ms: {'ok' if med < limit else 'MISSED'}")
+        print(f"{name:<58} {med:>10.1f} {best:>8.1f}  {note}")
+    shutil.rmtree(cwd, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""Training memory per device: a pure estimator, its config sources, and the fit verdict.
+
+Public API::
+
+    from msdoctor.memory import ModelShape, Setup, Device, estimate, search
+    est = estimate(ModelShape(32, 4096, 32, 32000, ffn_size=11008),
+                   Setup(4096, data_parallel=8, optimizer_sharding="optimizer"),
+                   Device("Ascend", capacity=58 * GIB))
+    est.total, est.verdict, [(c.label, c.bytes, c.why) for c in est.components]
+    search(model, setup, device)      # -> [Suggestion(changes, setup, total, verdict)]
+
+    from msdoctor.memory import load_source, make_plan
+    plan = make_plan(load_source("train.yaml"), ctx)   # a config file -> estimate + suggestions
+
+``msdoctor memory --config FILE`` and the ``memory-fit`` check are thin layers on these.
+Formulas, unit conventions and reference values: research/memory.md; module docstrings
+of msdoctor.memory.estimate (formulas), .capacity (what is compared against), .search
+(suggestions and their costs), .reference (Megatron and Korthikanti cross-checks).
+
+How an msdoctor training config is estimated (for sizing training/configs/*.yaml)
+---------------------------------------------------------------------------------
+The sections map one to one: ``model.*`` is the shape (RMSNorm, no dropout, vocab padded
+to ``make_vocab_size_divisible_by`` x TP), ``parallel.*`` the layout, ``train.*`` batch,
+precision, optimizer, recompute and flash attention (ignored on CPU), ``runtime.*`` the
+device. MindSpore conventions apply (``framework="mindspore"``):
+
+* weights are stored in ``train.param_dtype`` and double as the optimizer's master
+  copy: fp32 weights cost 4 (weights) + 4 (grads) + 8 (AdamW m, v in fp32) = 16 B/param
+  whatever ``train.precision`` is; fp16/bf16 weights cost 2 + 2 + 8 = 12 B/param
+  (SGD momentum: 4 instead of Adam's 8). ``train.precision`` only sets the
+  activation width (2 B for bf16/fp16, 4 B for fp32).
+* ``grad_accumulation > 1`` or ``pipeline_stages > 1`` adds one weight-sized
+  accumulation buffer (MindSpore's ``accu_grads``).
+* ``parallel.optimizer_sharding`` over d = data_parallel devices: ``optimizer`` (MindSpore
+  parallel optimizer, level1) stores weights / d, gradients / d (reduce-scattered) and
+  optimizer states / d, but keeps the all-gathered weights (the other (d-1)/d of every
+  weight) from forward to backward; ``grads`` also shards the accumulation buffer;
+  ``params`` (level3) keeps only two gathered layers at a time.
+* activations: see msdoctor.memory.estimate (Korthikanti et al. per-layer terms with
+  GQA / SwiGLU); ``train.recompute: full`` keeps 2*s*b*h per layer plus one layer's
+  working set while it is recomputed; ``selective`` drops the attention core and the FFN
+  activation (plus the same one-layer working set); the last
+  stage adds (2 + 4)*s*b*V/t bytes of logits and fp32 softmax.
+* capacity: ``runtime.device_memory`` (MindSpore max_device_memory semantics: "58GB" is
+  58 GiB) is compared against with no runtime reserve; without it, the device that
+  ``npu-smi`` / ``nvidia-smi`` reports minus 4.5 GiB (Ascend) / 2 GiB (GPU), or the
+  available RAM on CPU (shared by ``runtime.device_num`` workers); +5% fragmentation
+  on the allocated bytes. "tight" is under 10% headroom. Set ``runtime.device_memory``
+  to make the memory-fit check decisive on machines without the devices.
+
+Worked example: Llama-2-7B shape (P = 6.74e9, V = 32000), seq 4096, micro-batch 1, 8 x 910B
+(``device_memory: 58GB``), bf16 compute, fp32 weights, optimizer_sharding optimizer, flash
+attention, recompute full: weights 3.1 GiB + the gathered rest of the weights 22.0 + gradients
+3.1 + Adam 6.3, activations, recompute working set and logits 2.3, fragmentation 1.8: 38.6 GiB
+of 58, it fits. Without recompute the activations add ~15 GiB (54.0 GiB: tight).
+``msdoctor memory --config FILE -v`` prints every term with its formula.
+"""
+
+from __future__ import annotations
+
+from msdoctor.memory.capacity import Detected, detect, make_device
+from msdoctor.memory.estimate import estimate, layer_activation, layer_params, total_params
+from msdoctor.memory.plan import Plan, make_plan
+from msdoctor.memory.search import Change, Suggestion, search
+from msdoctor.memory.sources import DeviceCap, Overrides, Source, apply_overrides, from_hf, from_mindformers
+from msdoctor.memory.sources import from_run_config, validate
+from msdoctor.memory.sources import load as load_source
+from msdoctor.memory.spec import TIGHT_HEADROOM, Component, Device, Estimate, ModelShape, Setup, verdict_of
+from msdoctor.memory.units import GIB, SizeError, fmt_gib, parse_size
+
+__all__ = [
+    "GIB", "TIGHT_HEADROOM", "Change", "Component", "Detected", "Device", "DeviceCap", "Estimate", "ModelShape",
+    "Overrides", "Plan", "Setup", "SizeError", "Source", "Suggestion", "apply_overrides", "detect", "estimate",
+    "fmt_gib", "from_hf", "from_mindformers", "from_run_config", "layer_activation", "layer_params",
+    "load_source", "make_device", "make_plan", "parse_size", "search", "total_params", "validate", "verdict_of",
+]

@@ -1,0 +1,81 @@
+"""One memory plan: a config source, the device it runs on, the estimate and the suggestions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from msdoctor.memory.capacity import Detected, detect, make_device
+from msdoctor.memory.estimate import estimate
+from msdoctor.memory.search import Suggestion, search
+from msdoctor.memory.sources import Source
+from msdoctor.memory.spec import Estimate
+from msdoctor.memory.units import parse_size
+
+
+@dataclass
+class Plan:
+    source: Source
+    estimate: Estimate
+    suggestions: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        return self.estimate.verdict
+
+
+def _default_target(ctx: Any, device_memory: Optional[str], notes: list) -> str:
+    """The device a config that names none will run on: what the machine has, else a guess."""
+    from msdoctor.context import FactUnavailable
+    from msdoctor.facts.ascend import NPU_SMI
+
+    try:
+        info = ctx.get(NPU_SMI)
+        if info is not None and getattr(info, "chips", None):
+            return "Ascend"
+    except FactUnavailable:
+        pass
+    try:
+        from msdoctor.facts.nvidia import gather
+
+        nv = gather(ctx.environ, ctx.environ)
+        if nv is not None and nv.gpus:
+            return "GPU"
+    except Exception:  # noqa: BLE001 - detection is best effort; CPU is the fallback
+        pass
+    if device_memory:
+        notes.append("the config names no device and none was found here: Ascend assumed "
+                     "(pass --device-target to change)")
+        return "Ascend"
+    notes.append("the config names no device and no NPU or GPU was found here: planning for this host's RAM")
+    return "CPU"
+
+
+def make_plan(source: Source, ctx: Any, *, device_memory: Optional[str] = None, probe: bool = True,
+              limit: int = 3, detected: Optional[Detected] = None) -> Plan:
+    """Estimate a source against the device it will run on and search for changes that fit.
+
+    Args:
+        ctx: a msdoctor Context (device facts come from it).
+        device_memory: --device-memory text ("64GiB"); replaces the detected device total.
+        probe: the NVIDIA fact may run the target probe (True inside `msdoctor check`).
+        detected: the machine's answer, when the caller has it already (tests inject it).
+
+    Raises:
+        msdoctor.memory.units.SizeError: device_memory is not a size.
+    """
+    notes: list[str] = []
+    target = source.target or _default_target(ctx, device_memory, notes)
+    override = parse_size(device_memory) if device_memory else None
+    if detected is None:
+        if override is not None and target != "CPU":
+            detected = Detected()
+        else:
+            detected = detect(ctx, target, source.setup.devices, probe=probe)
+    device = make_device(target, detected, source.cap, override, device_memory or "")
+    est = estimate(source.model, source.setup, device)
+    suggestions: list[Suggestion] = []
+    if est.verdict in ("tight", "does not fit"):
+        suggestions = search(source.model, source.setup, device, devices=source.devices, limit=limit)
+    return Plan(source, est, suggestions, notes)

@@ -1,0 +1,179 @@
+"""The memory plan for people (a rich table) and for programs (a JSON-able dict)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from msdoctor.memory.plan import Plan
+from msdoctor.memory.search import Suggestion
+from msdoctor.memory.sources import MSDOCTOR_ORIGINS, OPTION_OF
+from msdoctor.memory.units import GIB, fmt_count, fmt_gib
+
+#: estimator field -> MindFormers key (research/memory.md 7.3)
+MINDFORMERS_KEY = {
+    "data_parallel": "parallel_config.data_parallel", "tensor_parallel": "parallel_config.model_parallel",
+    "pipeline_stages": "parallel_config.pipeline_stage", "micro_batch_num": "parallel_config.micro_batch_num",
+    "sequence_parallel": "parallel_config.use_seq_parallel", "micro_batch_size": "runner_config.batch_size",
+    "grad_accumulation": "runner_config.gradient_accumulation_steps",
+    "flash_attention": "model.model_config.use_flash_attention",
+}
+
+
+def how(plan: Plan, sug: Suggestion) -> list[str]:
+    """The edits of a suggestion, spelled as keys of the config's own format."""
+    kind = plan.source.kind
+    out: list[str] = []
+    for field, value in (e for c in sug.changes for e in c.edits):
+        if field == "recompute_layers":
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        else:
+            text = str(value)
+        if kind == "msdoctor":
+            if field in MSDOCTOR_ORIGINS:
+                out.append(f"{'.'.join(MSDOCTOR_ORIGINS[field])}: {text}")
+        elif kind == "mindformers":
+            out.extend(_mindformers_edit(field, value, text))
+        else:
+            if field in OPTION_OF:
+                out.append(f"{OPTION_OF[field]} {text}")
+    return list(dict.fromkeys(out))
+
+
+def _mindformers_edit(field: str, value: Any, text: str) -> list[str]:
+    if field == "recompute":
+        if value == "full":
+            return ["recompute_config.recompute: True"]
+        return ["recompute_config.select_recompute: True"]
+    if field == "optimizer_sharding":
+        out = ["parallel.enable_parallel_optimizer: True"]
+        if value == "grads":
+            out.append("parallel.parallel_optimizer_config.gradient_accumulation_shard: True")
+        if value == "params":
+            out.append("parallel.parallel_optimizer_config.optimizer_level: level3")
+        return out
+    if field in MINDFORMERS_KEY:
+        return [f"{MINDFORMERS_KEY[field]}: {'True' if value is True else 'False' if value is False else text}"]
+    return []
+
+
+def _problem(p: Any) -> dict:
+    return {"key": ".".join(str(k) for k in p.keys), "line": p.line, "message": p.message}
+
+
+def to_json(plan: Plan) -> dict:
+    """Every component in bytes, the capacity, verdict and suggestions."""
+    est, src = plan.estimate, plan.source
+    dev = est.device
+    return {
+        "config": str(src.path) if src.path else None,
+        "kind": src.kind,
+        "model": dataclasses.asdict(src.model),
+        "setup": dataclasses.asdict(src.setup),
+        "params_total": est.params_total,
+        "params_on_device": est.params_on_device,
+        "stage": est.stage,
+        "stages": [dataclasses.asdict(s) for s in est.stages],
+        "components": [
+            {"key": c.key, "label": c.label, "bytes": c.bytes, "gib": round(c.bytes / GIB, 4), "kind": c.kind,
+             "why": c.why}
+            for c in est.components
+        ],
+        "allocated_bytes": est.allocated,
+        "total_bytes": est.total,
+        "capacity": {
+            "bytes": dev.capacity, "gib": None if dev.capacity is None else round(dev.capacity / GIB, 4),
+            "target": dev.target, "source": dev.source, "devices_found": dev.count, "notes": list(dev.notes),
+        },
+        "headroom_bytes": est.headroom,
+        "headroom_fraction": None if est.headroom_fraction is None else round(est.headroom_fraction, 4),
+        "verdict": est.verdict,
+        "suggestions": [
+            {
+                "changes": [{"kind": c.kind, "text": c.text, "cost": c.cost,
+                             "edits": {k: v for k, v in c.edits}} for c in s.changes],
+                "total_bytes": s.total, "total_gib": round(s.total / GIB, 4), "verdict": s.verdict,
+                "how": how(plan, s),
+            }
+            for s in plan.suggestions
+        ],
+        "unknown_keys": [_problem(p) for p in src.unknown],
+        "notes": list(src.notes) + list(est.notes) + list(plan.notes),
+    }
+
+
+VERDICT_STYLE = {"fits": "green", "tight": "yellow", "does not fit": "bold red", "unknown": "dim"}
+
+
+def verdict_line(plan: Plan) -> str:
+    est = plan.estimate
+    if est.capacity is None:
+        return (f"estimate {fmt_gib(est.total)} per device; capacity unknown "
+                f"({'; '.join(est.device.notes) or 'no device found'}): pass --device-memory, e.g. 64GiB")
+    frac = est.headroom_fraction or 0.0
+    return (f"{est.verdict}: {fmt_gib(est.total)} of {fmt_gib(est.capacity)} per device "
+            f"({frac:+.1%} headroom; capacity from {est.device.source})")
+
+
+def render_terminal(plan: Plan, console: Any, verbose: bool = False) -> None:
+    from rich.table import Table
+
+    est, src = plan.estimate, plan.source
+    m, s = src.model, src.setup
+    console.print(f"{src.path or 'config'} ({src.kind} config)")
+    console.print(
+        f"  model: {m.num_layers} layers, hidden {m.hidden_size}, {m.num_heads} heads"
+        + (f" ({m.kv_heads} KV)" if m.kv_heads != m.num_heads else "")
+        + f", FFN {m.ffn} {m.activation}, vocab {m.vocab_size}: {fmt_count(est.params_total)} parameters",
+        style="dim")
+    console.print(
+        f"  setup: seq {s.seq_length}, micro-batch {s.micro_batch_size}, accumulation {s.grad_accumulation}, "
+        f"dp {s.data_parallel} x tp {s.tensor_parallel} x pp {s.pipeline_stages}"
+        + (f" x cp {s.context_parallel}" if s.context_parallel > 1 else "")
+        + f", {s.precision} compute / {s.param_dtype} weights, {s.optimizer}, recompute {s.recompute}, "
+        f"sharding {s.optimizer_sharding}, flash {'on' if s.flash_attention else 'off'}"
+        + (", SP" if s.sequence_parallel else ""), style="dim")
+    where = f" (stage {est.stage} of {s.pipeline_stages})" if s.pipeline_stages > 1 else ""
+    table = Table(title=f"memory per device{where}", title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("component")
+    table.add_column("GiB", justify="right")
+    table.add_column("bytes", justify="right")
+    for c in est.components:
+        table.add_row(c.label, f"{c.bytes / GIB:.2f}", f"{c.bytes:,}")
+    table.add_section()
+    table.add_row("total", f"{est.total / GIB:.2f}", f"{est.total:,}", style="bold")
+    if est.capacity is not None:
+        table.add_row("capacity", f"{est.capacity / GIB:.2f}", f"{est.capacity:,}")
+    console.print(table)
+    if verbose:
+        console.print("why:")
+        for c in est.components:
+            console.print(f"  {c.label}: {c.why}", style="dim")
+        console.print(f"  capacity: {est.device.source}", style="dim")
+        for st in est.stages if s.pipeline_stages > 1 else ():
+            console.print(f"  stage {st.stage}: {st.layers} layers, {fmt_count(st.params)} params, "
+                          f"{st.total / GIB:.2f} GiB", style="dim")
+    console.print(verdict_line(plan), style=VERDICT_STYLE.get(est.verdict))
+    for note in list(est.device.notes) if est.capacity is not None else []:
+        console.print(f"  note: {note}", style="dim")
+    if plan.suggestions:
+        console.print("smallest changes that fit:")
+        for i, sug in enumerate(plan.suggestions, 1):
+            console.print(f"  {i}. {sug.text}  -> {fmt_gib(sug.total)} ({sug.verdict})")
+            console.print(f"     cost: {sug.cost}", style="dim")
+            edits = how(plan, sug)
+            if edits:
+                console.print(f"     set: {'; '.join(edits)}", style="cyan")
+    elif est.verdict == "does not fit":
+        console.print("no change within reach (recompute, sharding, sequence parallel, micro-batch, layout of these "
+                      "devices) fits: more devices are needed", style="bold red")
+    for p in src.unknown:
+        where = f"{src.path}:{p.line}" if p.line else str(src.path)
+        console.print(f"  unknown key {'.'.join(str(k) for k in p.keys)} ({where}): {p.message}", style="yellow")
+    for note in list(src.notes) + list(est.notes) + list(plan.notes):
+        console.print(f"  note: {note}", style="dim")
+    if verbose:
+        console.print("  the estimate is a formula (research/memory.md); for an exact figure on Ascend compile "
+                      "once with MS_SIMULATION_LEVEL=1 (MindSpore DryRun)", style="dim")

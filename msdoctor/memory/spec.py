@@ -1,0 +1,284 @@
+"""The estimator's inputs and outputs: model shape, training setup, device, components, estimate."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+
+from msdoctor.memory.units import GIB
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+DTYPES = tuple(DTYPE_BYTES)
+RECOMPUTE = ("none", "selective", "full")
+SHARDING = ("none", "optimizer", "grads", "params")
+OPTIMIZERS = ("adamw", "sgd")
+ACTIVATIONS = ("swiglu", "gelu")
+NORMS = ("rmsnorm", "layernorm")
+FRAMEWORKS = ("mindspore", "megatron")
+TARGETS = ("Ascend", "GPU", "CPU")
+
+#: headroom below which a config that fits is called tight (issue 8: "< 10% headroom")
+TIGHT_HEADROOM = 0.10
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """A decoder-only transformer (Llama / GPT style).
+
+    Attributes:
+        num_layers, hidden_size, num_heads: L, h, a.
+        vocab_size: V as configured; padded to a multiple of ``vocab_multiple`` x TP.
+        num_kv_heads: g, KV heads for GQA / MQA (None: = num_heads).
+        ffn_size: f (None: 4h for GeLU, the Llama rule 256 * ceil(8h/3 / 256) for SwiGLU).
+        activation: "swiglu" (gate, up and down projections) or "gelu" (two projections).
+        head_dim: per-head width (None: h / a). Qwen3-32B has 128 with h / a = 80.
+        tie_embeddings: output head shares the input embedding.
+        bias: biases in the linear layers.
+        norm: "rmsnorm" (1 weight per channel) or "layernorm" (weight + bias).
+        qk_norm: per-head norms on Q and K (Qwen3).
+        position_embeddings: learned absolute positions (GPT-2 n_positions); 0 for rotary.
+        vocab_multiple: pad V to a multiple of this x TP (Megatron: 128).
+        dropout: hidden dropout after attention and MLP (stores 1-byte masks).
+        attention_dropout: dropout on the attention probabilities (matters without flash attention).
+    """
+
+    num_layers: int
+    hidden_size: int
+    num_heads: int
+    vocab_size: int
+    num_kv_heads: Optional[int] = None
+    ffn_size: Optional[int] = None
+    activation: str = "swiglu"
+    head_dim: Optional[int] = None
+    tie_embeddings: bool = False
+    bias: bool = False
+    norm: str = "rmsnorm"
+    qk_norm: bool = False
+    position_embeddings: int = 0
+    vocab_multiple: int = 1
+    dropout: bool = False
+    attention_dropout: bool = False
+
+    @property
+    def kv_heads(self) -> int:
+        return self.num_kv_heads or self.num_heads
+
+    @property
+    def ffn(self) -> int:
+        if self.ffn_size:
+            return self.ffn_size
+        if self.activation == "gelu":
+            return 4 * self.hidden_size
+        return 256 * math.ceil(int(8 * self.hidden_size / 3) / 256)
+
+    @property
+    def head_width(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_heads
+
+    def padded_vocab(self, tensor_parallel: int = 1) -> int:
+        step = max(1, self.vocab_multiple) * max(1, tensor_parallel)
+        return -(-self.vocab_size // step) * step
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How the model is trained: batch, parallel layout, precision, optimizer, recompute.
+
+    ``framework`` selects the conventions that differ between MindSpore and Megatron
+    (research/memory.md 3.1, 7.4, 9, 11):
+
+    * ``mindspore``: weights are stored in ``param_dtype`` and are the optimizer's
+      master copy (no separate fp32 master); gradients have the weights' dtype;
+      gradient accumulation over micro-steps or pipeline micro-batches keeps one more
+      weight-sized buffer (``accu_grads``); the parallel optimizer stores a 1/d shard
+      of each weight, reduce-scatters gradients, and keeps the all-gathered weights
+      from forward to backward in graph mode (unless ``comm_recompute``); selective
+      recompute also drops the FFN activation (MindFormers' default select_recompute
+      is ``feed_forward.mul`` and ``feed_forward.w1.activation.silu``).
+    * ``megatron``: 16-bit weights with an fp32 master copy and fp32 main gradients
+      (18 B/param for bf16, 20 for fp16); the distributed optimizer (ZeRO-1) shards
+      master weights and Adam states only; selective recompute drops the attention core.
+
+    Attributes:
+        micro_batch_num: micro-batches per step through the pipeline (pp > 1; Megatron:
+            its number of micro-batches). Stage i keeps min(pp - i, micro_batch_num) in flight.
+        optimizer_sharding: none | optimizer (ZeRO-1, MindSpore parallel optimizer,
+            Megatron distributed optimizer) | grads (+ZeRO-2) | params (+ZeRO-3).
+        optimizer_shard_size: devices a state is sharded over (None: data x context parallel).
+        precision: compute (activation) dtype.
+        param_dtype: dtype of the stored weights.
+        master_weights, grad_dtype: None means the framework's convention (see above).
+        optimizer_state_dtype: Adam m/v dtype (MindSpore's plain AdamWeightDecay keeps
+            them in the weights' dtype; FP32StateAdamWeightDecay and AdamW in fp32).
+        recompute_layers: per pipeline stage, how many layers full recompute applies to
+            (MindFormers ``recompute: [4, 0]``); None: every layer when recompute is full.
+        accumulation_buffer: None: MindSpore keeps one when grad_accumulation > 1 or pp > 1.
+        accumulation_shard: MindSpore gradient_accumulation_shard (buffer sharded with
+            the parallel optimizer).
+        comm_recompute: MindSpore parallel_optimizer_comm_recompute (gather weights again
+            in backward instead of keeping them).
+        embedding_tp_sharded: False for MindFormers ``vocab_emb_dp: True``.
+        stage_offsets: MindFormers ``offset``: extra layers per stage (sums to 0 when
+            the layers divide evenly).
+    """
+
+    seq_length: int
+    micro_batch_size: int = 1
+    grad_accumulation: int = 1
+    data_parallel: int = 1
+    tensor_parallel: int = 1
+    pipeline_stages: int = 1
+    context_parallel: int = 1
+    micro_batch_num: int = 1
+    virtual_pipeline_chunks: int = 1
+    sequence_parallel: bool = False
+    optimizer_sharding: str = "none"
+    optimizer_shard_size: Optional[int] = None
+    precision: str = "bf16"
+    param_dtype: str = "fp32"
+    master_weights: Optional[bool] = None
+    grad_dtype: Optional[str] = None
+    optimizer: str = "adamw"
+    optimizer_state_dtype: str = "fp32"
+    recompute: str = "none"
+    recompute_layers: Optional[tuple] = None
+    flash_attention: bool = True
+    accumulation_buffer: Optional[bool] = None
+    accumulation_shard: bool = False
+    comm_recompute: bool = False
+    embedding_tp_sharded: bool = True
+    stage_offsets: Optional[tuple] = None
+    framework: str = "mindspore"
+
+    @property
+    def devices(self) -> int:
+        return self.data_parallel * self.tensor_parallel * self.pipeline_stages * self.context_parallel
+
+    @property
+    def pipeline_micro_batches(self) -> int:
+        return self.micro_batch_num if self.pipeline_stages > 1 else 1
+
+    @property
+    def global_batch(self) -> int:
+        """Sequences per optimizer step: micro-batch x data parallel x accumulation x pipeline micro-batches."""
+        return self.micro_batch_size * self.data_parallel * self.grad_accumulation * self.pipeline_micro_batches
+
+    def with_(self, **changes: Any) -> "Setup":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Device:
+    """What the estimate is compared against.
+
+    Attributes:
+        target: Ascend | GPU | CPU.
+        capacity: usable bytes per device (None: unknown).
+        reserve: bytes the runtime takes that the estimate must count (CANN, CUDA
+            context and communication buffers); 0 when the capacity is already a
+            framework pool cap such as MindSpore's max_device_memory.
+        reserve_why: one line on where the reserve comes from.
+        fragmentation: allocator margin, as a fraction of the allocated bytes.
+        source: where the capacity came from, for a person.
+        count: devices available (None: unknown); bounds the layouts suggested.
+        notes: anything a person should know about the capacity.
+    """
+
+    target: str = "GPU"
+    capacity: Optional[int] = None
+    reserve: int = 0
+    reserve_why: str = ""
+    fragmentation: float = 0.05
+    source: str = "unknown"
+    count: Optional[int] = None
+    notes: tuple = ()
+
+
+@dataclass(frozen=True)
+class Component:
+    """One line of the breakdown: bytes per device and the formula with values substituted."""
+
+    key: str
+    label: str
+    bytes: int
+    why: str
+    kind: str = "state"  # state | activation | overhead
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / GIB
+
+
+@dataclass(frozen=True)
+class StageTotal:
+    stage: int
+    layers: int
+    params: int
+    total: int
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Per-device memory on the most loaded pipeline stage."""
+
+    model: ModelShape
+    setup: Setup
+    device: Device
+    stage: int
+    components: tuple
+    params_total: int
+    params_on_device: int
+    stages: tuple = ()
+    notes: tuple = field(default=())
+
+    @property
+    def total(self) -> int:
+        return sum(c.bytes for c in self.components)
+
+    @property
+    def allocated(self) -> int:
+        """What the framework's allocator hands out (no runtime reserve, no fragmentation):
+        the quantity torch's max_memory_allocated and MindSpore's "Used peak memory" measure."""
+        return sum(c.bytes for c in self.components if c.kind != "overhead")
+
+    def component(self, key: str) -> Component:
+        for c in self.components:
+            if c.key == key:
+                return c
+        raise KeyError(key)
+
+    def bytes_of(self, key: str) -> int:
+        for c in self.components:
+            if c.key == key:
+                return c.bytes
+        return 0
+
+    @property
+    def capacity(self) -> Optional[int]:
+        return self.device.capacity
+
+    @property
+    def headroom(self) -> Optional[int]:
+        return None if self.capacity is None else self.capacity - self.total
+
+    @property
+    def headroom_fraction(self) -> Optional[float]:
+        if self.capacity is None or self.capacity <= 0:
+            return None
+        return (self.capacity - self.total) / self.capacity
+
+    @property
+    def verdict(self) -> str:
+        """fits | tight (< 10% headroom) | does not fit | unknown (no capacity)."""
+        return verdict_of(self.total, self.capacity)
+
+
+def verdict_of(total: int, capacity: Optional[int]) -> str:
+    if capacity is None:
+        return "unknown"
+    if total > capacity:
+        return "does not fit"
+    if capacity - total < TIGHT_HEADROOM * capacity:
+        return "tight"
+    return "fits"
