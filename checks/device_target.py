@@ -95,7 +95,10 @@ def evaluate(f: DeviceFacts) -> list[Finding]:
     source = (env.source_command() if env.installed or env.sourced
               else "install the CANN toolkit (https://www.mindspore.cn/install), then source its set_env.sh")
     lc = LiveContext(f.requested, f.python_cmd, source, hardware, f.ascend.wanted_devices)
-    out += live_findings(f.live, lc)
+    static_codes = {x.code for x in out}
+    # the static count warning (npu-smi / nvidia-smi) already says it; keep one
+    out += [x for x in live_findings(f.live, lc)
+            if not (x.code == "too-few-devices" and static_codes & {"npu-too-few", "gpu-too-few"})]
     chosen = f.requested or (f.live.device_target if f.live else None) or "CPU"
     visible = verdicts[chosen].visible_devices if chosen in verdicts else None
     if visible is None and f.live is not None and f.live.device_count is not None:

@@ -15,7 +15,6 @@
 # Output: one JSON object between marker lines on stdout (schema LIVE_SCHEMA).
 
 import json
-import os
 import sys
 import time
 import traceback
