@@ -112,7 +112,7 @@ def evaluate_gpu(t: Any, gpu: GpuFacts, m: Matrix, requested: Optional[str]) -> 
                                 code="cudnn-old"))
     if not out:
         out.append(Finding.passed(f"CUDA {cuda} runtime matches MindSpore {ms}'s GPU plugin", proved=(
-            f"libcudart.so.{cuda} ({dict(gpu.libs['cudart'])[cuda]}) is first in the loader's search order among "
-            f"the plugin's CUDA versions {', '.join(wanted)}; cuDNN {cudnn[0]} found"
+            f"{dict(gpu.libs['cudart'])[cuda]} (CUDA {cuda}) is on the loader's search path and MindSpore's GPU "
+            f"plugins are built for CUDA {', '.join(wanted)}; cuDNN {cudnn[0]} found"
             + (f"; driver {gpu.driver} >= {need.driver_min}" if need and gpu.driver else "")), evidence=evidence))
     return out

@@ -42,8 +42,8 @@ def evaluate_smoke(t: Any, result: SmokeResult, accepted: Optional[Sequence[str]
             detail=(f"In a fresh {result.python} process, importing in training-script order ({_order(result)})"
                     + (f", {', '.join(done)} imported fine, then" if done else ",")
                     + f" `import {failed['module']}` raised:\n" + "\n".join(failed.get("traceback_tail") or [])),
-            fix=f"see the findings above for the version that breaks it; reproduce with "
-                f"`{result.python} -c \"import {failed['module']}\"`",
+            fix=f"reproduce with `{result.python} -c \"import {failed['module']}\"`; the traceback names the module "
+                "that is missing or the version that breaks it (other findings of this check give the fix for known ones)",
             evidence=evidence, code="import-fails")]
     out = []
     te = next((s for s in result.steps if s["module"] == "te" and s.get("version")), None)

@@ -193,11 +193,12 @@ def evaluate_mindnlp(t: Any, m: Matrix, reported: set) -> list[Finding]:
             fix=f"create the environment with Python {row.python[-1]}", evidence={"source": row.source},
             code="mindnlp-python",
         ))
-    if not out:
+    tf_ok = bool(tf and row.transformers_works and spec_contains(row.transformers_works, tf))
+    if not out and pair("mindnlp", "mindspore") not in reported:
         proved = f"MindSpore {ms} is within mindnlp {version}'s mindspore{row.mindspore or ' (any)'}"
-        if tf and row.transformers_works:
+        if tf_ok:
             proved += f"; transformers {tf} is within the versions seen to work ({row.transformers_works})"
-        out.append(Finding.passed(f"mindnlp {version} fits MindSpore {ms}" + (f" and transformers {tf}" if tf else ""),
+        out.append(Finding.passed(f"mindnlp {version} fits MindSpore {ms}" + (f" and transformers {tf}" if tf_ok else ""),
                                   proved=proved, evidence={"source": row.source}))
     return out
 
@@ -217,7 +218,8 @@ def evaluate_mindformers(t: Any, m: Matrix, reported: set) -> list[Finding]:
             f"mindformers {version} requires mindspore{row.mindspore}, but MindSpore {ms} is installed",
             detail=f"MindFormers pins one MindSpore minor per release; {version} is built for "
                    f"{', '.join(row.mindspore_prefer) or 'another MindSpore'}.",
-            fix=_ms_fix(t, m, row.mindspore),
+            fix=pip_install(t, f"mindspore=={row.mindspore_prefer[-1]}") if row.mindspore_prefer
+            else _ms_fix(t, m, row.mindspore),
             evidence={"pair": ["mindformers", "mindspore"], "source": row.source}, code="mindformers-mindspore",
         ))
     elif ms and row.mindspore_prefer and ms not in row.mindspore_prefer:
@@ -238,7 +240,8 @@ def evaluate_mindformers(t: Any, m: Matrix, reported: set) -> list[Finding]:
     if not out:
         out.append(Finding.passed(
             f"mindformers {version} fits MindSpore {ms}",
-            proved=f"MindSpore {ms} is within mindspore{row.mindspore or ' (any)'} and the VERSION_MAP release"
+            proved=f"MindSpore {ms} is within mindspore{row.mindspore or ' (any)'}"
+                   + (", the version its VERSION_MAP.json names" if ms in row.mindspore_prefer else "")
                    + (f"; transformers {tf} meets {row.transformers}" if tf and row.transformers else ""),
             evidence={"source": row.source}))
     return out

@@ -22,6 +22,7 @@ from msdoctor import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("msdoctor.commands.check:check", "Run the checks against the target interpreter."),
     "list-checks": ("msdoctor.commands.check:list_checks", "List the available checks."),
+    "matrix": ("msdoctor.commands.matrix:matrix_cmd", "Show what MindSpore, CANN, Python and MindNLP versions go together."),
     "memory": ("msdoctor.commands.memory:memory", "Will a training config fit in device memory; smallest changes that do."),
     "fix-kernel": ("msdoctor.commands.fix_kernel:fix_kernel", "Make Jupyter and VS Code run the target interpreter."),
 }

@@ -178,6 +178,12 @@ SCHEMA: dict[str, dict[str, dict[str, Field]]] = {
 ROW_KEY = {"release": ("version", "commercial"), "cuda": ("version",), "breakage": ("package",)}
 
 
+def _shallow(value: Any) -> Optional[str]:
+    ok = isinstance(value, (bool, dict)) or (isinstance(value, str) and value.strip() != "") \
+        or (isinstance(value, list) and bool(value) and all(isinstance(x, str) for x in value)) or value == ""
+    return None if ok else f"{value!r} has the wrong type"
+
+
 def _header_lines(text: str) -> dict[str, list[int]]:
     """Line number of every ``[[table]]`` header, per table, in file order."""
     out: dict[str, list[int]] = {}
@@ -208,8 +214,14 @@ def _row_name(table: str, index: int, row: Mapping[str, Any]) -> str:
     return f"[[{table}]] #{index + 1}"
 
 
-def validate(text: str, path: str, expected_kind: Optional[str] = None) -> tuple[str, _dt.date, dict[str, list[dict]]]:
-    """Parse and validate one matrix file; returns (kind, matrix_date, {table: rows})."""
+def validate(text: str, path: str, expected_kind: Optional[str] = None, *,
+             deep: bool = True) -> tuple[str, _dt.date, dict[str, list[dict]]]:
+    """Parse and validate one matrix file; returns (kind, matrix_date, {table: rows}).
+
+    deep=False checks the structure only (kind, date, known and required fields, value types) and
+    skips parsing every version and specifier: the packaged files are validated deeply by the test
+    suite (tests/test_matrix_data.py), and `msdoctor check --quick` must stay fast.
+    """
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python < 3.11
@@ -247,7 +259,7 @@ def validate(text: str, path: str, expected_kind: Optional[str] = None) -> tuple
                 if key not in fields:
                     raise MatrixError(path, f"unknown field {key!r} (allowed: {', '.join(fields)})",
                                       line=_field_line(text, start, key), row=name)
-                problem = fields[key][0](value)
+                problem = fields[key][0](value) if deep else _shallow(value)
                 if problem:
                     raise MatrixError(path, f"{key}: {problem}", line=_field_line(text, start, key), row=name)
             for key, (_, required) in fields.items():
@@ -517,11 +529,11 @@ def _package_texts() -> Iterable[tuple[str, str, str]]:
         yield f"compat_matrix/{name}", kind, base.joinpath(name).read_text(encoding="utf-8")
 
 
-def build(texts: Iterable[tuple[str, str, str]]) -> Matrix:
-    """A Matrix from (display path, kind, text) triples; validates each."""
+def build(texts: Iterable[tuple[str, str, str]], *, deep: bool = True) -> Matrix:
+    """A Matrix from (display path, kind, text) triples; validates each (see validate for deep)."""
     m = Matrix()
     for path, kind, text in texts:
-        _, date, tables = validate(text, path, kind)
+        _, date, tables = validate(text, path, kind, deep=deep)
         m.dates[path] = date
         if kind == "mindspore":
             m.mindspore_rows = [_typed(MindSporeRelease, r) for r in tables["release"]]
@@ -554,8 +566,8 @@ def _cross_check(m: Matrix) -> None:
 
 @functools.lru_cache(maxsize=1)
 def load() -> Matrix:
-    """The packaged matrix, parsed and validated once per process."""
-    return build(_package_texts())
+    """The packaged matrix, parsed and (structurally) validated once per process."""
+    return build(_package_texts(), deep=False)
 
 
 # -- planning queries (msdoctor matrix --mindspore / --cann / --python / --mindnlp) -------------
@@ -618,3 +630,39 @@ def with_mindnlp(m: Matrix, version: str) -> dict[str, Any]:
         "transformers_works": row.transformers_works, "python_documented": list(row.python),
         "known_breakages": breaks, "version_attr": row.version_attr, "source": row.source, "matrix_date": m.date,
     }
+
+
+def fits(m: Matrix, *, mindspore: Optional[str] = None, cann: Optional[str] = None,
+         python: Optional[str] = None, mindnlp: Optional[str] = None) -> list[dict[str, Any]]:
+    """Pairwise verdicts for a planned set: ok True / False, or None when the matrix cannot tell."""
+    out: list[dict[str, Any]] = []
+    ms = m.mindspore(mindspore) if mindspore else None
+    py = ".".join(python.split(".")[:2]) if python else None
+
+    def add(a: str, b: str, ok: Optional[bool], why: str) -> None:
+        out.append({"pair": [a, b], "ok": ok, "why": why})
+
+    if mindspore and py:
+        if ms is None:
+            add(f"mindspore {mindspore}", f"python {py}", None, "MindSpore version not in the matrix")
+        else:
+            add(f"mindspore {ms.version}", f"python {py}", py in ms.python, f"wheels exist for {', '.join(ms.python)}")
+    if mindspore and cann:
+        row = m.cann(cann)
+        if ms is None or row is None:
+            add(f"mindspore {mindspore}", f"cann {cann}", None, "version not in the matrix")
+        else:
+            prefixes, verified = m.accepted_cann_prefixes(ms)
+            ok = row.internal_prefix in prefixes
+            add(f"mindspore {ms.version}", f"cann {row.commercial}", ok if (ok or verified) else None,
+                f"CANN {row.commercial} is internal {row.internal_prefix}; MindSpore {ms.version} accepts "
+                f"{', '.join(prefixes)}" + ("" if verified else " (from the CANN its docs name; its own list is unknown)"))
+    if mindnlp:
+        nlp = m.mindnlp(mindnlp)
+        if mindspore:
+            ok = spec_contains(nlp.mindspore, mindspore) if nlp else None
+            add(f"mindnlp {mindnlp}", f"mindspore {mindspore}", ok,
+                f"mindnlp declares mindspore{nlp.mindspore or ' (any)'}" if nlp else "mindnlp version not in the matrix")
+        if py and nlp and nlp.python:
+            add(f"mindnlp {mindnlp}", f"python {py}", py in nlp.python, f"docs name Python {', '.join(nlp.python)}")
+    return out

@@ -49,7 +49,8 @@ def _run_step(step):
                 out["version"] = None
         out["ok"] = True
     except BaseException as exc:  # SystemExit and KeyboardInterrupt from a broken package too
-        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        # from the frame below this script's own: the user needs the package's frames only
+        tb = traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next)
         lines = "".join(tb).rstrip().splitlines()
         out["error_type"] = type(exc).__name__
         out["error"] = str(exc)[:2000]

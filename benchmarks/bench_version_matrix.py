@@ -1,0 +1,104 @@
+"""Benchmark: what the static part of the version-matrix check adds to `msdoctor check --quick`.
+
+Prints, side by side (median of --runs):
+  1. in-process cost of the static part on an already-probed target: a fresh interpreter imports the
+     check, loads and validates compat_matrix/, reads the CANN/GPU files and evaluates every rule
+     (cold: includes the imports and the first matrix load), and the same evaluation warm;
+  2. end to end: `msdoctor check --quick --only python-env` vs `--only python-env,version-matrix`;
+  3. the anchor: `<python> -m pip check` on the same interpreter (what rule 1 reproduces).
+
+Usage: python benchmarks/bench_version_matrix.py [--python /path/to/python] [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MSDOCTOR = Path(sys.executable).with_name("msdoctor")
+
+IN_PROCESS = r"""
+import json, sys, time
+from msdoctor.probe import run_script
+from msdoctor.facts.target import TargetFacts
+data, _ = run_script(sys.argv[1], "target_probe.py", timeout=60)
+t0 = time.perf_counter()
+from msdoctor.checks.version_matrix import MatrixInputs, evaluate_static
+from msdoctor.checks.version_matrix_common import mindspore_dir
+from msdoctor.checks.version_matrix_gpu import read_gpu
+from msdoctor.facts.cann import read_cann
+from msdoctor.matrix import load
+import os
+def once():
+    t = TargetFacts.from_probe(data)
+    inputs = MatrixInputs(t, load(), read_cann(os.environ), read_gpu(os.environ, t.env.get("LD_LIBRARY_PATH", ""), mindspore_dir(t)))
+    return evaluate_static(inputs)
+n = len(once())
+cold = time.perf_counter() - t0
+t1 = time.perf_counter()
+for _ in range(20):
+    once()
+warm = (time.perf_counter() - t1) / 20
+print(json.dumps({"cold_s": cold, "warm_s": warm, "findings": n, "dists": len(data["distributions"])}))
+"""
+
+
+def wall(argv: list[str], env: dict) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+    return time.perf_counter() - t0
+
+
+def median_wall(argv: list[str], runs: int, env: dict) -> float:
+    wall(argv, env)  # warm the page cache and .pyc files
+    return statistics.median(wall(argv, env) for _ in range(runs))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--python", default=sys.executable, help="target interpreter (default: this one)")
+    ap.add_argument("--runs", type=int, default=7)
+    args = ap.parse_args()
+    env = dict(os.environ, NO_COLOR="1", MSDOCTOR_NO_SPINNER="1")
+    # an installed msdoctor has its .pyc files (pip compiles them); let the warm-up run write them
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    samples = []
+    subprocess.run([sys.executable, "-c", IN_PROCESS, args.python], capture_output=True, env=env, timeout=300)
+    for _ in range(args.runs):
+        out = subprocess.run([sys.executable, "-c", IN_PROCESS, args.python], capture_output=True, text=True,
+                             env=env, timeout=300)
+        samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    cold = statistics.median(s["cold_s"] for s in samples)
+    warm = statistics.median(s["warm_s"] for s in samples)
+
+    base_cmd = [str(MSDOCTOR), "check", "--python", args.python, "--quick", "--format", "json"]
+    without = median_wall(base_cmd + ["--only", "python-env"], args.runs, env)
+    with_vm = median_wall(base_cmd + ["--only", "python-env,version-matrix"], args.runs, env)
+    pip_check = median_wall([args.python, "-m", "pip", "check"], args.runs, env)
+
+    print(f"target: {args.python}  ({samples[0]['dists']} distributions on sys.path; runs: {args.runs}, median)")
+    print(f"{'measure':62} {'time':>10}")
+    rows = [
+        ("static part, in process, cold (imports + matrix load + rules)", cold),
+        ("static part, in process, warm (rules only)", warm),
+        ("msdoctor check --quick --only python-env", without),
+        ("msdoctor check --quick --only python-env,version-matrix", with_vm),
+        ("  added by version-matrix, end to end", with_vm - without),
+        ("anchor: python -m pip check (same interpreter)", pip_check),
+    ]
+    for label, value in rows:
+        print(f"{label:62} {value * 1000:8.1f} ms")
+    print(f"budget: the static part adds < 100 ms -> {'OK' if max(cold, with_vm - without) < 0.1 else 'OVER'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
