@@ -1,4 +1,11 @@
-"""Check: will the --config training run fit in device memory (estimate per device vs capacity)."""
+"""Check: will the --config training run fit in device memory (estimate per device vs capacity).
+
+pass: fits with >= 10% headroom; warn: tight (< 10%); fail: does not fit, the fix lists the
+smallest changes that fit; skip: no --config, or no device memory known (no device here and no
+cap in the config); error: impossible values in the config, each at its file:line. Options.extra
+may carry ``device_memory`` ("64GiB", as ``msdoctor memory --device-memory``) and
+``memory_overrides`` (a msdoctor.memory.Overrides). The estimate is msdoctor.memory's.
+"""
 
 from __future__ import annotations
 

@@ -220,3 +220,38 @@ def test_m1_megatron_reference_within_one_percent():
     wo, act = megatron_theoretical_bytes(m1)
     assert (round(wo / GIB, 2), round(act / GIB, 2)) == (18.77, 34.85)
     assert abs((wo + act) / GIB / M1_MEASURED_GIB - 1) < 0.01
+
+
+# -- pipeline: in-flight micro-batches and the interleave factor (research/memory.md 2.3) ----------
+GPT3_SHAPE = ModelShape(96, 12288, 96, 50257, activation="gelu", norm="layernorm", tie_embeddings=True,
+                        vocab_multiple=128, dropout=True, attention_dropout=True)
+GPT3_SETUP = Setup(2048, tensor_parallel=8, pipeline_stages=8, micro_batch_num=64, sequence_parallel=True,
+                   recompute="selective", flash_attention=False, framework="megatron", param_dtype="bf16")
+
+
+def test_first_stage_holds_l_layers_and_interleaving_adds_its_factor():
+    per_layer = korthikanti_layer_bytes(2048, 1, 12288, 96, 8, "tp_sp_selective")
+    plain = estimate(GPT3_SHAPE, GPT3_SETUP, NO_OVERHEAD)
+    assert plain.stage == 0
+    assert plain.bytes_of("activations") == 96 * per_layer  # 8 micro-batches in flight x 12 layers
+    interleaved = estimate(GPT3_SHAPE, GPT3_SETUP.with_(virtual_pipeline_chunks=3), NO_OVERHEAD)
+    assert interleaved.bytes_of("activations") == pytest.approx(96 * per_layer * (1 + 7 / 24), rel=1e-12)
+    # Korthikanti's 175B interleaved (m = 3) TP+SP+selective total: 13.29 GB with the embedding mask
+    extras = interleaved.bytes_of("embedding_io") - 8 * 2048 * 8 * (1 + 7 / 24)  # minus the token ids
+    assert round((interleaved.bytes_of("activations") + extras) / 1e9, 2) == 13.29
+    # fewer micro-batches than stages: only those are in flight
+    few = estimate(GPT3_SHAPE, GPT3_SETUP.with_(micro_batch_num=2), NO_OVERHEAD)
+    assert few.bytes_of("activations") == 2 * 12 * per_layer
+
+
+def test_last_stage_holds_the_logits_and_the_output_layer():
+    first, last = estimate(GPT3_SHAPE, GPT3_SETUP, NO_OVERHEAD).stages
+    assert (first.stage, last.stage) == (0, 7)
+    # both hold 12 layers and a 51200 x 12288 / 8 vocabulary matrix (embedding; tied head copy);
+    # the last stage adds the final LayerNorm (weight + bias)
+    assert last.params - first.params == 2 * 12288
+    from msdoctor.memory.estimate import activation_components
+
+    comps = {c.key: c.bytes for c in activation_components(GPT3_SHAPE, GPT3_SETUP, 7, 12)}
+    assert comps["logits"] == (2 + 4) * 2048 * 51200 // 8  # bf16 logits + fp32 softmax, V padded to 51200
+    assert "logits" not in {c.key for c in activation_components(GPT3_SHAPE, GPT3_SETUP, 0, 12)}

@@ -28,7 +28,8 @@ device. MindSpore conventions apply (``framework="mindspore"``):
   copy: fp32 weights cost 4 (weights) + 4 (grads) + 8 (AdamW m, v in fp32) = 16 B/param
   whatever ``train.precision`` is; fp16/bf16 weights cost 2 + 2 + 8 = 12 B/param
   (SGD momentum: 4 instead of Adam's 8). ``train.precision`` only sets the
-  activation width (2 B for bf16/fp16, 4 B for fp32).
+  activation width (2 B for bf16/fp16, 4 B for fp32; fp32 on CPU unless
+  ``train.half_on_cpu``, as the trainer runs).
 * ``grad_accumulation > 1`` or ``pipeline_stages > 1`` adds one weight-sized
   accumulation buffer (MindSpore's ``accu_grads``).
 * ``parallel.optimizer_sharding`` over d = data_parallel devices: ``optimizer`` (MindSpore

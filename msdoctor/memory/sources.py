@@ -528,6 +528,11 @@ def from_run_config(run: Any, doc: Optional[Document] = None) -> Source:
     conventions are MindSpore's, the trainer's attention on CPU is plain attention.
     """
     m, p, t, rt = run.model, run.parallel, run.train, run.runtime
+    notes = []
+    precision = t.precision
+    if rt.device_target == "CPU" and precision != "fp32" and not getattr(t, "half_on_cpu", False):
+        precision = "fp32"  # the trainer runs fp32 on CPU (training.config.warnings)
+        notes.append(f"train.precision = {t.precision} runs as fp32 on CPU: activations counted at 4 bytes")
     model = ModelShape(
         num_layers=m.num_layers, hidden_size=m.hidden_size, num_heads=m.num_heads, vocab_size=m.vocab_size,
         num_kv_heads=m.num_kv_heads, ffn_size=m.ffn_size, activation=m.activation, tie_embeddings=m.tie_embeddings,
@@ -538,10 +543,9 @@ def from_run_config(run: Any, doc: Optional[Document] = None) -> Source:
         data_parallel=p.data_parallel, tensor_parallel=p.tensor_parallel, pipeline_stages=p.pipeline_stages,
         micro_batch_num=p.micro_batch_num, virtual_pipeline_chunks=p.virtual_pipeline_chunks,
         sequence_parallel=p.sequence_parallel, optimizer_sharding=p.optimizer_sharding,
-        precision=t.precision, param_dtype=t.param_dtype, optimizer=t.optimizer, recompute=t.recompute,
+        precision=precision, param_dtype=t.param_dtype, optimizer=t.optimizer, recompute=t.recompute,
         flash_attention=t.flash_attention and rt.device_target != "CPU", framework="mindspore",
     )
-    notes = []
     if t.flash_attention and rt.device_target == "CPU":
         notes.append("train.flash_attention is ignored on CPU (the CPU path uses plain attention)")
     lines = dict(doc.lines) if doc is not None else {}
