@@ -11,7 +11,7 @@ from msdoctor.model import Finding
 
 from msdoctor.checks.installs_broken import RecordStats, leftovers, missing_files, two_dist_infos
 from msdoctor.checks.installs_dups import projects, rival_distributions, same_project_twice
-from msdoctor.checks.installs_scan import Records, real, specs
+from msdoctor.checks.installs_scan import Groups, Records, real, specs
 from msdoctor.checks.installs_scripts import foreign_on_path, foreign_shebangs, scripts_dir
 from msdoctor.checks.installs_shadowing import script_dir_shadows, shadowed_modules, stale_paths
 
@@ -28,33 +28,36 @@ def evaluate(t: TargetFacts, *, script_dirs: Sequence[str] = (), records: Option
     real.cache_clear()
     records = records or Records()
     stats = RecordStats()
-    dup_infos, stale = two_dist_infos(t, records)
+    groups = projects(t)
+    dup_infos, stale = two_dist_infos(t, groups, records)
     problems = (
-        same_project_twice(t, stale)
-        + rival_distributions(t, records)
+        same_project_twice(t, groups, stale)
+        + rival_distributions(t, groups, records)
         + shadowed_modules(t)
-        + script_dir_shadows(t, script_dirs)
+        + script_dir_shadows(t, groups, script_dirs)
         + stale_paths(t, records)
         + dup_infos
         + missing_files(t, records, stale, stats)
         + leftovers(t)
-        + foreign_on_path(t)
-        + foreign_shebangs(t)
+        + foreign_on_path(t, groups)
+        + foreign_shebangs(t, groups)
     )
     if problems:
         # worst first, then grouped by kind: deterministic output for diffs and CI logs
         return sorted(problems, key=lambda f: (-f.status.rank, f.code or "", f.title))
-    return [_healthy(t, stats)]
+    return [_healthy(t, groups, stats)]
 
 
-def _healthy(t: TargetFacts, stats: RecordStats) -> Finding:
+def _healthy(t: TargetFacts, groups: Groups, stats: RecordStats) -> Finding:
     dirs = {e.get("abspath") for e in t.sys_path if e.get("is_dir")}
-    n_projects = len(projects(t))
+    n_projects = len(groups)
     checked = [
         f"{n_projects} projects in {len(dirs)} sys.path directories are each installed once",
         "no import package is owned by two projects",
         f"{sum(1 for s in specs(t).values() if s.get('found'))} probed modules load from their own distribution",
-        f"RECORD files of {stats.dists} distributions list no missing file ({stats.files} files checked)",
+        f"no installed file is missing ({stats.files} files of {stats.dists} distributions checked: the "
+        "training stack's __init__.py, native libraries and scripts from RECORD, every other package's "
+        "top-level __init__.py or module)",
         "no dist-info lacks METADATA/RECORD, no '~' pip leftovers, no stale .pth or editable paths",
         f"python/pip/launchers on PATH do not resolve into another environment ({scripts_dir(t)})",
     ]

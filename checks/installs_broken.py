@@ -13,7 +13,7 @@ from msdoctor.facts.target import Distribution, TargetFacts
 from msdoctor.model import Finding, Location, Status
 
 from msdoctor.checks.installs_scan import (
-    STACK, Records, file_hash, is_leftover, is_stack, owner_python, real, reinstall, rm_command, status_for,
+    STACK, Groups, Records, file_hash, is_leftover, is_stack, owner_python, real, reinstall, rm_command, status_for,
 )
 
 #: pip renames what it replaces to "~" + these + the name's tail (pypa/pip src/pip/_internal/utils/temp_dir.py,
@@ -45,14 +45,15 @@ def _matches_disk(records: Records, d: Distribution) -> Optional[bool]:
     return all(file_hash(os.path.join(d.location, p)) == h for p, h in rows)
 
 
-def two_dist_infos(t: TargetFacts, records: Records) -> tuple[list[Finding], set[str]]:
+def two_dist_infos(t: TargetFacts, projects: Groups, records: Records) -> tuple[list[Finding], set[str]]:
     """One project with several dist-info directories in one directory; returns the stale ones too."""
     groups: dict[tuple[str, str], list[Distribution]] = {}
-    for d in t.distributions:
-        if d.kind == "dist-info" and not is_leftover(d):
-            groups.setdefault((d.key, real(d.location)), []).append(d)
+    for key, copies in projects.items():
+        for d in copies:
+            if d.kind == "dist-info":
+                groups.setdefault((key, real(d.location)), []).append(d)
     out, stale_paths = [], set()
-    for (_key, _loc), ds in sorted(groups.items()):
+    for (key, _loc), ds in sorted(groups.items()):
         if len(ds) < 2:
             continue
         verdict = {d.path: _matches_disk(records, d) for d in ds}
@@ -74,7 +75,7 @@ def two_dist_infos(t: TargetFacts, records: Records) -> tuple[list[Finding], set
                     f"Keep {keep.version}: {proof}."),
             fix=f"{rm_command(d.path for d in stale)} ; {reinstall(t, keep)}",
             location=Location(keep.path),
-            evidence={"project": keep.key, "dist_infos": [d.path for d in ds],
+            evidence={"project": key, "dist_infos": [d.path for d in ds],
                       "matches_disk": {os.path.basename(p): v for p, v in verdict.items()}, "keep": keep.path},
             code="two-dist-infos",
         ))
@@ -128,13 +129,29 @@ def _incomplete(t: TargetFacts, d: Distribution) -> Finding:
     )
 
 
+def _stem(name: str) -> str:
+    """The project or module part of a site-packages entry: six-1.17.0.dist-info, six.py, six -> six."""
+    if name.endswith((".dist-info", ".egg-info")):
+        return name.rsplit(".", 1)[0].rsplit("-", 1)[0] if "-" in name else name.rsplit(".", 1)[0]
+    return name.split(".", 1)[0] if not name.startswith("~") else "~" + name[1:].split(".", 1)[0]
+
+
 def _original(leftover: str, names: list[str]) -> Optional[str]:
-    """The name pip renamed to ``leftover`` (same length, same tail), if it is still known."""
-    tail = leftover[1:].lstrip(_PIP_LEADING)
+    """The name pip renamed to ``leftover``: "~" + filler + the name's tail, same length."""
+    stem = _stem(leftover)
+    tail = stem[1:].lstrip(_PIP_LEADING)
     for n in names:
-        if n != leftover and not n.startswith("~") and len(n) == len(leftover) and n.endswith(tail):
+        if not n.startswith("~") and len(n) == len(stem) and n.endswith(tail):
             return n
     return None
+
+
+def _project(stem: str, here: list[Distribution]) -> str:
+    """The project that installs import name / project stem ``stem`` (yaml -> pyyaml)."""
+    for d in here:
+        if d.key == canonicalize_name(stem) or stem in (d.top_level or []):
+            return d.key
+    return canonicalize_name(stem)
 
 
 def leftovers(t: TargetFacts) -> list[Finding]:
@@ -149,11 +166,12 @@ def leftovers(t: TargetFacts) -> list[Finding]:
             listing = os.listdir(where)
         except OSError:
             listing = []
-        guesses = {n: _original(n.split("-", 1)[0], [x.split("-", 1)[0] for x in listing] + sorted(STACK))
-                   for n in names}
-        projects = sorted({canonicalize_name(g) for g in guesses.values() if g})
-        here = {d.key: d for d in t.distributions if real(d.location) == real(where) and not is_leftover(d)}
-        redo = [reinstall(t, here[p]) for p in projects if p in here]
+        here = [d for d in t.distributions if real(d.location) == real(where) and not is_leftover(d)]
+        stems = sorted({_stem(x) for x in listing}) + sorted(STACK)
+        guesses = [_original(n, stems) for n in names]
+        projects = sorted({_project(g, here) for g in guesses if g})
+        by_key = {d.key: d for d in here}
+        redo = [reinstall(t, by_key[p]) for p in projects if p in by_key]
         paths = [os.path.join(where, n) for n in names]
         out.append(Finding(
             Status.FAIL if is_stack(*projects) else Status.WARN,

@@ -9,7 +9,7 @@ from typing import Optional
 from msdoctor.facts.target import Distribution, TargetFacts
 from msdoctor.model import Finding, Location, Status
 
-from msdoctor.checks.installs_scan import real, reinstall, status_for, under
+from msdoctor.checks.installs_scan import Groups, real, reinstall, status_for, under
 
 #: Interpreter and installer names a shell resolves through PATH.
 BASE_SCRIPTS = ("python", "python3", "pip", "pip3")
@@ -40,11 +40,10 @@ def console_scripts(d: Distribution) -> list[str]:
     return out
 
 
-def launcher_scripts(t: TargetFacts) -> dict[str, Distribution]:
+def launcher_scripts(groups: Groups) -> dict[str, Distribution]:
     out: dict[str, Distribution] = {}
     for name in LAUNCHER_PROJECTS:
-        d = t.dist(name)
-        if d is not None:
+        for d in groups.get(name, [])[:1]:
             for script in console_scripts(d):
                 out.setdefault(script, d)
     return out
@@ -58,12 +57,12 @@ def which(name: str, dirs: list[str]) -> Optional[str]:
     return None
 
 
-def foreign_on_path(t: TargetFacts) -> list[Finding]:
+def foreign_on_path(t: TargetFacts, groups: Groups) -> list[Finding]:
     """python/pip/msrun on the target's PATH that resolve outside the target environment."""
     dirs = [d for d in (t.env.get("PATH") or "").split(os.pathsep) if d]
     bindir = scripts_dir(t)
     activated = any(real(d) == real(bindir) for d in dirs)
-    launchers = launcher_scripts(t)
+    launchers = launcher_scripts(groups)
     out = []
     for name in list(BASE_SCRIPTS) + sorted(launchers):
         found = which(name, dirs)
@@ -116,10 +115,10 @@ def shebang_interpreter(path: str) -> Optional[str]:
     return None if not prog or os.path.basename(prog) == "env" else prog
 
 
-def foreign_shebangs(t: TargetFacts) -> list[Finding]:
+def foreign_shebangs(t: TargetFacts, groups: Groups) -> list[Finding]:
     """Scripts in the environment's bin whose shebang names another interpreter (env copied or moved)."""
     bindir = scripts_dir(t)
-    launchers = launcher_scripts(t)
+    launchers = launcher_scripts(groups)
     out = []
     for name in ["pip", "pip3"] + sorted(launchers):
         path = os.path.join(bindir, name)
@@ -127,7 +126,7 @@ def foreign_shebangs(t: TargetFacts) -> list[Finding]:
         if interp is None or interp == t.executable or real(os.path.dirname(interp)) == real(bindir):
             continue
         exists = os.path.exists(interp)
-        d = launchers.get(name) or t.dist("pip")
+        d = launchers.get(name) or next(iter(groups.get("pip", [])), None)
         fix = reinstall(t, d) if d is not None else f"{t.python_cmd()} -m pip install --force-reinstall pip"
         out.append(Finding(
             status_for(d.name) if d is not None and name in launchers else Status.WARN,

@@ -9,7 +9,7 @@ from msdoctor.facts.target import Distribution, TargetFacts
 from msdoctor.model import Finding, Location, Status
 
 from msdoctor.checks.installs_scan import (
-    Records, editable_source, importable, is_leftover, module_file, owner_python, owns, provider_dirs, pth_adding,
+    Groups, Records, editable_source, importable, is_leftover, module_file, owner_python, owns, provider_dirs, pth_adding,
     pythonpath, q, real, specs, status_for, under, where,
 )
 
@@ -85,14 +85,14 @@ def _module_entry(directory: str, entry: str, names: Mapping[str, Distribution])
     return None
 
 
-def script_dir_shadows(t: TargetFacts, directories: Sequence[str]) -> list[Finding]:
+def script_dir_shadows(t: TargetFacts, groups: Groups, directories: Sequence[str]) -> list[Finding]:
     """Modules in the training script's / config's directory: `python dir/train.py` puts dir first on sys.path."""
     on_path = {real(e.get("abspath", "")) for e in t.sys_path}
     names: dict[str, Distribution] = {}
-    for d in t.winners():
-        for n in d.top_level or []:
+    for copies in groups.values():
+        for n in copies[0].top_level or []:
             if importable(n):
-                names.setdefault(n, d)
+                names.setdefault(n, copies[0])
     out = []
     for directory in directories:
         if real(directory) in on_path:

@@ -244,14 +244,18 @@ def test_shadowing_from_pythonpath_and_from_a_pth_tree_name_their_source(tmp_pat
     assert found["idna"].fix.startswith(f"delete the line naming {tree} from {sp / 'dev.pth'}")
 
 
-def test_stdlib_over_a_backport_and_an_editable_source_are_not_shadowing(tmp_path: Path, env) -> None:
+def test_stdlib_over_a_backport_an_editable_source_and_a_stray_tests_package_are_not_shadowing(
+        tmp_path: Path, env) -> None:
     prefix, sp = env
-    src = tmp_path / "src"
+    src, proj = tmp_path / "src", tmp_path / "proj"
     back = write_dist(sp, "dataclasses", "0.8", {"dataclasses.py": ""})
     ed = write_dist(sp, "mylib", "1.0", {"__editable__.mylib-1.0.pth": ""}, top=["mylib"], editable=src)
+    sloppy = write_dist(sp, "sloppy", "1.0", {"sloppy/__init__.py": "", "tests/__init__.py": ""})
     (src / "mylib").mkdir(parents=True)
-    t = facts(prefix, [back, ed], specs={"dataclasses": spec("/usr/lib/python3.11/dataclasses.py"),
-                                         "mylib": spec(str(src / "mylib" / "__init__.py"))})
+    t = facts(prefix, [back, ed, sloppy], path=[str(proj), str(sp)], cwd=str(proj),
+              specs={"dataclasses": spec("/usr/lib/python3.11/dataclasses.py"),
+                     "mylib": spec(str(src / "mylib" / "__init__.py")),
+                     "tests": spec(str(proj / "tests" / "__init__.py"))})  # the project's own tests/
     assert codes(evaluate(t)) == [None]
 
 
@@ -308,6 +312,17 @@ def test_missing_native_library_of_mindspore_fails_and_only_top_files_are_sample
     assert Records().sample(facts(prefix, [six]).distributions[0]) == ["six.py"]
 
 
+def test_other_packages_are_checked_by_stat_and_their_record_read_only_when_a_file_is_gone(env) -> None:
+    prefix, sp = env
+    idna = write_dist(sp, "idna", "3.10", {"idna/__init__.py": "", "idna/core.py": ""})
+    six = write_dist(sp, "six", "1.17.0", {"six.py": ""})
+    (sp / "idna" / "__init__.py").unlink()
+    records = Records()
+    f = one(evaluate(facts(prefix, [idna, six]), records=records), "record-missing-files")
+    assert f.status is Status.WARN and f.evidence["missing"] == ["idna/__init__.py"]
+    assert idna["path"] in records._text and six["path"] not in records._text
+
+
 def test_dist_info_without_metadata_or_pip_record(env) -> None:
     prefix, sp = env
     no_meta = write_dist(sp, "transformers", "4.57.1", {"transformers/__init__.py": ""}, meta=False)
@@ -342,6 +357,16 @@ def test_pip_leftovers_name_the_half_replaced_package(env) -> None:
     assert f.status is Status.FAIL and f.evidence["projects"] == ["mindspore"]
     assert f.fix == (f"rm -rf {shlex.quote(str(sp / '~-ix.py'))} {shlex.quote(str(sp / '~indspore'))} ; "
                      f"{prefix}/bin/python -m pip install --force-reinstall --no-deps mindspore==2.7.0")
+
+
+def test_leftover_of_a_module_whose_import_name_differs_from_the_project(env) -> None:
+    prefix, sp = env
+    d = write_dist(sp, "PyYAML", "6.0.2", {"yaml/__init__.py": ""}, top=["yaml"])
+    (sp / "~aml").mkdir()
+    (sp / "~yYAML-6.0.1.dist-info").mkdir()
+    f = one(evaluate(facts(prefix, [d], leftovers={str(sp): ["~aml", "~yYAML-6.0.1.dist-info"]})), "pip-leftover")
+    assert f.status is Status.WARN and f.evidence["projects"] == ["pyyaml"]
+    assert f.fix.endswith(f"{prefix}/bin/python -m pip install --force-reinstall --no-deps PyYAML==6.0.2")
 
 
 # -- 5. console scripts of another environment ----------------------------------------------------------
@@ -407,7 +432,7 @@ def test_healthy_environment_passes_and_says_what_it_checked(env) -> None:
     [f] = evaluate(t)
     assert f.status is Status.PASS
     assert "2 projects in 1 sys.path directories are each installed once" in f.proved
-    assert "RECORD files of 2 distributions list no missing file (3 files checked)" in f.proved
+    assert "no installed file is missing (3 files of 2 distributions checked" in f.proved
 
 
 def test_findings_come_worst_first_and_the_class_reads_the_config_directory(tmp_path: Path, env) -> None:
