@@ -11,7 +11,8 @@ from msdoctor.model import Finding
 
 from msdoctor.checks.installs_broken import RecordStats, leftovers, missing_files, two_dist_infos
 from msdoctor.checks.installs_dups import projects, rival_distributions, same_project_twice
-from msdoctor.checks.installs_scan import Groups, Records, real, specs
+from msdoctor.checks.installs_record import Records
+from msdoctor.checks.installs_scan import Groups, real, specs
 from msdoctor.checks.installs_scripts import foreign_on_path, foreign_shebangs, scripts_dir
 from msdoctor.checks.installs_shadowing import script_dir_shadows, shadowed_modules, stale_paths
 

@@ -9,9 +9,10 @@ from packaging.utils import canonicalize_name
 from msdoctor.facts.target import Distribution, TargetFacts
 from msdoctor.model import Finding, Location
 
+from msdoctor.checks.installs_fixes import pip_can_remove, reinstall, removal_fix, where
+from msdoctor.checks.installs_record import Records
 from msdoctor.checks.installs_scan import (
-    Groups, Records, editable_source, importable, is_leftover, owns, pip_can_remove, real, reinstall,
-    removal_fix, specs, status_for, under, where,
+    Groups, editable_source, importable, is_leftover, owns, real, specs, status_for, under,
 )
 
 _WHY_TWICE = (
@@ -88,7 +89,8 @@ def _twice(t: TargetFacts, placed: list[Distribution], sp: Mapping[str, Mapping[
     keep = own[0] if own else (imported or first)
     rows = []
     for i, c in enumerate(placed, 1):
-        tags = (["imported"] if c is imported else []) + (["pip and importlib.metadata read this one"] if c is first else [])
+        tags = ["imported"] if c is imported else []
+        tags += ["pip and importlib.metadata read this one"] if c is first else []
         rows.append(f"  {i}. {c.version or '?'} in {c.location} ({where(t, c.location)})"
                     + (f"  <- {', '.join(tags)}" if tags else ""))
     pip_note = ""

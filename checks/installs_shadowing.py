@@ -8,9 +8,11 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from msdoctor.facts.target import Distribution, TargetFacts
 from msdoctor.model import Finding, Location, Status
 
+from msdoctor.checks.installs_fixes import owner_python, pth_adding, pythonpath, where
+from msdoctor.checks.installs_record import Records
 from msdoctor.checks.installs_scan import (
-    Groups, Records, editable_source, importable, is_leftover, module_file, owner_python, owns, provider_dirs, pth_adding,
-    pythonpath, q, real, specs, status_for, under, where,
+    Groups, editable_source, importable, is_leftover, module_file, owns, provider_dirs, q, real, specs, status_for,
+    under,
 )
 
 

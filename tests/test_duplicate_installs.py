@@ -17,7 +17,7 @@ import pytest
 
 from helpers import make_ctx
 from msdoctor.checks.duplicate_installs import DuplicateInstallsCheck, evaluate
-from msdoctor.checks.installs_scan import Records, file_hash
+from msdoctor.checks.installs_record import Records, file_hash
 from msdoctor.checks.installs_scripts import shebang_interpreter
 from msdoctor.facts.target import TARGET, TargetFacts
 from msdoctor.model import Status
@@ -379,7 +379,8 @@ def test_msrun_earlier_on_path_than_the_activated_env_fails(tmp_path: Path, env)
     t = facts(prefix, [ms], env={"PATH": f"{other}:{prefix / 'bin'}:/usr/bin"})
     f = one(evaluate(t), "foreign-console-script")
     assert f.status is Status.FAIL and f.evidence["resolves_to"] == str(other / "msrun")
-    assert f.fix == f"put {prefix / 'bin'} first on PATH (export PATH={prefix / 'bin'}:$PATH), or call it by its path: {prefix / 'bin' / 'msrun'}"
+    assert f.fix == (f"put {prefix / 'bin'} first on PATH (export PATH={prefix / 'bin'}:$PATH), "
+                     f"or call it by its path: {prefix / 'bin' / 'msrun'}")
 
 
 def test_shell_python_of_an_unactivated_env_is_not_reported_but_a_foreign_msrun_warns(tmp_path: Path, env) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from helpers import BASE_PYTHON, REPO, Venv, check_of, env_with, make_venv, probe_json, run_json
-from msdoctor.checks.installs_scan import Records
+from msdoctor.checks.installs_record import Records
 from msdoctor.facts.target import TargetFacts
 
 pytestmark = pytest.mark.slow
@@ -167,13 +167,16 @@ def test_deleted_trees_missing_record_files_and_pip_leftovers(tmp_path: Path) ->
                                      "record-missing-files"]
     assert _one(check, "editable-missing-source")["evidence"]["source"] == str(src)
     pth = _one(check, "pth-missing-path")
-    assert pth["evidence"]["resolved"] == str(gone) and pth["fix"] == f"delete the line '{gone}' from {sp / 'old_checkout.pth'}"
+    assert pth["evidence"]["resolved"] == str(gone)
+    assert pth["fix"] == f"delete the line '{gone}' from {sp / 'old_checkout.pth'}"
     rec = _one(check, "record-missing-files")
     assert rec["evidence"]["missing"] == ["toml/__init__.py"]
     assert rec["fix"] == f"{venv.python} -m pip install --force-reinstall --no-deps toml==0.10.2"
     left = _one(check, "pip-leftover")
-    assert left["evidence"]["leftovers"] == ["~oml", "~oml-0.10.2.dist-info"] and left["evidence"]["projects"] == ["toml"]
-    assert left["fix"].startswith(f"rm -rf {shlex.quote(str(sp / '~oml'))} {shlex.quote(str(sp / '~oml-0.10.2.dist-info'))} ;")
+    assert left["evidence"]["leftovers"] == ["~oml", "~oml-0.10.2.dist-info"]
+    assert left["evidence"]["projects"] == ["toml"]
+    quoted = [shlex.quote(str(sp / n)) for n in ("~oml", "~oml-0.10.2.dist-info")]
+    assert left["fix"].startswith(f"rm -rf {quoted[0]} {quoted[1]} ;")
     # the real pip sees the same leftovers
     listing = _pip(venv, "list", env=env)
     assert "Ignoring invalid distribution ~oml" in listing.stderr
