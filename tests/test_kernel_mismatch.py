@@ -409,3 +409,18 @@ def test_real_unparseable_settings_is_a_finding_not_a_crash(tmp_path: Path) -> N
     (f,) = [f for f in check_of(report, "kernel-mismatch")["findings"] if f["code"] == "file-invalid"]
     assert f["status"] == "fail" and f["location"]["line"] == 3
     assert f["location"]["path"] == str(vs / "settings.json")
+
+
+def test_python_and_python3_of_one_env_are_probed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = Path(sys.executable).parent
+    names = [str(bin_dir / n) for n in ("python", "python3") if (bin_dir / n).exists()]
+    if len(names) < 2 or os.path.realpath(names[0]) != os.path.realpath(names[1]):
+        pytest.skip("this environment's python and python3 are not one file")
+    probes = InterpreterProbes({"PATH": os.environ["PATH"]}, timeout=60)
+    calls = []
+    real_run = probes._run
+    monkeypatch.setattr(probes, "_run", lambda path, jupyter: calls.append(path) or real_run(path, jupyter))
+    got = probes.many(names)
+    assert len(calls) == 1
+    assert [got[n].path for n in names] == names  # each row keeps the name it was asked by
+    assert got[names[0]].prefix == got[names[1]].prefix

@@ -12,7 +12,7 @@ import shutil
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
@@ -153,20 +153,26 @@ class InterpreterProbes:
         self._results: dict[tuple, InterpInfo] = {}
 
     def get(self, path: str, *, jupyter: bool = False) -> InterpInfo:
-        key = (path, jupyter)
+        key = (_identity(path), jupyter)
         with self._lock:
+            if not jupyter and (key[0], True) in self._events:
+                key = (key[0], True)  # a probe with the Jupyter paths answers this one too
             event = self._events.get(key)
             owner = event is None
             if owner:
                 event = self._events[key] = threading.Event()
         if owner:
             try:
-                self._results[key] = self._run(path, jupyter)
+                self._results[key] = self._run(path, key[1])
+            except Exception as exc:  # one odd interpreter must not take the whole check down
+                self._results[key] = InterpInfo(path, ok=False, error=f"probe failed: {type(exc).__name__}: {exc}")
             finally:
                 event.set()
         else:
             event.wait()
-        return self._results[key]
+        found = self._results[key]
+        # the same interpreter under another name of its own bin dir (python vs python3): one probe
+        return found if found.path == path else replace(found, path=path)
 
     def many(self, paths: Iterable[str]) -> dict[str, InterpInfo]:
         """Probe every path (duplicates once), concurrently; path -> result."""
@@ -193,6 +199,17 @@ class InterpreterProbes:
             return InterpInfo.from_json(path, data)
         except (TypeError, ValueError, AttributeError) as exc:
             return InterpInfo(path, ok=False, error=f"unexpected probe output ({exc})")
+
+
+def _identity(path: str) -> tuple:
+    """Two paths name one interpreter when they sit in one bin dir and are the same file.
+
+    (Not realpath alone: a venv's python links to its base, yet runs with the venv's prefix.)
+    """
+    try:
+        return (os.path.dirname(os.path.abspath(path)), os.path.realpath(path))
+    except (OSError, ValueError):
+        return (path,)
 
 
 def _compute(ctx: Context) -> InterpreterProbes:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
@@ -66,7 +67,7 @@ def shell_rows(environ: Mapping[str, str]) -> list:
     for name in ("python", "python3"):
         found = which(name, environ)
         if found:
-            rows.append(Row("path", f"`{name}` on PATH", found, evidence={"name": name, "path": found}))
+            rows.append(Row("path", f"`{name}` on PATH", found, evidence={"name": name}))
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         env_dir = environ.get(var)
         if not env_dir:
@@ -169,30 +170,42 @@ def vscode_rows(vs: VSCodeFacts) -> list:
 def _compute(ctx: Context) -> KernelView:
     probes = ctx.get(INTERPRETERS)
     tpath = target_python(ctx)
-    target = probes.get(tpath, jupyter=True)
-    if not target.ok:
-        raise FactUnavailable(f"could not run the target {tpath}: {target.error}",
-                              "pass --python the path of a working interpreter")
-    rows = [Row("target", "the target interpreter", tpath, info=target),
-            Row("msdoctor", "msdoctor's own interpreter", sys.executable)]
+    rows = [Row("msdoctor", "msdoctor's own interpreter", sys.executable)]
     rows += shell_rows(ctx.environ)
     running = running_kernel_row(ctx.environ)
     if running is not None:
         rows.append(running)
-    view = KernelView(tpath, target, rows)
-    try:
-        view.jupyter = ctx.get(KERNELSPECS)
-        rows += kernel_rows(view.jupyter, ctx.environ)
-    except FactUnavailable as exc:
-        view.jupyter_error = exc.message
-    view.vscode = ctx.get(VSCODE)
-    rows += vscode_rows(view.vscode)
+    vscode = ctx.get(VSCODE)
+    rows += vscode_rows(vscode)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelspecs") as pool:
+        # the target's Jupyter search path (one probe) overlaps the probes that do not depend on it
+        specs = pool.submit(ctx.get, KERNELSPECS)
+        _fill(rows, probes)
+        try:
+            jupyter, jupyter_error = specs.result(), None
+        except FactUnavailable as exc:
+            jupyter, jupyter_error = None, exc.message
+    target = probes.get(tpath, jupyter=True)
+    if not target.ok:
+        raise FactUnavailable(f"could not run the target {tpath}: {target.error}",
+                              "pass --python the path of a working interpreter")
+    view = KernelView(tpath, target, [Row("target", "the target interpreter", tpath, info=target)] + rows,
+                      jupyter=jupyter, jupyter_error=jupyter_error, vscode=vscode)
+    if jupyter is not None:
+        krows = kernel_rows(jupyter, ctx.environ)
+        _fill(krows, probes)
+        # kernels before the editor's settings, as a person reads them
+        at = next((i for i, r in enumerate(view.rows) if r.role == "vscode"), len(view.rows))
+        view.rows[at:at] = krows
+    return view
+
+
+def _fill(rows: list, probes: Any) -> None:
     wanted = [r.interpreter for r in rows if r.info is None and r.interpreter and r.problem_kind != "stale"]
     infos = probes.many(wanted)
     for r in rows:
         if r.info is None and r.interpreter in infos:
             r.info = infos[r.interpreter]
-    return view
 
 
 #: The rows of the kernel-mismatch check.

@@ -37,9 +37,32 @@ def find(name):
     return {"found": True, "origin": origin, "locations": locations, "namespace": origin is None}
 
 
-def version(dist):
+def version_beside(found, dist):
+    """The version in the dist-info beside the package find_spec found: that copy's own version."""
+    where = found.get("locations") or ([os.path.dirname(found["origin"])] if found.get("origin") else [])
+    if not where:
+        return None
+    site_dir = os.path.dirname(where[0].rstrip(os.sep))
+    norm = dist.lower().replace("-", "_")
     try:
-        from importlib import metadata  # Python >= 3.8
+        names = os.listdir(site_dir)
+    except OSError:
+        return None
+    for name in names:
+        low = name.lower()
+        if low.endswith(".dist-info") and low.startswith(norm + "-"):
+            return name[len(norm) + 1 : -len(".dist-info")]
+    return None
+
+
+def version(found, dist):
+    if not found.get("found"):
+        return None
+    beside = version_beside(found, dist)
+    if beside:
+        return beside
+    try:
+        from importlib import metadata  # Python >= 3.8; slow to import, so only as a fallback
     except ImportError:
         metadata = None
     if metadata is not None:
@@ -154,13 +177,14 @@ def jupyter(mode):
 
 def main():
     args = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    modules = dict((name, find(name)) for name in MODULES)
     result = {
         "executable": sys.executable,
         "prefix": sys.prefix,
         "base_prefix": getattr(sys, "base_prefix", sys.prefix),
         "version": list(sys.version_info[:3]),
-        "modules": dict((name, find(name)) for name in MODULES),
-        "versions": {"mindspore": version("mindspore"), "ipykernel": version("ipykernel")},
+        "modules": modules,
+        "versions": dict((name, version(modules[name], name)) for name in ("mindspore", "ipykernel")),
     }
     if args.get("jupyter"):
         result["jupyter"] = jupyter(args.get("jupyter"))
