@@ -248,6 +248,26 @@ def test_suggested_rename_passes_and_runs_clean(base_target: TargetFacts, tmp_pa
     assert real["fixed"] == {"error": None, "after": "MyAim", "after_error": None}
 
 
+def test_matrix_of_added_names_agrees_with_the_installed_transformers(base_target: TargetFacts) -> None:
+    """Every name the matrix says was added up to 4.57.1 is a built-in of the real 4.57.1, and the rest predate 4.40."""
+    from msdoctor.facts.registries import added_versions
+
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib
+
+    added, baseline = added_versions()
+    removed = tomllib.loads((Path(__file__).parents[1] / "compat_matrix/transformers_model_types.toml")
+                            .read_text())["removed"]
+    assert removed == {"llava-next-video": "4.45.0", "parakeet": "4.57.1"}
+    still = set(added) - set(removed)
+    builtins = builtins_of(base_target).libraries["transformers"]
+    assert builtins.label == "transformers 4.57.1" and baseline == "4.40.0"
+    assert added["aimv2"] == "4.54.0" and still <= set(builtins.configs)
+    assert len(set(builtins.configs) - still) == 250  # the 4.40.0 wheel's CONFIG_MAPPING_NAMES (none removed since)
+
+
 def test_free_name_suggestion_skips_a_name_the_project_took(base_target: TargetFacts, tmp_path: Path) -> None:
     write_tree(tmp_path, {"run.py": CFG + "class A(PretrainedConfig):\n    model_type = 'my_llama'\n"
                                           "AutoConfig.register('my_llama', A)\n"
@@ -287,11 +307,12 @@ def test_src_layout_class_is_one_class(base_target: TargetFacts, tmp_path: Path)
 
 def test_project_scan_skips_env_and_vcs_dirs(tmp_path: Path) -> None:
     reg = CFG + "class X(PretrainedConfig):\n    model_type = 'bert'\nAutoConfig.register('bert', X)\n"
-    write_tree(tmp_path, {"ok.py": "x = 1\n", ".git/hooks/h.py": reg, "node_modules/m.py": reg,
+    write_tree(tmp_path, {"ok.py": "import atexit\natexit.register(print)\n", ".git/hooks/h.py": reg, "node_modules/m.py": reg,
                           "myenv/lib/site.py": reg, "myenv/pyvenv.cfg": "home = /usr\n",
                           "build/lib/copy.py": reg, "__pycache__/c.py": reg})
     scan = scan_project(str(tmp_path))
     assert scan.result.files_seen == 1 and scan.result.registrations == []
+    assert scan.result.files_parsed == 0  # "register" without a registry name: not worth a parse
 
 
 def test_relative_imports_and_reexports_resolve() -> None:
@@ -310,7 +331,7 @@ def test_installed_distribution_registrations_are_found_without_text_false_posit
     })
     sources = SourceSet("thirdparty 1.0", str(pkg), [SourceFile(str(pkg / "doc.py"), "tp.doc"),
                                                      SourceFile(str(pkg / "reg.py"), "tp.reg")], script_style=False)
-    result = sources.scan((b"register(",))
+    result = sources.scan()
     [reg] = result.registrations
     assert (reg.name, reg.library, reg.exist_ok, reg.at.line) == ("gpt2", "transformers", None, 4)
 
@@ -465,7 +486,7 @@ def layered(tmp_path_factory: pytest.TempPathFactory):
     venv = make_venv(root / "venv", layered=True)
     wheels = [_wheel(root, "mindformers", "1.3.2+fixture", MF_FIXTURE),
               _wheel(root, "fancy_models", "0.9.1", FANCY, requires=("transformers>=4.40",))]
-    venv.pip("install", "--no-deps", "--no-index", *map(str, wheels))
+    venv.pip("install", "--no-deps", "--no-index", "--no-compile", *map(str, wheels))
     project = write_tree(root / "project", LAYERED_PROJECT)
     target = TargetFacts.from_probe(probe_json(venv.python))
     return venv, project, target
@@ -525,7 +546,8 @@ def test_cli_json_and_environment_without_transformers(tmp_path: Path) -> None:
 def test_real_mindformers_and_mindnlp_wheels(tmp_path: Path) -> None:
     """The built-in names of the real MindFormers 1.3.2 and MindNLP 0.4.1 wheels (installed --no-deps; read, not run)."""
     venv = make_venv(tmp_path / "venv", layered=False)
-    res = venv.pip("install", "--no-deps", "mindformers==1.3.2", "mindnlp==0.4.1", check=False, timeout=300)
+    res = venv.pip("install", "--no-deps", "--no-compile", "mindformers==1.3.2", "mindnlp==0.4.1", check=False,
+                   timeout=300)
     if res.returncode != 0:
         if "Could not find a version" in res.stderr or "connection" in res.stderr.lower():
             pytest.skip(f"PyPI is not reachable from here: {res.stderr.strip()[-300:]}")

@@ -19,8 +19,8 @@ from typing import Optional
 from msdoctor.context import Context, FactSpec
 from msdoctor.registry_scan.builtins import LIBRARIES, Builtins, read_library
 from msdoctor.registry_scan.sources import (
-    INSTALLED_NEEDLES, PROJECT_NEEDLES, ScanResult, SourceFile, SourceSet, config_dir_files,
-    editable_source, project_files, record_files, requires_any,
+    ScanResult, SourceFile, SourceSet, config_dir_files,
+    editable_source, may_register, project_files, project_prefilter, record_files, requires_any,
 )
 
 
@@ -76,7 +76,7 @@ def scan_project(project_dir: str, config_path: Optional[str] = None) -> Project
     extra = config_dir_files(config_path, root)
     roots = [root] + ([os.path.dirname(extra[0].path)] if extra else [])
     sources = SourceSet("project", root, files + extra)
-    result = sources.scan(PROJECT_NEEDLES)
+    result = sources.scan(project_prefilter)
     result.truncated = truncated
     return ProjectScan(result, roots)
 
@@ -100,8 +100,8 @@ def scan_installed(t, builtins: Builtins, project_dir: Optional[str] = None) -> 
     own = {lib for lib, reg in builtins.libraries.items() if reg.has_registry}
     out: list[ScanResult] = []
     for dist in t.winners():
-        if dist.key in own or dist.key == "transformers":
-            continue
+        if dist.key in own or dist.key in ("transformers", "msdoctor"):
+            continue  # built-ins are read above; msdoctor registers nothing (its tests only write fixtures)
         if not requires_any(dist.requires, LIBRARIES):
             continue
         origin = f"{dist.name} {dist.version}" if dist.version else dist.name
@@ -118,7 +118,7 @@ def scan_installed(t, builtins: Builtins, project_dir: Optional[str] = None) -> 
             if project_dir:
                 listed = [f for f in listed if not _under(f.path, project_dir)]
             sources = SourceSet(origin, dist.location, listed, script_style=False)
-        result = sources.scan(INSTALLED_NEEDLES)
+        result = sources.scan(may_register)
         if result.registrations or result.unparsable:
             out.append(result)
     return out

@@ -77,7 +77,8 @@ class ModuleFacts:
         classes: class name -> ClassDef (module-level classes win over nested ones).
         calls: every registration-shaped call and decorator, in source order.
         tables: module-level literal mappings (``X = OrderedDict([("a", "A"), ...])``) -> key ->
-            (first string of the value or None, line); only read for library files.
+            (first string of the value or None, line); only read for library files (``tables=True``,
+            which also reads only module level, class bodies and ``register`` methods).
         lazy_mappings: ``X_MAPPING = _LazyAutoMapping(CONFIG_MAPPING_NAMES, X_NAMES)`` -> "X_NAMES".
         class_mappings: auto class -> the mapping variable it registers into (``_model_mapping = X``
             in its body, or an ``X.register(...)`` call in one of its methods).
@@ -314,6 +315,30 @@ class _Visitor(ast.NodeVisitor):
         return Call(receiver, func.attr, args, kwargs, node.lineno, decorated)
 
 
+def _library_walk(body: list[ast.stmt], v: _Visitor) -> None:
+    """A library's auto module: module-level tables and auto classes only (function bodies are skipped).
+
+    Visiting every node of transformers' auto modules costs more than parsing them; what the
+    registry needs is at module level, in class bodies, and in each class's ``register`` method.
+    """
+    for node in body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
+            v.visit(node)
+        elif isinstance(node, ast.If):
+            _library_walk(node.body, v)
+            _library_walk(node.orelse, v)
+        elif isinstance(node, ast.ClassDef):
+            bases = tuple(d for d in (dotted(b) for b in node.bases) if d)
+            v.facts.classes.setdefault(node.name, ClassDef(node.name, node.lineno, bases))
+            v.scopes.append(("class", node.name))
+            for stmt in node.body:
+                if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                    v.visit(stmt)
+                elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "register":
+                    v.visit(stmt)
+            v.scopes.pop()
+
+
 def parse_source(data: Union[bytes, str], path: str, module: str, *, is_package: bool = False,
                  tables: bool = False) -> ModuleFacts:
     """Parse one file's text into ModuleFacts.
@@ -330,7 +355,11 @@ def parse_source(data: Union[bytes, str], path: str, module: str, *, is_package:
         raise ParseError(f"{type(exc).__name__}: {exc}") from None
     facts = ModuleFacts(path=path, module=module, is_package=is_package)
     try:
-        _Visitor(facts, tables).visit(tree)
+        visitor = _Visitor(facts, tables)
+        if tables:
+            _library_walk(tree.body, visitor)
+        else:
+            visitor.visit(tree)
     except RecursionError:
         raise ParseError("RecursionError: the file nests too deeply to analyse") from None
     return facts

@@ -11,7 +11,7 @@ import csv
 import io
 import os
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 from urllib.parse import unquote, urlparse
 
 from msdoctor.registry_scan.builtins import LIBRARIES, mindformers_name
@@ -29,9 +29,19 @@ MAX_PROJECT_FILES = 20_000
 NEVER_LOCAL = frozenset(LIBRARIES) | {"torch", "mindspore", "mindtorch"}
 CONFIG_BASES = ("PretrainedConfig", "PreTrainedConfig")
 
-#: text prefilters: a file without these bytes cannot hold what the scan looks for
-PROJECT_NEEDLES = (b"register", b"model_type")
-INSTALLED_NEEDLES = (b"register(", b"MindFormerRegister")
+#: names a registry receiver is written with: AutoConfig / AutoModel* / CONFIG_MAPPING / *_MAPPING /
+#: MindFormerRegister (an alias still names the class in its import line)
+_RECEIVER_BYTES = (b"Auto", b"MAPPING", b"MindFormerRegister")
+
+
+def may_register(data: bytes) -> bool:
+    """Text prefilter: can this file hold a registry registration? (cheap byte searches, no parse)."""
+    return b"register" in data and any(n in data for n in _RECEIVER_BYTES)
+
+
+def project_prefilter(data: bytes) -> bool:
+    """Project files: registrations, or config classes setting a model_type."""
+    return b"model_type" in data or may_register(data)
 
 
 @dataclass(frozen=True)
@@ -159,8 +169,8 @@ class SourceSet:
             self.by_last.setdefault(module.rsplit(".", 1)[-1], []).append(module)
 
     # -- parsing ------------------------------------------------------------------
-    def scan(self, needles: Sequence[bytes]) -> ScanResult:
-        """Parse every file whose bytes contain one of ``needles``; collect registrations and config classes."""
+    def scan(self, prefilter: Callable[[bytes], bool] = may_register) -> ScanResult:
+        """Parse every file whose bytes pass ``prefilter``; collect registrations and config classes."""
         seen: set[str] = set()
         for module, f in self.files.items():
             if f.path in seen:
@@ -173,7 +183,7 @@ class SourceSet:
             except OSError as exc:
                 self.result.unparsable.append((f.path, None, f"{type(exc).__name__}: {exc.strerror or exc}"))
                 continue
-            if not any(n in data for n in needles):
+            if not prefilter(data):
                 continue
             self._load(module, data)
         collected: set[str] = set()
