@@ -75,6 +75,12 @@ class ModelConfig:
     def head_dim(self) -> int:
         return self.hidden_size // self.num_heads
 
+    @property
+    def padded_vocab_size(self) -> int:
+        """vocab_size rounded up to make_vocab_size_divisible_by (Megatron pads so TP splits it evenly)."""
+        step = max(1, self.make_vocab_size_divisible_by)
+        return step * ((self.vocab_size + step - 1) // step)
+
 
 @dataclass
 class ParallelConfig:
@@ -123,6 +129,11 @@ class TrainConfig:
     )
     param_dtype: str = _f("fp32", "dtype of the stored weights: fp32, or fp16/bf16 with no master copy", choices=PRECISIONS)
     loss_scale: str = _f("dynamic", "fp16 loss scaling: dynamic | static | none", choices=("dynamic", "static", "none"))
+    loss_scale_init: float = _f(65536.0, "initial fp16 loss scale (2^16); dynamic scaling halves it on overflow")
+    loss_scale_window: int = _f(1000, "dynamic scaling doubles the scale after this many finite steps")
+    half_on_cpu: bool = _f(
+        False, "run fp16 on CPU anyway (2-3x slower than fp32 there; exercises loss scaling). Default: CPU runs fp32"
+    )
     recompute: str = _f("none", "activation recompute: none | selective | full", choices=RECOMPUTE)
     flash_attention: bool = _f(False, "fused flash attention (Ascend); the CPU path uses plain attention")
     mode: str = _f("graph", "MindSpore execution mode: graph (fast) | pynative (eager)", choices=MODES)
@@ -140,6 +151,9 @@ class DataConfig:
     paths: list = _f([], "glob(s) of UTF-8 text files (empty: the Python standard library's own sources)")
     tokenizer: str = _f("byte", "byte (no download) or the path of a local tokenizer.json")
     max_files: int = _f(400, "read at most this many files from the globs")
+    cache_dir: Optional[str] = _f(
+        None, "where token files are cached (default: $XDG_CACHE_HOME/msdoctor/tokens, else ~/.cache/...)"
+    )
     val_fraction: float = _f(0.02, "share of tokens held out for evaluation")
 
 
@@ -169,6 +183,10 @@ class RuntimeConfig:
     device_peak_tflops: Optional[float] = _f(None, "peak dense TFLOP/s per device for the MFU estimate")
     output_dir: Optional[str] = _f(None, "run directory (default: runs/<config name>)")
     master_port: int = _f(18118, "msrun master port (msrun's default 8118 collides with its workers)")
+    master_addr: str = _f("127.0.0.1", "msrun master address (the node of rank 0)")
+    num_nodes: int = _f(1, "nodes in the job; each runs device_num / num_nodes workers")
+    node_rank: int = _f(0, "this node's index (0 .. num_nodes - 1); msrun --node_rank")
+    cluster_time_out: int = _f(300, "seconds msrun waits for every worker to join (msrun --cluster_time_out)")
 
 
 @dataclass
@@ -398,6 +416,15 @@ def validate(cfg: RunConfig, lines: Optional[dict] = None) -> list[Problem]:
         bad(("checkpoint", "keep_last"), "must be >= 1", cfg.checkpoint.keep_last)
     if cfg.checkpoint.every_steps < 0:
         bad(("checkpoint", "every_steps"), "must be >= 0", cfg.checkpoint.every_steps)
+    if rt.num_nodes < 1 or rt.device_num % rt.num_nodes:
+        bad(("runtime", "num_nodes"), f"must be >= 1 and divide device_num ({rt.device_num})", rt.num_nodes)
+    elif not 0 <= rt.node_rank < rt.num_nodes:
+        bad(("runtime", "node_rank"), f"must be in 0 .. {rt.num_nodes - 1}", rt.node_rank)
+    if m.tie_embeddings and p.pipeline_stages > 1:
+        bad(("model", "tie_embeddings"), "the embedding (first stage) and the head (last stage) cannot share "
+            "weights across pipeline stages in this trainer; set it to false", True)
+    if t.loss_scale_init <= 0 or t.loss_scale_window < 1:
+        bad(("train", "loss_scale_init"), "needs loss_scale_init > 0 and loss_scale_window >= 1", t.loss_scale_init)
     return out
 
 

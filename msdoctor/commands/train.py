@@ -1,0 +1,224 @@
+"""``msdoctor train``: run every check against the config, and start the reference pretraining only if all pass."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from msdoctor.commands.common import resolve_target, target_options
+from msdoctor.errors import UserError
+
+LOG_TAIL_LINES = 40
+
+
+def resolve_config(path: Path, max_steps: Optional[int], data: tuple[str, ...], output_dir: Optional[Path]) -> Any:
+    """The config file with the command-line overrides applied, validated as a whole (exit 2 lists every problem)."""
+    from msdoctor.facts.config import ConfigFacts, load_config
+    from msdoctor.training.config import ConfigError, from_dict
+
+    facts = load_config(path)
+    if facts.kind != "msdoctor":
+        raise UserError(f"{facts.path} looks like a {facts.kind} config; msdoctor train runs msdoctor training YAML",
+                        "start from training/configs/tiny-cpu.yaml (docs/training-config.md lists every key); "
+                        f"`msdoctor check --config {facts.path}` still checks this file")
+    raw = copy.deepcopy(facts.doc.data) or {}
+    for section, key, value in (("train", "max_steps", max_steps), ("data", "paths", list(data) or None),
+                                ("runtime", "output_dir", str(output_dir) if output_dir else None)):
+        if value is not None:
+            if not isinstance(raw.get(section), dict):
+                raw[section] = {}
+            raw[section][key] = value
+    try:
+        run = from_dict(raw, dict(facts.doc.lines), facts.path)
+    except ConfigError as exc:
+        listing = "\n  ".join(p.render(facts.path) for p in exc.problems)
+        raise UserError(f"{facts.path}: {len(exc.problems)} problem(s) with the command-line overrides:\n  {listing}",
+                        "change the option or the config; docs/training-config.md lists every key") from None
+    return ConfigFacts(facts.path, facts.doc, "msdoctor", run)
+
+
+def run_directory(cfg: Any) -> Path:
+    return Path(cfg.runtime.output_dir or Path("runs") / cfg.name).expanduser().resolve()
+
+
+def refuse_stale(run_dir: Path, resume: bool) -> None:
+    """A run directory with checkpoints belongs to an earlier run: continue it or pick another."""
+    ckpts = run_dir / "checkpoints"
+    if not resume and ckpts.is_dir() and any(p.name.startswith("step_") for p in ckpts.iterdir()):
+        raise UserError(f"{run_dir} holds checkpoints of an earlier run",
+                        "continue it with --resume, or start a new run with --output-dir DIR")
+
+
+def gate(python: str, facts: Any, verbose: bool) -> Any:
+    """Every registered check that applies, with the config as context."""
+    from msdoctor.commands.check import build_options
+    from msdoctor.context import Context
+    from msdoctor.doctor import Selection, diagnose
+    from msdoctor.facts.config import CONFIG
+    from msdoctor.plugins import autoload_disabled
+    from msdoctor.render.console import progress
+
+    # device target: None, so the checks read it from the config and say so
+    options = build_options(python, None, facts.path, None, False, verbose, 30.0)
+    ctx = Context(options, facts={CONFIG.name: facts})
+    with progress("msdoctor: checking the environment before training"):
+        return diagnose(ctx, Selection(plugins=not autoload_disabled())).report
+
+
+def write_report(report: Any, run_dir: Path) -> Path:
+    from msdoctor.fsutil import atomic_write
+    from msdoctor.render import RenderOptions, render
+
+    buf = io.StringIO()
+    render("json", report, buf, RenderOptions())
+    path = run_dir / "check-report.json"
+    atomic_write(path, buf.getvalue(), backup=False)
+    return path
+
+
+def write_config(cfg: Any, run_dir: Path) -> None:
+    """The resolved config: JSON for the trainer (no PyYAML needed in the target), YAML for people."""
+    import yaml
+
+    from msdoctor.fsutil import atomic_write
+    from msdoctor.training.config import to_dict
+
+    data = to_dict(cfg)
+    atomic_write(run_dir / "config.json", json.dumps(data, indent=1), backup=False)
+    atomic_write(run_dir / "config.yaml", yaml.safe_dump(data, sort_keys=False), backup=False)
+
+
+def start(launch: Any, run_dir: Path) -> int:
+    """Run the trainer; stdout stays the terminal's (progress bar), stderr is also kept in stderr.log.
+
+    Not proc.run: training has no natural timeout and its output must stream. SIGTERM is passed on
+    so the trainer can save a checkpoint; Ctrl-C reaches it directly (same process group).
+    """
+    proc = subprocess.Popen(launch.argv, env=launch.env, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+
+    def forward(signum: int, _frame: Any) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+
+    def tee() -> None:
+        with open(run_dir / "stderr.log", "ab") as keep:
+            for line in iter(proc.stderr.readline, b""):
+                keep.write(line)
+                keep.flush()
+                sys.stderr.buffer.write(line)
+                sys.stderr.flush()
+
+    copier = threading.Thread(target=tee, daemon=True)
+    copier.start()
+    try:
+        rc = proc.wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    copier.join(timeout=5)
+    return rc
+
+
+def log_tail(run_dir: Path, worker_logs: Optional[Path]) -> str:
+    """The last lines of what the trainer wrote: train.log, stderr.log, msrun's worker and scheduler logs."""
+    files = [run_dir / "train.log", run_dir / "stderr.log"]
+    if worker_logs is not None and worker_logs.is_dir():
+        files += sorted(worker_logs.glob("*.log"))
+    parts = []
+    for f in files:
+        if f.is_file():
+            lines = f.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+            if lines:
+                parts.append(f"==> {f} <==\n" + "\n".join(lines))
+    return "\n".join(parts)
+
+
+def explain_failure(tail: str, python: str) -> list[str]:
+    """Known causes in the log tail, through msdoctor.explain when it is installed."""
+    try:
+        from msdoctor.explain import describe, explain_text
+    except ImportError:
+        return []
+    return [describe(m, python) for m in explain_text(tail)]
+
+
+@click.command("train")
+@target_options
+@click.option("--config", "config", required=True, type=click.Path(path_type=Path), metavar="FILE",
+              help="msdoctor training YAML (see training/configs/ and docs/training-config.md).")
+@click.option("--resume", is_flag=True, help="Continue from the newest complete checkpoint in the run directory.")
+@click.option("--max-steps", type=click.IntRange(min=1), metavar="N", help="Override train.max_steps.")
+@click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
+              help="Run directory (default: runtime.output_dir, else runs/<config name>).")
+@click.option("--data", multiple=True, metavar="GLOB", help="Train on these text files instead of data.paths.")
+@click.option("-v", "--verbose", is_flag=True, help="Show check details and evidence.")
+def train(python: Optional[str], conda_env: Optional[str], config: Path, resume: bool, max_steps: Optional[int],
+          output_dir: Optional[Path], data: tuple[str, ...], verbose: bool) -> int:
+    """Check the environment against the config, then run the reference pretraining.
+
+    Any check that fails or errors stops here: the report is printed and written to the run
+    directory, and nothing starts (exit 1). Otherwise the trainer runs with the target
+    interpreter: one process for one device, msrun for more.
+
+    \b
+    Examples:
+      msdoctor train --config training/configs/tiny-cpu.yaml
+      msdoctor train --config training/configs/tiny-cpu.yaml --resume
+      msdoctor train --config my.yaml --python ~/envs/ms/bin/python --data 'corpus/**/*.txt'
+    """
+    from msdoctor.model import ExitCode, Status
+    from msdoctor.render import RenderOptions, render
+    from msdoctor.training import launch as launching
+    from msdoctor.training.config import warnings
+
+    target = resolve_target(python, conda_env)
+    facts = resolve_config(config, max_steps, data, output_dir)
+    cfg = facts.run
+    run_dir = run_directory(cfg)
+    refuse_stale(run_dir, resume)
+    click.echo(f"msdoctor train: {cfg.name} ({facts.path}) -> {run_dir}")
+    click.echo(f"  global batch {cfg.global_batch} sequences = micro {cfg.train.micro_batch_size} x data parallel "
+               f"{cfg.parallel.data_parallel} x accumulation {cfg.train.grad_accumulation}; "
+               f"{cfg.train.max_steps} optimizer steps, warmup {cfg.train.warmup_steps}")
+    for w in warnings(cfg):
+        click.echo(f"  warning: {w}")
+
+    report = gate(target, facts, verbose)
+    render("terminal", report, sys.stdout, RenderOptions(verbose=verbose))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    saved = write_report(report, run_dir)
+    if report.exit_code(Status.FAIL) != ExitCode.OK:
+        click.echo(f"training not started: the checks above found problems (report: {saved})", err=True)
+        return int(ExitCode.PROBLEMS)
+
+    write_config(cfg, run_dir)
+    how = launching.build(cfg, target, run_dir, resume, dict(os.environ))
+    click.echo(f"checks passed (report: {saved}); starting "
+               + ("1 training process" if cfg.runtime.device_num == 1 else f"{cfg.runtime.device_num} workers via msrun"))
+    rc = start(how, run_dir)
+    if rc == 0:
+        click.echo(f"training finished: {run_dir / 'metrics.csv'}, checkpoints in {run_dir / 'checkpoints'}")
+        return 0
+    if rc in (128 + signal.SIGTERM, 128 + signal.SIGINT):
+        click.echo(f"training stopped by a signal after saving a checkpoint; continue with: "
+                   f"msdoctor train --config {facts.path} --resume" + (f" --output-dir {run_dir}" if output_dir else ""),
+                   err=True)
+        return rc
+    tail = log_tail(run_dir, how.worker_logs)
+    click.echo(f"training failed (exit status {rc}); the end of its logs:\n{tail}", err=True)
+    causes = explain_failure(tail, target)
+    if causes:
+        click.echo("\nlikely cause:\n" + "\n\n".join(causes), err=True)
+    return int(ExitCode.PROBLEMS)

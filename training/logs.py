@@ -1,0 +1,118 @@
+"""What the trainer writes while it runs: train.log, metrics.csv, TensorBoard events, progress.
+
+metrics.csv has one row per logged optimizer step with the columns in :data:`COLUMNS`. On
+resume the rows past the checkpoint's step (written after it, then lost with the crash) are
+dropped, so the file always describes one trajectory. TensorBoard events are written when
+tensorboardX is importable; a rich progress bar shows loss and tokens/s when stdout is a
+terminal and rich is importable, plain lines otherwise (logs, CI, msrun worker files).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+COLUMNS = ("step", "loss", "lr", "grad_norm", "loss_scale", "tokens_per_s", "step_time", "mfu_estimate")
+
+
+def setup_logging(run_dir: Path, rank: int) -> logging.Logger:
+    """Rank 0 logs to the console and run_dir/train.log; other ranks to run_dir/train_rank<N>.log only."""
+    log = logging.getLogger("msdoctor.training")
+    log.setLevel(logging.INFO)
+    log.handlers.clear()
+    log.propagate = False
+    fmt = logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S")
+    name = "train.log" if rank == 0 else f"train_rank{rank}.log"
+    to_file = logging.FileHandler(run_dir / name)
+    to_file.setFormatter(fmt)
+    log.addHandler(to_file)
+    if rank == 0:
+        to_console = logging.StreamHandler(sys.stdout)
+        to_console.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(to_console)
+    return log
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+class Metrics:
+    """metrics.csv (+ TensorBoard) of one run; rank 0 only."""
+
+    def __init__(self, run_dir: Path, resume_step: Optional[int], tensorboard: bool) -> None:
+        self.path = run_dir / "metrics.csv"
+        rows: list[list[str]] = []
+        if resume_step is not None and self.path.exists():
+            with open(self.path, newline="") as f:
+                rows = [r for r in csv.reader(f)][1:]
+            rows = [r for r in rows if r and r[0].isdigit() and int(r[0]) <= resume_step]
+        tmp = self.path.with_suffix(".csv.tmp")
+        with open(tmp, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(COLUMNS)
+            w.writerows(rows)
+        os.replace(tmp, self.path)
+        self.file = open(self.path, "a", newline="")
+        self.csv = csv.writer(self.file)
+        self.tb = None
+        if tensorboard:
+            try:
+                from tensorboardX import SummaryWriter
+
+                self.tb = SummaryWriter(str(run_dir / "tb"))
+            except ImportError:
+                pass
+
+    def write(self, row: dict) -> None:
+        self.csv.writerow([_fmt(row.get(c)) for c in COLUMNS])
+        self.file.flush()
+        if self.tb is not None:
+            for key in COLUMNS[1:]:
+                value = row.get(key)
+                if isinstance(value, (int, float)) and not math.isnan(value):
+                    self.tb.add_scalar(f"train/{key}", value, row["step"])
+
+    def close(self) -> None:
+        self.file.close()
+        if self.tb is not None:
+            self.tb.close()
+
+
+class Progress:
+    """A rich progress bar on a terminal; nothing (the log lines suffice) elsewhere."""
+
+    def __init__(self, total: int, start: int, enabled: bool) -> None:
+        self.bar = None
+        if not (enabled and sys.stdout.isatty()):
+            return
+        try:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
+        except ImportError:
+            return
+        self.bar = Bar(TextColumn("train"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                       TextColumn("{task.fields[info]}"), transient=True)
+        self.task = self.bar.add_task("train", total=total, completed=start, info="")
+        self.bar.start()
+
+    @property
+    def active(self) -> bool:
+        return self.bar is not None
+
+    def update(self, step: int, loss: float, tokens_per_s: float) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=step, info=f"loss {loss:.4f}  {tokens_per_s:,.0f} tok/s")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None

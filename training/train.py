@@ -1,0 +1,429 @@
+"""The reference pretraining loop in MindSpore: setup() -> main() -> fit().
+
+Start it through the gate, which runs every check first and writes the run directory:
+
+    msdoctor train --config training/configs/tiny-cpu.yaml            # one process
+    msdoctor train --config training/configs/tiny-cpu-dp2.yaml        # 2 workers through msrun
+    msdoctor train --config training/configs/tiny-cpu.yaml --resume   # from the newest checkpoint
+
+or directly, with the resolved config the gate wrote (this is what it launches per device):
+
+    python training/run.py --config runs/tiny-cpu/config.json --run-dir runs/tiny-cpu [--resume]
+
+Steps are optimizer steps (one global batch each). Exit status: 0 done, 1 failed (traceback in
+train.log), 128 + signal number after SIGTERM/SIGINT (a checkpoint was saved first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+os.environ.setdefault("GLOG_v", "3")  # MindSpore's C++ warnings off unless asked for (research section 8)
+
+import numpy as np  # noqa: E402
+
+from . import checkpoint as ckpt  # noqa: E402
+from .config import RunConfig, from_dict, to_dict, warnings  # noqa: E402
+from .data import DataError, Sampler, TokenFile, make_tokenizer, resolve_files  # noqa: E402
+from .flops import flops_per_token, mfu, peak_tflops  # noqa: E402
+from .logs import Metrics, Progress, setup_logging  # noqa: E402
+from .schedule import get_lr, rows_of  # noqa: E402
+
+
+@dataclass
+class Run:
+    """Everything fit() needs, built by setup()."""
+
+    cfg: RunConfig
+    run_dir: Path
+    rank: int
+    world: int
+    log: Any
+    net: Any
+    opt: Any
+    steps: Any  # Steps
+    sampler: Sampler
+    tokens_meta: dict
+    compute: str
+    scaler: Any = None
+    start_step: int = 0
+    stop_signal: Optional[int] = None
+    extra: dict = field(default_factory=dict)
+
+
+def load_config(path: Path) -> RunConfig:
+    """The resolved JSON the gate writes, or a YAML file (needs PyYAML in this interpreter)."""
+    text = path.read_text()
+    if path.suffix == ".json":
+        raw = json.loads(text)
+    else:
+        import yaml
+
+        raw = yaml.safe_load(text)
+    return from_dict(raw, path=path)
+
+
+def compute_precision(cfg: RunConfig) -> tuple[str, str]:
+    """(dtype the matmuls run in, why), following what the device supports."""
+    t = cfg.train
+    if cfg.runtime.device_target != "CPU" or t.precision == "fp32":
+        return t.precision, f"precision {t.precision}"
+    if t.precision == "fp16" and t.half_on_cpu:
+        return "fp16", "precision fp16 on CPU (train.half_on_cpu: slower than fp32 there, for testing loss scaling)"
+    return "fp32", (f"precision fp32 on CPU instead of {t.precision}: bf16 has no CPU kernels and fp16 is 2-3x "
+                    "slower than fp32 on CPU in MindSpore 2.7 (research/mindspore_cpu.md section 2)")
+
+
+class Steps:
+    """The jit-compiled step functions: one fused step, or micro-steps + apply with accumulation."""
+
+    def __init__(self, run_cfg: RunConfig, loss_net: Any, opt: Any, scaler: Any, world: int, mode: str) -> None:
+        import mindspore as ms
+        from mindspore import Parameter, nn, ops
+
+        self.accum = run_cfg.train.grad_accumulation
+        clip = run_cfg.train.grad_clip
+        params = opt.parameters
+        reducer = None
+        if mode == "data_parallel":
+            from mindspore.communication import GlobalComm
+
+            reducer = nn.DistributedGradReducer(params, mean=True, degree=world, group=GlobalComm.WORLD_COMM_GROUP)
+            allreduce = ops.AllReduce(group=GlobalComm.WORLD_COMM_GROUP)
+
+        def forward(x, y):
+            loss = loss_net(x, y)
+            return (scaler.scale(loss) if scaler is not None else loss), loss
+
+        grad_fn = ms.value_and_grad(forward, None, params, has_aux=True)
+
+        def finish(grads, loss, lr):
+            """Reduce over ranks, unscale, check, clip, update; skip the update on inf/nan."""
+            # the lr enters the graph as an input: Parameter.set_data() from Python with a fresh
+            # Tensor was observed to leave the optimizer reading freed memory (lr ~1e34) in GRAPH mode
+            ops.assign(opt.learning_rate, lr)
+            if reducer is not None:
+                grads = reducer(grads)
+                loss = allreduce(loss) / world
+            if scaler is not None:
+                grads = scaler.unscale(grads)
+            finite = ms.amp.all_finite(grads)
+            norm = ops.sqrt(ops.addn([ops.reduce_sum(ops.square(g.astype(ms.float32))) for g in grads]))
+            if clip > 0:
+                scale = clip / ops.maximum(norm, clip)  # clip by global norm (Pascanu et al. 2013)
+                grads = tuple(g * scale.astype(g.dtype) for g in grads)
+            if finite:
+                opt(grads)
+            if scaler is not None:
+                scaler.adjust(finite)
+            return loss, norm, finite
+
+        @ms.jit
+        def train_step(x, y, lr):
+            (_, loss), grads = grad_fn(x, y)
+            return finish(grads, loss, lr)
+
+        self.train_step = train_step
+        if self.accum == 1:
+            return
+        # gradient accumulation in Parameters updated inside the graph (research section 3)
+        self.acc = ms.ParameterTuple(
+            Parameter(ops.zeros_like(p), name="accum." + p.name, requires_grad=False) for p in params
+        )
+        self.loss_acc = Parameter(ms.Tensor(0.0, ms.float32), name="accum.loss", requires_grad=False)
+        acc, loss_acc, n = self.acc, self.loss_acc, float(self.accum)
+
+        @ms.jit
+        def micro_step(x, y):
+            (_, loss), grads = grad_fn(x, y)
+            for a, g in zip(acc, grads):
+                ops.assign_add(a, g)
+            ops.assign_add(loss_acc, loss)
+            return loss
+
+        @ms.jit
+        def apply_step(lr):
+            out = finish(tuple(a / n for a in acc), loss_acc / n, lr)
+            for a in acc:
+                ops.assign(a, ops.zeros_like(a))
+            ops.assign(loss_acc, ops.zeros_like(loss_acc))
+            return out
+
+        self.micro_step, self.apply_step = micro_step, apply_step
+
+    def __call__(self, batches: list, lr: float) -> tuple[float, float, bool]:
+        import mindspore as ms
+
+        lr_t = ms.Tensor(lr, ms.float32)
+        if self.accum == 1:
+            out = self.train_step(ms.Tensor(batches[0][0]), ms.Tensor(batches[0][1]), lr_t)
+        else:
+            for x, y in batches:
+                self.micro_step(ms.Tensor(x), ms.Tensor(y))
+            out = self.apply_step(lr_t)
+        loss, norm, finite = out
+        return float(loss.asnumpy()), float(norm.asnumpy()), bool(finite.asnumpy())
+
+
+def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:
+    """Device, distribution, data, model, optimizer, step functions, and the checkpoint to resume."""
+    import mindspore as ms
+    from mindspore import Parameter, Tensor, nn
+
+    from .model import GPT, LossNet, count_params, decay_groups
+    from .parallel import apply_plan, assign_stages, configure
+
+    ms.set_context(mode=ms.GRAPH_MODE if cfg.train.mode == "graph" else ms.PYNATIVE_MODE)
+    ms.set_device(cfg.runtime.device_target)
+    rank, world = 0, 1
+    if cfg.runtime.device_num > 1:
+        from mindspore.communication import get_group_size, get_rank, init
+
+        init()
+        rank, world = get_rank(), get_group_size()
+    log = setup_logging(run_dir, rank)
+    if world != cfg.runtime.device_num:
+        raise RuntimeError(f"runtime.device_num is {cfg.runtime.device_num} but {world} processes joined")
+    mode = configure(cfg, world)
+    ms.set_seed(cfg.train.seed)
+    compute, why = compute_precision(cfg)
+    log.info(f"msdoctor trainer: {cfg.name}, {cfg.runtime.device_target} x {world} ({mode}), {why}")
+    for w in warnings(cfg):
+        log.info(f"warning: {w}")
+
+    tokenizer = make_tokenizer(cfg.data.tokenizer)
+    if tokenizer.vocab_size > cfg.model.vocab_size:
+        raise DataError(f"the tokenizer has {tokenizer.vocab_size} tokens but model.vocab_size is "
+                        f"{cfg.model.vocab_size}; set model.vocab_size >= {tokenizer.vocab_size}")
+    files = resolve_files(cfg.data.paths, cfg.data.max_files)
+    tokens = TokenFile.build(files, tokenizer, Path(cfg.data.cache_dir) if cfg.data.cache_dir else None)
+    train_tokens, _ = tokens.split(cfg.data.val_fraction, cfg.train.seq_length + 1)
+    meta = tokens.meta
+    log.info(f"data: {meta['num_tokens']:,} tokens from {meta['num_files']} files "
+             f"({'reused' if meta['reused'] else 'tokenized into'} {tokens.path}); unigram entropy "
+             f"{meta['unigram_entropy']:.3f} nats (the floor for a model that ignores context)")
+
+    net = GPT(cfg.model, cfg.train.seq_length, compute)
+    if mode == "semi_auto_parallel":
+        apply_plan(net, cfg.parallel.data_parallel, cfg.parallel.tensor_parallel)
+        if cfg.parallel.pipeline_stages > 1:
+            assign_stages(net, cfg.parallel.pipeline_stages)
+    loss_net = LossNet(net)
+    if mode == "semi_auto_parallel" and cfg.parallel.pipeline_stages > 1:
+        loss_net = nn.PipelineCell(loss_net, cfg.parallel.micro_batch_num)
+    t = cfg.train
+    lr = Parameter(Tensor(get_lr(0, t), ms.float32), name="lr", requires_grad=False)
+    if t.optimizer == "adamw":
+        opt = nn.AdamWeightDecay(decay_groups(net, t.weight_decay), learning_rate=lr, beta1=t.beta1,
+                                 beta2=t.beta2, eps=t.eps)
+    else:
+        opt = nn.Momentum(decay_groups(net, t.weight_decay), learning_rate=lr, momentum=t.beta1)
+    scaler = None
+    if compute == "fp16" and t.loss_scale != "none":
+        scaler = (ms.amp.DynamicLossScaler(t.loss_scale_init, 2, t.loss_scale_window) if t.loss_scale == "dynamic"
+                  else ms.amp.StaticLossScaler(t.loss_scale_init))
+    steps = Steps(cfg, loss_net, opt, scaler, world, mode)
+    log.info(f"model: {count_params(net):,} parameters; global batch {cfg.global_batch} sequences = "
+             f"micro {t.micro_batch_size} x data parallel {cfg.parallel.data_parallel} x accumulation "
+             f"{t.grad_accumulation} ({cfg.tokens_per_step:,} tokens per optimizer step)")
+    run = Run(cfg, run_dir, rank, world, log, net, opt, steps, Sampler(train_tokens, t.seq_length, t.seed),
+              meta, compute, scaler)
+    if resume:
+        restore(run)
+    return run
+
+
+def writers(run: Run) -> dict:
+    """What a checkpoint holds: the model, and the optimizer + loss scaler state (not the weights again)."""
+    import mindspore as ms
+
+    model_names = {p.name for p in run.net.get_parameters()}
+    state = [p for _, p in run.opt.parameters_and_names() if p.name not in model_names]
+    if run.scaler is not None and hasattr(run.scaler, "counter"):
+        state += [run.scaler.scale_value, run.scaler.counter]
+    return {"model.ckpt": lambda path: ms.save_checkpoint(run.net, str(path)),
+            "optimizer.ckpt": lambda path: ms.save_checkpoint([{"name": p.name, "data": p} for p in state], str(path))}
+
+
+def save(run: Run, step: int) -> Optional[Path]:
+    """Rank 0 writes the checkpoint of ``step`` completed optimizer steps (data-parallel ranks are equal)."""
+    if run.rank != 0:
+        return None
+    existing = ckpt.step_dir(run.run_dir / "checkpoints", step)
+    if (existing / ckpt.MANIFEST).exists():  # saved already (every_steps and the end coincide)
+        return existing
+    c = run.cfg
+    state = {"data": {"position": step, "seed": c.train.seed, "num_tokens": run.tokens_meta["num_tokens"],
+                      "tokenizer": run.tokens_meta["tokenizer"], "files_sha": run.tokens_meta["files_sha"]},
+             "rng": {"mindspore_seed": c.train.seed,
+                     "sampler": "numpy PCG64 seeded with [seed, 0, step]: the step restores it exactly"},
+             "global_batch": c.global_batch, "model": to_dict(c)["model"],
+             "loss_scale": _scale_value(run)}
+    started = time.monotonic()
+    path = ckpt.save(run.run_dir / "checkpoints", step, writers(run), state, c.checkpoint.keep_last)
+    run.log.info(f"checkpoint: {path} ({time.monotonic() - started:.2f} s)")
+    return path
+
+
+def restore(run: Run) -> None:
+    """Load the newest complete checkpoint (damaged ones are skipped with a log line)."""
+    import mindspore as ms
+
+    found = ckpt.find_latest(run.run_dir / "checkpoints", run.log.info)
+    if found is None:
+        run.log.info("resume: no complete checkpoint yet; starting at step 0")
+        return
+    if found.state.get("model") != to_dict(run.cfg)["model"]:
+        raise RuntimeError(f"resume: {found.path} was written for another model shape; start a new run "
+                           "directory (--output-dir) or restore the model section of the config")
+    if found.state.get("global_batch") != run.cfg.global_batch:
+        run.log.info(f"warning: resume: the global batch was {found.state.get('global_batch')}, now "
+                     f"{run.cfg.global_batch}: the data order after step {found.step} differs from an unbroken run")
+    not_loaded, _ = ms.load_param_into_net(run.net, ms.load_checkpoint(str(found.path / "model.ckpt")),
+                                           strict_load=True)
+    if not_loaded:
+        raise RuntimeError(f"resume: {found.path}/model.ckpt lacks {', '.join(not_loaded[:5])}")
+    opt_state = ms.load_checkpoint(str(found.path / "optimizer.ckpt"))
+    for name in ("scale_value", "counter"):
+        value = opt_state.pop(name, None)
+        if value is not None and run.scaler is not None:
+            getattr(run.scaler, name).set_data(value)
+    ms.load_param_into_net(run.opt, opt_state, strict_load=True)
+    run.start_step = found.step
+    run.log.info(f"resume: step {found.step} from {found.path}")
+
+
+def _scale_value(run: Run) -> Optional[float]:
+    if run.scaler is None:
+        return None
+    return float(run.scaler.scale_value.asnumpy())
+
+
+def fit(run: Run, stop_at: Optional[int] = None) -> int:
+    """Train from run.start_step to max_steps (or stop_at); returns the exit status."""
+    c, log = run.cfg, run.log
+    total = c.train.max_steps if stop_at is None else min(stop_at, c.train.max_steps)
+    metrics = Metrics(run.run_dir, run.start_step, c.logging.tensorboard) if run.rank == 0 else None
+    per_token = flops_per_token(c.model, c.train.seq_length, c.model.padded_vocab_size)
+    peak = peak_tflops(c.runtime.device_target, c.runtime.device_peak_tflops, os.environ.get("MSDOCTOR_CHIP", ""))
+    if peak:
+        log.info(f"MFU estimate against {peak[0]:.3g} TFLOP/s per device ({peak[1]})")
+    progress = Progress(total, run.start_step, run.rank == 0)
+    try:
+        return _loop(run, total, stop_at, metrics, progress, per_token, peak)
+    finally:
+        progress.close()
+        if metrics is not None:
+            metrics.close()
+
+
+def _loop(run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: Progress, per_token: float,
+          peak: Any) -> int:
+    import mindspore as ms
+
+    c, log = run.cfg, run.log
+    agree = _stop_agreement(run.world)
+    done = run.start_step
+    for step in range(run.start_step, total):
+        x, y = run.sampler.batch(step, c.global_batch)
+        rows = [rows_of(c, _data_rank(run), k) for k in range(c.train.grad_accumulation)]
+        batches = [(np.ascontiguousarray(x[r]), np.ascontiguousarray(y[r])) for r in rows]
+        started = time.perf_counter()
+        loss, norm, finite = run.steps(batches, get_lr(step, c.train))
+        elapsed = time.perf_counter() - started
+        done = step + 1
+        if step == run.start_step:
+            log.info(f"step {done}: compiled and ran the first step in {elapsed:.2f} s")
+        if not finite:
+            log.info(f"step {done}: gradients not finite (fp16 overflow or divergence): update skipped, "
+                     f"loss scale now {_scale_value(run)}")
+        tps = c.tokens_per_step / elapsed
+        row = {"step": done, "loss": loss, "lr": get_lr(step, c.train), "grad_norm": norm,
+               "loss_scale": _scale_value(run), "tokens_per_s": tps, "step_time": elapsed,
+               "mfu_estimate": mfu(tps, per_token, run.world, peak[0] if peak else None)}
+        if metrics is not None and (done % c.logging.every_steps == 0 or done == total or not finite):
+            metrics.write(row)
+            if not progress.active:
+                log.info(f"step {done}/{total}  loss {loss:.4f}  lr {row['lr']:.3g}  grad_norm {norm:.3f}  "
+                         f"{tps:,.0f} tok/s  {elapsed * 1000:.0f} ms")
+        progress.update(done, loss, tps)
+        if c.checkpoint.every_steps and done % c.checkpoint.every_steps == 0:
+            save(run, done)
+        if agree(run.stop_signal):
+            progress.close()
+            if c.checkpoint.save_on_exit:
+                save(run, done)
+            log.info(f"stopped by signal {run.stop_signal} after step {done}; resume with --resume")
+            return 128 + (run.stop_signal or signal.SIGTERM)
+    progress.close()
+    if c.checkpoint.save_on_exit or stop_at is not None:
+        save(run, done)
+    log.info(f"finished: {done} optimizer steps")
+    return 0
+
+
+def _data_rank(run: Run) -> int:
+    from .parallel import data_rank
+
+    return data_rank(run.rank, run.cfg)
+
+
+def _stop_agreement(world: int) -> Any:
+    """A function flag -> bool that is the same on every rank (a signal may reach ranks at different steps)."""
+    if world == 1:
+        return lambda flag: flag is not None
+    import mindspore as ms
+    from mindspore import ops
+    from mindspore.communication import GlobalComm
+
+    reduce_max = ops.AllReduce(ops.ReduceOp.MAX, GlobalComm.WORLD_COMM_GROUP)
+
+    def agree(flag: Optional[int]) -> bool:
+        return bool(reduce_max(ms.Tensor([0 if flag is None else 1], ms.int32)).asnumpy()[0])
+
+    return agree
+
+
+def main(argv: Optional[list] = None) -> int:
+    parser = argparse.ArgumentParser(description="msdoctor reference pretraining (MindSpore)")
+    parser.add_argument("--config", type=Path, required=True, help="resolved config (.json) or a YAML file")
+    parser.add_argument("--run-dir", type=Path, required=True, help="run directory (logs, checkpoints)")
+    parser.add_argument("--resume", action="store_true", help="continue from the newest complete checkpoint")
+    parser.add_argument("--stop-at", type=int, help="stop after this optimizer step (the schedule is unchanged)")
+    args = parser.parse_args(argv)
+    args.run_dir.mkdir(parents=True, exist_ok=True)
+    run = None
+    try:
+        cfg = load_config(args.config)
+        run = setup(cfg, args.run_dir, args.resume)
+        if run.rank == 0:
+            ckpt.clean_stale(args.run_dir / "checkpoints")
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            run.stop_signal = signum  # acted on at the next step boundary
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        return fit(run, args.stop_at)
+    except Exception as exc:  # logged with its traceback so `msdoctor train` can explain the failure
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        if run is not None:
+            run.log.error(f"training failed:\n{text}")
+        else:
+            with open(args.run_dir / "train.log", "a") as f:
+                f.write(f"training failed:\n{text}")
+            sys.stderr.write(text)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
