@@ -46,7 +46,8 @@ class Verdicts:
             return (f"activate the target's environment (prefix {self.t.prefix}) in this shell, or run "
                     f"{self.tpath} explicitly; check with: msdoctor check --python {row.interpreter or '...'}")
         if row.role == "running-kernel":
-            return f"switch this notebook's kernel to one that runs {self.tpath}, or register one: {self.fixk}"
+            return (f"switch this notebook's kernel to one that runs {self.tpath}, or register one: {self.fixk} "
+                    f"(to examine the kernel's own interpreter instead: msdoctor check --python {row.interpreter})")
         return f"select a kernel that runs {self.tpath} for MindSpore notebooks, or register one: {self.fixk}"
 
     def finding(self, row: Row) -> Finding:
