@@ -184,15 +184,18 @@ def evaluate(builtins: Builtins, project: ProjectScan, installed: Sequence[ScanR
                 "installed_files_unparsable": sum(len(s.unparsable) for s in installed), "notes": builtins.notes}
     if not any(f.status.is_problem or f.status.value == "warn" for f in out):
         checked = len(regs) - len(unresolved)
-        if not regs and not pr.config_classes:
+        apis = "AutoConfig / CONFIG_MAPPING / AutoModel* / AutoTokenizer / MindFormerRegister"
+        if not regs:
             title = f"no model registrations in {scanned}"
+            proved = (f"ast found no {apis} registration in {scanned} nor in the installed packages that depend on "
+                      f"transformers / MindNLP / MindFormers, and no config class there sets a model_type that "
+                      f"{libs} owns")
         else:
             title = f"{checked} model registration(s) checked: no name collides with {libs}"
-        out.insert(0, Finding.passed(title, proved=(
-            f"every AutoConfig / CONFIG_MAPPING / AutoModel* / AutoTokenizer / MindFormerRegister registration with "
-            f"a statically known name ({checked} of {len(regs)}) found by ast in {scanned} and in {len(installed)} "
-            f"installed package(s) with registrations uses a name that {libs} do not own, and no name is "
-            "registered twice with different classes"), evidence=evidence))
+            proved = (f"each {apis} registration with a statically known name ({checked} of {len(regs)}), found by "
+                      f"ast in {scanned} and in {len(installed)} installed package(s), uses a name that none of "
+                      f"{libs} owns, and no name is registered twice with different classes")
+        out.insert(0, Finding.passed(title, proved=proved, evidence=evidence))
     return out
 
 
