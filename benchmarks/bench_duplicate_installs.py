@@ -9,9 +9,13 @@ RECORD lists, ~30 files each. Nothing is downloaded.
 Prints, side by side (median of N runs):
 
 * the check's own evaluation over the probe facts (RECORD reads, stat of sampled files, PATH)
-* the probe, and the part of it this check added (find_spec of shadow-prone names, install scheme)
-* `msdoctor check --quick --only python-env` vs `--only python-env,duplicate-installs` (wall time)
+* the part of the probe this check added (find_spec of shadow-prone names, the install scheme),
+  timed inside the target interpreter, and the whole probe for scale
+* `msdoctor check --quick --only duplicate-installs` and `msdoctor check --quick` (wall time)
 * `python -m pip check` on the same environment (anchor: metadata only, no duplicate detection)
+
+The added cost is evaluate() plus the probe additions; the wall-time rows show scale (on a busy
+machine their noise is larger than the check itself).
 
 Target (issue 5): the check adds well under 100 ms to `msdoctor check --quick`.
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import hashlib
 import os
 import shutil
@@ -92,13 +97,31 @@ def run_quiet(argv: list[str], cwd: str, env: dict) -> None:
     subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
 
 
-def probe_without_additions() -> str:
-    """The probe as it was before this check: no top_level_specs / scheme keys."""
+#: Appended to the probe instead of its main(): times, in the target interpreter, what this check
+#: added to the probe, in the order main() runs it (after the key-module find_spec calls).
+_PROBE_TIMER = """
+import time as _time
+_stems = []
+_entries, _dists, _pths = _walk_sys_path(_stems)
+_find_specs()
+_t0 = _time.perf_counter()
+_specs = _top_level_specs(_stems, _dists)
+_t1 = _time.perf_counter()
+_scheme()
+_t2 = _time.perf_counter()
+print(json.dumps({"ms": (_t2 - _t0) * 1000, "names": len(_specs)}))
+"""
+
+
+def probe_additions_ms(python: str, cwd: str) -> tuple[float, int]:
+    """(ms, names asked) of top_level_specs + scheme in one fresh run of the target interpreter."""
     src = script_source("target_probe.py")
-    for line in ('"top_level_specs": _top_level_specs(stems, dists),', '"scheme": _scheme(),'):
-        assert line in src, f"the probe changed: {line!r} not found"
-        src = src.replace(line, "")
-    return src
+    body, tail = src.rsplit("\nmain()", 1)
+    assert not tail.strip(), "the probe no longer ends with main()"
+    out = subprocess.run([python, "-W", "ignore", "-"], input=body + _PROBE_TIMER, text=True, cwd=cwd,
+                         capture_output=True, timeout=120, check=True).stdout
+    data = json.loads(out.strip().splitlines()[-1])
+    return data["ms"], data["names"]
 
 
 def main() -> None:
@@ -123,36 +146,29 @@ def main() -> None:
 
     env = dict(os.environ, NO_COLOR="1", MSDOCTOR_NO_SPINNER="1")
     msdoctor = shutil.which("msdoctor", path=str(Path(sys.executable).parent)) or "msdoctor"
-    base = [msdoctor, "check", "--quick", "--python", venv.python, "--only"]
-    old_probe = probe_without_additions()
+    check = [msdoctor, "check", "--quick", "--python", venv.python]
+    additions = [probe_additions_ms(venv.python, cwd) for _ in range(args.runs)]
+    added_probe = (statistics.median(a for a, _ in additions), min(a for a, _ in additions))
 
-    def probe_old() -> None:
-        subprocess.run([venv.python, "-W", "ignore", "-"], input=old_probe, text=True, cwd=cwd,
-                       stdout=subprocess.DEVNULL, timeout=120)
-
-    def probe_new() -> None:
-        subprocess.run([venv.python, "-W", "ignore", "-"], input=script_source("target_probe.py"), text=True,
-                       cwd=cwd, stdout=subprocess.DEVNULL, timeout=120)
+    def probe() -> None:
+        run_script(venv.python, "target_probe.py", timeout=120, cwd=Path(cwd))
 
     rows = [
         ("duplicate-installs evaluate() over the probe facts", timed_ms(lambda: evaluate(t), args.runs)),
-        ("target probe, before this check's additions", timed_ms(probe_old, args.runs)),
-        ("target probe, with top_level_specs + scheme", timed_ms(probe_new, args.runs)),
-        ("msdoctor check --quick --only python-env",
-         timed_ms(lambda: run_quiet(base + ["python-env"], cwd, env), args.runs)),
-        ("msdoctor check --quick --only python-env,duplicate-installs",
-         timed_ms(lambda: run_quiet(base + ["python-env,duplicate-installs"], cwd, env), args.runs)),
-        ("python -m pip check (anchor)",
+        (f"probe additions in the target ({additions[0][1]} names find_spec'd, scheme)", added_probe),
+        ("the whole target probe (shared by every check)", timed_ms(probe, args.runs)),
+        ("msdoctor check --quick --only duplicate-installs (wall)",
+         timed_ms(lambda: run_quiet(check + ["--only", "duplicate-installs"], cwd, env), args.runs)),
+        ("msdoctor check --quick, every check (wall)", timed_ms(lambda: run_quiet(check, cwd, env), args.runs)),
+        ("python -m pip check (anchor, wall)",
          timed_ms(lambda: run_quiet([venv.python, "-m", "pip", "check"], cwd, env), args.runs)),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"{'measure (' + str(args.runs) + ' runs)':<{width}}  {'median ms':>9}  {'min ms':>8}")
     for label, (med, low) in rows:
         print(f"{label:<{width}}  {med:9.1f}  {low:8.1f}")
-    added = [rows[0][1][i] + rows[2][1][i] - rows[1][1][i] for i in (0, 1)]
-    cli = [rows[4][1][i] - rows[3][1][i] for i in (0, 1)]
-    print(f"{'added by the check: evaluate() + probe additions':<{width}}  {added[0]:9.1f}  {added[1]:8.1f}")
-    print(f"{'added by the check, end to end (difference of walls)':<{width}}  {cli[0]:9.1f}  {cli[1]:8.1f}")
+    added = [rows[0][1][i] + rows[1][1][i] for i in (0, 1)]
+    print(f"{'added to msdoctor check --quick by this check':<{width}}  {added[0]:9.1f}  {added[1]:8.1f}")
     print("target (issue 5): well under 100 ms added to `msdoctor check --quick`")
     if args.keep is None:
         shutil.rmtree(root, ignore_errors=True)

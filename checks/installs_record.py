@@ -16,6 +16,9 @@ from msdoctor.checks.installs_scan import importable, is_stack
 
 #: Native libraries: what a half-deleted MindSpore loses first (mindspore/lib/*.so).
 _NATIVE = re.compile(r"\.(?:so(?:\.\d+)*|pyd|dylib)$")
+#: What marks the stack's sampled RECORD lines; each needle is one scan of the text (about 1 ms
+#: on mindspore's RECORD), Windows extension modules (.pyd) only where they can exist.
+_STACK_NEEDLES = ("/__init__.py,", ".so,", ".so.", "\n../") + ((".pyd,",) if os.name == "nt" else ())
 #: RECORD lines of top-level files and of top-level packages' __init__.py.
 _TOP = re.compile(r'^([^,/\r\n"]+(?:/__init__\.py)?),', re.M)
 
@@ -29,8 +32,9 @@ class Records:
     def text(self, d: Distribution) -> Optional[str]:
         if d.path not in self._text:
             try:
-                with open(os.path.join(d.path, "RECORD"), encoding="utf-8", errors="replace") as f:
-                    self._text[d.path] = f.read()
+                # binary read + decode: three times faster than a text-mode read of a 1.7 MB file
+                with open(os.path.join(d.path, "RECORD"), "rb") as f:
+                    self._text[d.path] = f.read().decode("utf-8", "replace")
             except OSError:
                 self._text[d.path] = None
         return self._text[d.path]
@@ -62,7 +66,7 @@ class Records:
             return []
         text = "\n" + text
         if is_stack(d.name):
-            found = [p for needle in ("/__init__.py,", ".so", ".pyd,", "\n../") for p in _paths_with(text, needle)]
+            found = [p for needle in _STACK_NEEDLES for p in _paths_with(text, needle)]
             paths = [p for p in found if (p.endswith("/__init__.py") and p.count("/") <= 2)
                      or _NATIVE.search(p) or "/bin/" in p]
         else:
