@@ -390,7 +390,3 @@ def _candidate_stages(m: ModelShape, s: Setup) -> list[int]:
         return list(range(p))
     return [0, p - 1]
 
-
-def estimate_total(model: ModelShape, setup: Setup, device: Device) -> int:
-    """The total alone (used by the suggestion search; same arithmetic as estimate())."""
-    return estimate(model, setup, device).total

@@ -117,9 +117,15 @@ def verdict_line(plan: Plan) -> str:
             f"({frac:+.1%} headroom; capacity from {est.device.source})")
 
 
-def render_terminal(plan: Plan, console: Any, verbose: bool = False) -> None:
-    from rich.table import Table
+def _table(rows: list[tuple[str, str, str]]) -> list[str]:
+    """Fixed-width rows (label, GiB, bytes); plain text so logs and pipes keep one row per line."""
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    w2 = max(len(r[2]) for r in rows)
+    return [f"  {a:<{w0}}  {b:>{w1}}  {c:>{w2}}" for a, b, c in rows]
 
+
+def render_terminal(plan: Plan, console: Any, verbose: bool = False) -> None:
     est, src = plan.estimate, plan.source
     m, s = src.model, src.setup
     console.print(f"{src.path or 'config'} ({src.kind} config)")
@@ -136,17 +142,18 @@ def render_terminal(plan: Plan, console: Any, verbose: bool = False) -> None:
         f"sharding {s.optimizer_sharding}, flash {'on' if s.flash_attention else 'off'}"
         + (", SP" if s.sequence_parallel else ""), style="dim")
     where = f" (stage {est.stage} of {s.pipeline_stages})" if s.pipeline_stages > 1 else ""
-    table = Table(title=f"memory per device{where}", title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("component")
-    table.add_column("GiB", justify="right")
-    table.add_column("bytes", justify="right")
-    for c in est.components:
-        table.add_row(c.label, f"{c.bytes / GIB:.2f}", f"{c.bytes:,}")
-    table.add_section()
-    table.add_row("total", f"{est.total / GIB:.2f}", f"{est.total:,}", style="bold")
+    console.print(f"memory per device{where}:")
+    rows = [("component", "GiB", "bytes")]
+    rows += [(c.label, f"{c.bytes / GIB:.2f}", f"{c.bytes:,}") for c in est.components]
+    rows.append(("total", f"{est.total / GIB:.2f}", f"{est.total:,}"))
     if est.capacity is not None:
-        table.add_row("capacity", f"{est.capacity / GIB:.2f}", f"{est.capacity:,}")
-    console.print(table)
+        rows.append(("capacity", f"{est.capacity / GIB:.2f}", f"{est.capacity:,}"))
+    lines = _table(rows)
+    console.print(lines[0], style="dim")
+    for line in lines[1:len(est.components) + 1]:
+        console.print(line)
+    for line in lines[len(est.components) + 1:]:
+        console.print(line, style="bold")
     if verbose:
         console.print("why:")
         for c in est.components:
