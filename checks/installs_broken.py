@@ -39,7 +39,8 @@ def _version_key(d: Distribution) -> tuple[int, object]:
 def _matches_disk(records: Records, d: Distribution) -> Optional[bool]:
     """Whether the files on disk are the ones this dist-info's RECORD describes (sha256 of a few)."""
     top = records.top_files(d)
-    rows = [(p, h) for p, h in records.rows(d) if h and p in top][:3]
+    # a few top-level files, Python sources first (a native module can be hundreds of MB)
+    rows = sorted(((p, h) for p, h in records.rows(d) if h and p in top), key=lambda r: not r[0].endswith(".py"))[:3]
     if not rows:
         return None
     return all(file_hash(os.path.join(d.location, p)) == h for p, h in rows)

@@ -154,6 +154,21 @@ def test_non_stack_twice_warns_and_user_site_copy_goes_through_the_base_interpre
     assert f.fix == f"PYTHONUSERBASE={tmp_path / 'home'} {base / 'bin' / 'python3.11'} -m pip uninstall -y six"
 
 
+def test_conda_env_with_a_user_site_copy_first_is_fixed_by_its_own_pip(tmp_path: Path, env) -> None:
+    """Outside a venv the user site comes before site-packages, and pip may remove it (not a venv)."""
+    prefix, sp = env
+    user = tmp_path / "home" / ".local" / "lib" / f"python{PY}" / "site-packages"
+    a = write_dist(user, "mindspore", "2.2.14", {"mindspore/__init__.py": "old"})
+    b = write_dist(sp, "mindspore", "2.7.0", {"mindspore/__init__.py": "new"})
+    t = facts(prefix, [a, b], user_site=str(user), in_venv=False,
+              specs={"mindspore": spec(str(user / "mindspore" / "__init__.py"))})
+    f = one(evaluate(t), "same-project-twice")
+    assert f.status is Status.FAIL
+    assert f.title.endswith("the import uses 2.2.14 from the user site (pip install --user)")
+    assert f.evidence["pip_can_uninstall_it"] is True and f.evidence["keep"] == str(sp)
+    assert f.fix == f"{prefix}/bin/python -m pip uninstall -y mindspore"
+
+
 def test_import_from_the_second_copy_is_reported_when_the_first_lost_its_files(tmp_path: Path, env) -> None:
     prefix, sp = env
     other = site(tmp_path / "other")
