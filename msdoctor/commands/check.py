@@ -65,10 +65,15 @@ def make_context(options: Any) -> Any:
 @click.option("--only", multiple=True, metavar="ID[,ID...]", help="Run only these checks.")
 @click.option("--skip", multiple=True, metavar="ID[,ID...]", help="Do not run these checks.")
 @click.option("--format", "fmt", default="terminal", show_default=True, metavar="FORMAT",
-              help="Output format: terminal, json (more with plugins; see --help of the formats).")
+              help="Output format: terminal, json, junit, github, markdown, vscode.")
 @click.option("--output", type=click.Path(path_type=Path), metavar="FILE",
               help="Write the report in --format to FILE; the terminal still shows the human view.")
-@click.option("--strict", is_flag=True, help="Warnings count as problems (exit 1).")
+@click.option("--fail-on", "fail_on", type=click.Choice(["warn", "fail"], case_sensitive=False), default=None,
+              help="The lowest status that makes the exit code 1 (default: fail; warn also fails on warnings).")
+@click.option("--strict", is_flag=True, help="Warnings count as problems (exit 1); the same as --fail-on warn.")
+@click.option("--no-redact", is_flag=True, envvar="MSDOCTOR_NO_REDACT",
+              help="Keep home directory, user/host names and secret values in the output (default: masked). "
+                   "Env: MSDOCTOR_NO_REDACT=1.")
 @click.option("--quick", is_flag=True, help="Skip live probes that import MindSpore or transformers.")
 @click.option("--no-plugins", is_flag=True, help="Load only msdoctor's own checks (also: MSDOCTOR_DISABLE_PLUGIN_AUTOLOAD=1).")
 @click.option("--probe-timeout", type=float, default=30.0, show_default=True, metavar="SECONDS",
@@ -85,7 +90,9 @@ def check(
     skip: tuple[str, ...],
     fmt: str,
     output: Optional[Path],
+    fail_on: Optional[str],
     strict: bool,
+    no_redact: bool,
     quick: bool,
     no_plugins: bool,
     probe_timeout: float,
@@ -99,6 +106,7 @@ def check(
       msdoctor check
       msdoctor check --python ~/miniconda3/envs/ms/bin/python --config train.yaml
       msdoctor check --quick --only python-env,duplicate-installs --format json
+      msdoctor check --config train.yaml --format junit --output msdoctor-junit.xml --fail-on warn
     """
     from msdoctor.doctor import Selection, diagnose, load_checks
     from msdoctor.plugins import autoload_disabled
@@ -118,7 +126,7 @@ def check(
     plugins = not (no_plugins or autoload_disabled())
     selection = Selection(only=split_ids(only), skip=split_ids(skip), plugins=plugins)
     registry = load_checks(plugins)
-    fail_on = Status.WARN if strict else Status.FAIL
+    threshold = resolve_fail_on(fail_on, strict)
 
     with progress("msdoctor: examining the environment") as update:
         done = []
@@ -129,16 +137,47 @@ def check(
 
         diagnosis = diagnose(ctx, selection, registry=registry, on_done=on_done)
     report = diagnosis.report
-    opts = RenderOptions(verbose=verbose, color=color, fail_on=fail_on)
+    report.facts["invocation"] = invocation_facts(options)
+    opts = RenderOptions(verbose=verbose, color=color, fail_on=threshold)
+    shown = prepare(report, fmt, redact=not no_redact)
     if output is not None:
         buf = io.StringIO()
-        render(fmt, report, buf, opts)
+        render(fmt, shown, buf, opts)
         write_output(output, buf.getvalue())
-        render("terminal", report, sys.stdout, opts)
+        render("terminal", prepare(report, "terminal", redact=not no_redact), sys.stdout, opts)
         click.echo(f"report written to {output}", err=True)
     else:
-        render(fmt, report, sys.stdout, opts)
-    return int(report.exit_code(fail_on))
+        render(fmt, shown, sys.stdout, opts)
+    return int(report.exit_code(threshold))
+
+
+def resolve_fail_on(fail_on: Optional[str], strict: bool) -> Status:
+    """--fail-on warn|fail, with --strict as an alias of --fail-on warn."""
+    if strict and fail_on is not None and fail_on.lower() != "warn":
+        raise click.BadParameter(f"--strict means --fail-on warn, but --fail-on {fail_on} was given too",
+                                 param_hint="--strict / --fail-on")
+    if strict or (fail_on or "").lower() == "warn":
+        return Status.WARN
+    return Status.FAIL
+
+
+def invocation_facts(options: Any) -> dict[str, Any]:
+    """What the run was asked to check (the vscode format anchors location-less findings at the config)."""
+    return {
+        "config": str(options.config_path) if options.config_path else None,
+        "project": str(options.project_dir),
+        "device_target": options.device_target,
+        "quick": options.quick,
+    }
+
+
+def prepare(report: Any, fmt: str, *, redact: bool) -> Any:
+    """The report as a format shows it: redacted unless --no-redact (the vscode format keeps paths to open)."""
+    if not redact:
+        return report
+    from msdoctor.redact import redact_report
+
+    return redact_report(report, keep_paths=(fmt == "vscode"))
 
 
 @click.command("list-checks")

@@ -17,6 +17,10 @@ from msdoctor.model import Report, Status
 FORMATS: dict[str, str] = {
     "terminal": "msdoctor.render.terminal",
     "json": "msdoctor.render.json_report",
+    "junit": "msdoctor.render.junit",
+    "github": "msdoctor.render.github",
+    "markdown": "msdoctor.render.markdown",
+    "vscode": "msdoctor.render.vscode",
 }
 
 
