@@ -100,9 +100,18 @@ def diagnose(
     on_done: Optional[Callable[[CheckResult], None]] = None,
     registry: Optional[Registry] = None,
     notices: Optional[list[Finding]] = None,
+    suppressions: bool = True,
 ) -> Diagnosis:
-    """Run the selected checks against ctx and return the finished report."""
+    """Run the selected checks against ctx and return the finished report.
+
+    With ``suppressions`` the project's msdoctor.toml / [tool.msdoctor] is read
+    first (a malformed one is a UserError before any check runs) and applied to
+    the report (msdoctor/suppress.py).
+    """
+    from msdoctor import suppress
+
     started, started_wall = time.monotonic(), _dt.datetime.now(_dt.timezone.utc)
+    rules = suppress.load(ctx.options.project_dir) if suppressions else []
     registry = registry or load_checks(selection.plugins)
     chosen = select(registry, selection)
     results = run_checks(chosen, ctx, settings, on_done)
@@ -113,4 +122,6 @@ def diagnose(
     report = build_report(
         results, target_identity(ctx), started, started_wall, environment_facts(ctx), notices
     )
+    if rules:
+        report = suppress.apply(report, rules, known_ids=registry.ids() + [f.id for f in registry.failures])
     return Diagnosis(report, ctx, [c.id for c in chosen])
