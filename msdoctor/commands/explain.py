@@ -1,0 +1,128 @@
+"""``msdoctor explain``: look error text up in the offline catalogue, then confirm with the related checks."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from msdoctor.commands.common import resolve_target, target_options
+from msdoctor.errors import UserError
+from msdoctor.model import ExitCode
+
+
+def _read_log(path: Path) -> Path:
+    path = path.expanduser()
+    if not path.exists():
+        raise UserError(f"--log {path}: no such file", "pass the path of the log to scan")
+    if path.is_dir():
+        raise UserError(f"--log {path}: is a directory", "pass a log file inside it")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise UserError(f"--log {path}: cannot read: {exc.strerror or exc}", "make the file readable") from None
+    return path
+
+
+def _confirm(matches: list[Any], python_path: str, config: Optional[Path], project: Optional[Path],
+             device_target: Optional[str], quick: bool, color: Optional[bool]) -> None:
+    """Run the checks named by the matches against the target and show their results."""
+    from msdoctor.commands.check import build_options, make_context, prepare
+    from msdoctor.doctor import Selection, diagnose, load_checks
+    from msdoctor.render import RenderOptions, render
+
+    wanted = []
+    for m in matches:
+        if m.check_id and m.check_id not in wanted:
+            wanted.append(m.check_id)
+    if not wanted:
+        click.echo("No msdoctor check detects these causes ahead of time; the fix above is a code or setup change.")
+        return
+    registry = load_checks(True)
+    known = set(registry.ids())
+    missing = [c for c in wanted if c not in known]
+    for c in missing:
+        click.echo(f"(the check {c} is not available in this msdoctor installation; `msdoctor list-checks` shows what is)")
+    available = [c for c in wanted if c in known]
+    if not available:
+        return
+    # an Ascend error is confirmed by asking the checks about Ascend, whatever the machine's default is
+    target = device_target or next((m.device_target for m in matches if m.device_target), None)
+    about = f" (device target {target})" if target else ""
+    click.echo(f"\nConfirming with {', '.join(available)} against {python_path}{about} ...\n")
+    options = build_options(python_path, project, config, target, quick, False, 30.0)
+    ctx = make_context(options)
+    diagnosis = diagnose(ctx, Selection(only=available), registry=registry)
+    render("terminal", prepare(diagnosis.report, "terminal", redact=True), sys.stdout, RenderOptions(color=color))
+
+
+@click.command("explain")
+@click.argument("text", required=False)
+@click.option("--log", "log", type=click.Path(path_type=Path), metavar="FILE", help="Scan a whole log file.")
+@target_options
+@click.option("--config", type=click.Path(path_type=Path), metavar="FILE",
+              help="Training config the confirming checks should use.")
+@click.option("--project", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
+              help="The project directory for the confirming checks (default: the current directory).")
+@click.option("--device-target", type=click.Choice(["Ascend", "GPU", "CPU"], case_sensitive=False),
+              help="Device the confirming checks ask about (default: the one the error is about, if any).")
+@click.option("--no-confirm", is_flag=True, help="Only explain; do not run the related checks against the target.")
+@click.option("--quick", is_flag=True, help="Confirming checks skip live probes that import MindSpore.")
+@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True)
+@click.option("--color/--no-color", default=None, help="Force colour on or off (default: auto, honours NO_COLOR).")
+def explain(text: Optional[str], log: Optional[Path], python: Optional[str], conda_env: Optional[str],
+            config: Optional[Path], project: Optional[Path], device_target: Optional[str], no_confirm: bool,
+            quick: bool, fmt: str,
+            color: Optional[bool]) -> int:
+    """Explain an error message or a log: cause, fix, and the check that confirms it.
+
+    \b
+    Examples:
+      msdoctor explain "RuntimeError: Unsupported device target Ascend"
+      msdoctor explain --log runs/tiny-cpu/train.log
+      some_command 2>&1 | msdoctor explain -        (read the text from stdin)
+
+    Exit codes: 0 at least one known error was found, 1 none was, 2 unreadable input.
+    """
+    from msdoctor.explain import describe, explain_file, explain_lines, explain_text
+
+    if (text is None) == (log is None):
+        raise UserError("give the error text or --log FILE (one of them)",
+                        'msdoctor explain "ERROR TEXT"   or   msdoctor explain --log train.log')
+    python_path = resolve_target(python, conda_env)
+    if log is not None:
+        source = str(log)
+        matches = explain_file(_read_log(log))
+    elif text == "-":
+        source = "stdin"
+        matches = explain_lines(line.rstrip("\r\n") for line in sys.stdin)
+    else:
+        source = "the text"
+        matches = explain_text(text or "")
+
+    if fmt == "json":
+        click.echo(json.dumps({
+            "source": source,
+            "matches": [{
+                "id": m.entry_id, "title": m.title, "cause": m.cause, "fix": m.fix_for(python_path),
+                "check": m.check_id, "source": m.source, "line": m.line, "line_no": m.line_no, "count": m.count,
+            } for m in matches],
+        }, indent=2, ensure_ascii=False))
+        return int(ExitCode.OK if matches else ExitCode.PROBLEMS)
+
+    if not matches:
+        click.echo(f"No known error signature in {source}.")
+        click.echo("  `msdoctor check` examines the environment; `msdoctor report` writes a redacted report to "
+                   "attach to a bug report.")
+        return int(ExitCode.PROBLEMS)
+    click.echo(f"{len(matches)} known error{'s' if len(matches) != 1 else ''} in {source}:\n")
+    for m in matches:
+        click.echo(describe(m, python_path))
+        click.echo()
+    if not no_confirm:
+        _confirm(matches, python_path, config, project, device_target, quick, color)
+    return int(ExitCode.OK)
