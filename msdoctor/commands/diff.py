@@ -1,0 +1,252 @@
+"""``msdoctor diff A.json B.json``: what differs between two environments ("works on node A, not on node B").
+
+Compares two ``msdoctor check --format json`` reports: Python and platform,
+installed package versions, environment variables msdoctor reads (CANN paths,
+MS_*/HCCL_*/RANK_* ...), any further facts (CANN/driver versions, device
+counts, when checks record them), and the checks' verdicts and version/count
+evidence. Differences in per-node identity (paths of the interpreter, RANK_ID,
+DEVICE_ID, MS_NODE_ID, run time and duration) are listed but do not count.
+Exit 1 when something that matters differs, 0 otherwise, 2 on unreadable input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import click
+
+from msdoctor.errors import UserError
+from msdoctor.model import SCHEMA_VERSION, ExitCode
+
+#: env vars that are meant to differ between ranks / nodes
+PER_NODE_ENV = frozenset({
+    "RANK_ID", "DEVICE_ID", "MS_NODE_ID", "MS_ROLE", "RANK", "LOCAL_RANK", "NODE_RANK", "HOSTNAME",
+    "ASCEND_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
+})
+PER_NODE_PREFIXES = ("JPY_", "VSCODE_")
+#: evidence keys worth comparing across nodes
+EVIDENCE_KEYS = re.compile(r"version|count|devices?|cann|driver|firmware|soc|hbm|memory|target", re.IGNORECASE)
+#: leaf names that are run-specific, never environment facts
+VOLATILE = re.compile(r"(^|_)(time|duration|duration_s|pid|started|started_at|elapsed)($|_)", re.IGNORECASE)
+MISSING = object()
+
+
+@dataclass
+class Difference:
+    section: str
+    key: str
+    a: Any
+    b: Any
+    matters: bool
+
+
+def load_report(path: Path) -> dict:
+    """A JSON report from ``msdoctor check --format json``; UserError (exit 2) with file and reason otherwise."""
+    path = Path(path).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file", "write it with: msdoctor check --format json --output " + str(path)) from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory, not a report file", "pass the JSON file itself") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}); is it a JSON report?",
+                        "write it with: msdoctor check --format json --output FILE") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}", "make the file readable") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}",
+                        "pass a report written by: msdoctor check --format json --output FILE") from None
+    if not isinstance(data, dict) or "schema_version" not in data or "checks" not in data:
+        raise UserError(f"{path}: not an msdoctor JSON report (no schema_version / checks)",
+                        "write it with: msdoctor check --format json --output FILE")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise UserError(f"{path}: report schema_version {version!r} is newer than this msdoctor reads ({SCHEMA_VERSION})",
+                        "upgrade msdoctor here, or write both reports with the same msdoctor version")
+    return data
+
+
+def _flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        if not value:
+            yield prefix, {}
+        for k, v in value.items():
+            yield from _flatten(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(value, list) and any(isinstance(x, (dict, list)) for x in value):
+        for i, v in enumerate(value):
+            yield from _flatten(v, f"{prefix}[{i}]")
+    else:
+        yield prefix, value
+
+
+def _pairs(a: dict, b: dict) -> Iterator[tuple[str, Any, Any]]:
+    fa, fb = dict(_flatten(a, "")), dict(_flatten(b, ""))
+    for key in sorted(set(fa) | set(fb)):
+        va, vb = fa.get(key, MISSING), fb.get(key, MISSING)
+        if va != vb:
+            yield key, va, vb
+
+
+def _env_matters(name: str) -> bool:
+    return name not in PER_NODE_ENV and not name.startswith(PER_NODE_PREFIXES)
+
+
+def _facts(a: dict, b: dict) -> list[Difference]:
+    out = []
+    fa, fb = a.get("facts") or {}, b.get("facts") or {}
+    for section in sorted(set(fa) | set(fb)):
+        va, vb = fa.get(section, {}), fb.get(section, {})
+        for key, x, y in _pairs({section: va}, {section: vb}):
+            leaf = key.split(".", 1)[1] if "." in key else key
+            if section == "packages":
+                out.append(Difference("packages", leaf, x, y, True))
+            elif section == "env":
+                out.append(Difference("env vars", leaf, x, y, _env_matters(leaf)))
+            elif section == "python":
+                out.append(Difference("python", key, x, y, leaf in ("version", "env_kind")))
+            elif section == "platform":
+                out.append(Difference("platform", key, x, y, not leaf.startswith("release")))
+            elif section == "invocation":
+                out.append(Difference("invocation", key, x, y, False))
+            else:
+                last = key.rsplit(".", 1)[-1]
+                out.append(Difference(section, key, x, y, not VOLATILE.search(last)))
+    return out
+
+
+def _checks(a: dict, b: dict) -> list[Difference]:
+    out = []
+    ca = {c.get("id"): c for c in a.get("checks") or [] if isinstance(c, dict)}
+    cb = {c.get("id"): c for c in b.get("checks") or [] if isinstance(c, dict)}
+    for cid in sorted(set(ca) | set(cb), key=str):
+        x, y = ca.get(cid), cb.get(cid)
+        if x is None or y is None:
+            out.append(Difference("checks", f"{cid}", x["status"] if x else MISSING, y["status"] if y else MISSING, True))
+            continue
+        if x.get("status") != y.get("status"):
+            out.append(Difference("checks", f"{cid}", x.get("status"), y.get("status"), True))
+        ev_a = _evidence(x)
+        ev_b = _evidence(y)
+        for key, va, vb in _pairs(ev_a, ev_b):
+            if EVIDENCE_KEYS.search(key) and not VOLATILE.search(key.rsplit(".", 1)[-1]):
+                out.append(Difference("checks", f"{cid}: {key}", va, vb, True))
+        titles_a = {(f.get("status"), f.get("title")) for f in x.get("findings") or [] if f.get("status") != "pass"}
+        titles_b = {(f.get("status"), f.get("title")) for f in y.get("findings") or [] if f.get("status") != "pass"}
+        for status, title in sorted(titles_a - titles_b, key=str):
+            out.append(Difference("findings", f"{cid}: {status}", title, MISSING, False))
+        for status, title in sorted(titles_b - titles_a, key=str):
+            out.append(Difference("findings", f"{cid}: {status}", MISSING, title, False))
+    return out
+
+
+def _evidence(check: dict) -> dict:
+    """Evidence of a check's findings keyed by finding code (or position), scalars only."""
+    out: dict[str, Any] = {}
+    for i, f in enumerate(check.get("findings") or []):
+        ev = f.get("evidence") or {}
+        if isinstance(ev, dict) and ev:
+            out[f.get("code") or f"finding{i}"] = ev
+    return out
+
+
+def _target(a: dict, b: dict) -> list[Difference]:
+    out = []
+    ta, tb = a.get("target") or {}, b.get("target") or {}
+    for key in ("python_version", "implementation", "env_kind", "platform"):
+        if ta.get(key) != tb.get(key):
+            out.append(Difference("python", f"target.{key}", ta.get(key), tb.get(key), True))
+    for key in ("executable", "prefix", "env_name"):
+        if ta.get(key) != tb.get(key):
+            out.append(Difference("python", f"target.{key}", ta.get(key), tb.get(key), False))
+    return out
+
+
+def compare(a: dict, b: dict) -> list[Difference]:
+    """Every difference between two reports, each marked as mattering or not."""
+    diffs = _target(a, b) + _facts(a, b) + _checks(a, b)
+    # the same fact can come from target and facts.python: keep one line per value pair and section
+    seen, out = set(), []
+    for d in diffs:
+        sig = (d.section, repr(d.a), repr(d.b), d.key.rsplit(".", 1)[-1])
+        if sig in seen:
+            continue
+        seen.add(sig)
+        out.append(d)
+    return out
+
+
+def _show(v: Any) -> str:
+    if v is MISSING:
+        return "(absent)"
+    if v is None:
+        return "(none)"
+    if v == "":
+        return "(empty)"
+    text = v if isinstance(v, str) else json.dumps(v, default=str)
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def _print(diffs: list[Difference], a_path: Path, b_path: Path, a: dict, b: dict) -> None:
+    def who(r: dict) -> str:
+        t = r.get("target") or {}
+        return f"{t.get('executable')} (Python {t.get('python_version')}), {r.get('started_at')}"
+
+    click.echo(f"A: {a_path}  {who(a)}")
+    click.echo(f"B: {b_path}  {who(b)}")
+    important = [d for d in diffs if d.matters]
+    minor = [d for d in diffs if not d.matters]
+    if not diffs:
+        click.echo("\nNo differences: same versions, environment variables and check results.")
+        return
+    width = min(max([len(d.key) for d in diffs] + [8]), 48)
+    for title, group in (("Differences that matter", important), ("Differences that usually do not matter "
+                                                                  "(per-node identity, paths, finding wording)", minor)):
+        if not group:
+            continue
+        click.echo(f"\n{title}:")
+        section = None
+        for d in group:
+            if d.section != section:
+                section = d.section
+                click.echo(f"  {section}")
+            click.echo(f"    {d.key:<{width}}  A: {_show(d.a):<30}  B: {_show(d.b)}")
+    click.echo(f"\n{len(important)} difference{'s' if len(important) != 1 else ''} that matter, {len(minor)} other.")
+
+
+@click.command("diff")
+@click.argument("report_a", type=click.Path(path_type=Path), metavar="A.json")
+@click.argument("report_b", type=click.Path(path_type=Path), metavar="B.json")
+@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True)
+def diff(report_a: Path, report_b: Path, fmt: str) -> int:
+    """Compare two JSON reports (e.g. of two nodes before a multi-node launch).
+
+    \b
+    On each node:   msdoctor check --format json --output node1.json
+    Then:           msdoctor diff node1.json node2.json
+
+    Exit codes: 0 nothing that matters differs, 1 something does (versions, CANN/driver,
+    environment variables, device counts, check verdicts), 2 a report is unreadable.
+    """
+    a, b = load_report(report_a), load_report(report_b)
+    diffs = compare(a, b)
+    matters = any(d.matters for d in diffs)
+    if fmt == "json":
+        click.echo(json.dumps({
+            "a": str(report_a), "b": str(report_b), "differ": matters,
+            "differences": [{"section": d.section, "key": d.key, "a": None if d.a is MISSING else d.a,
+                             "b": None if d.b is MISSING else d.b, "a_present": d.a is not MISSING,
+                             "b_present": d.b is not MISSING, "matters": d.matters} for d in diffs],
+        }, indent=2, default=str, ensure_ascii=False))
+    else:
+        _print(diffs, report_a, report_b, a, b)
+    return int(ExitCode.PROBLEMS if matters else ExitCode.OK)
+
+
+__all__ = ["diff", "compare", "load_report", "Difference"]

@@ -1,0 +1,110 @@
+"""`msdoctor report` (shareable Markdown) and `msdoctor diff` (two JSON reports, node A vs node B).
+
+The diff tests compare real reports written by `msdoctor check --format json`:
+the same interpreter under two environments (CANN paths set differently, rank
+variables differing as they do between nodes), and the test interpreter against
+a fresh real venv that lacks MindSpore.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import env_with, make_venv, run_msdoctor
+from msdoctor.commands.diff import compare
+
+
+def write_report(path: Path, env: dict, *extra: str) -> dict:
+    res = run_msdoctor("check", "--quick", "--only", "python-env", "--format", "json", "--output", str(path),
+                       *extra, env=env, cwd=path.parent)
+    assert res.returncode in (0, 1), res.stderr
+    return json.loads(path.read_text())
+
+
+def node_env(**extra: str) -> dict:
+    return env_with(extra, drop=["ASCEND_HOME_PATH", "RANK_ID", "MS_NODE_ID", "GITHUB_STEP_SUMMARY"])
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real report, shared by the tests that only need a valid one."""
+    path = tmp_path_factory.mktemp("good") / "good.json"
+    write_report(path, node_env())
+    return path
+
+
+def test_report_markdown_has_facts_and_checks(tmp_path: Path) -> None:
+    out = tmp_path / "msdoctor-report.md"
+    res = run_msdoctor("report", "--quick", "--only", "python-env", "--output", str(out), cwd=tmp_path,
+                       env=env_with({"MS_WORKER_NUM": "2"}))
+    assert res.returncode == 0 and f"report written to {out}" in res.stderr
+    text = out.read_text()
+    assert text.startswith("## ") and "msdoctor report" in text.splitlines()[0]
+    for part in ("### Environment", "**Training stack**", "| mindspore | `2.7.0` |", "| MS_WORKER_NUM | `2` |",
+                 "`python-env`", "All other packages", "masked; check before sharing"):
+        assert part in text, part
+    stdout = run_msdoctor("report", "--quick", "--only", "python-env", cwd=tmp_path)
+    assert stdout.returncode == 0 and "### Environment" in stdout.stdout
+
+
+def test_diff_same_environment_but_rank_is_clean(tmp_path: Path) -> None:
+    a = write_report(tmp_path / "node1.json", node_env(RANK_ID="0", MS_NODE_ID="0"))
+    b = write_report(tmp_path / "node2.json", node_env(RANK_ID="1", MS_NODE_ID="1"))
+    assert a["facts"]["env"]["RANK_ID"] == "0" and b["facts"]["env"]["RANK_ID"] == "1"
+    res = run_msdoctor("diff", str(tmp_path / "node1.json"), str(tmp_path / "node2.json"))
+    assert res.returncode == 0, res.stdout
+    assert "RANK_ID" in res.stdout and "0 differences that matter" in res.stdout
+
+
+def test_diff_cann_path_differs(tmp_path: Path) -> None:
+    write_report(tmp_path / "a.json", node_env(ASCEND_HOME_PATH="/usr/local/Ascend/ascend-toolkit/8.2.RC1"))
+    write_report(tmp_path / "b.json", node_env(ASCEND_HOME_PATH="/usr/local/Ascend/ascend-toolkit/8.0.RC3"))
+    res = run_msdoctor("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--format", "json")
+    assert res.returncode == 1
+    diffs = json.loads(res.stdout)["differences"]
+    (d,) = [d for d in diffs if d["key"] == "ASCEND_HOME_PATH"]
+    assert d["matters"] and d["a"].endswith("8.2.RC1") and d["b"].endswith("8.0.RC3")
+
+
+@pytest.mark.slow
+def test_diff_against_an_env_without_mindspore(tmp_path: Path, good: Path) -> None:
+    venv = make_venv(tmp_path / "bare")
+    write_report(tmp_path / "bare.json", node_env(), "--python", venv.python)
+    res = run_msdoctor("diff", str(good), str(tmp_path / "bare.json"))
+    assert res.returncode == 1
+    line = next(line for line in res.stdout.splitlines() if line.strip().startswith("mindspore "))
+    assert "A: 2.7.0" in line and "B: (absent)" in line
+    assert "Differences that matter" in res.stdout
+
+
+def test_compare_device_counts_versions_and_verdicts(good: Path) -> None:
+    base = json.loads(good.read_text())
+    other = copy.deepcopy(base)
+    base["facts"]["ascend"] = {"cann_version": "8.2.RC1", "driver_version": "24.1.0", "device_count": 8}
+    other["facts"]["ascend"] = {"cann_version": "8.2.RC1", "driver_version": "24.1.0", "device_count": 7}
+    other["checks"][0]["status"] = "fail"
+    other["checks"][0]["findings"][0]["evidence"]["python_version"] = "3.10.14"
+    other["started_at"], other["duration_s"] = "2030-01-01T00:00:00+00:00", 99.0
+    diffs = {(d.section, d.key): d for d in compare(base, other)}
+    assert diffs[("ascend", "ascend.device_count")].matters
+    assert diffs[("checks", "python-env")].matters and diffs[("checks", "python-env")].b == "fail"
+    assert any(k[1].startswith("python-env: ") and "python_version" in k[1] for k in diffs)
+    assert not any("started_at" in k[1] or "duration" in k[1] for k in diffs)
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "no such file"),
+    ('{"schema_version": 1,\n  "checks": [}', ":2:"),
+    ('{"hello": 1}', "not an msdoctor JSON report"),
+    ('{"schema_version": 99, "checks": []}', "newer than this msdoctor reads"),
+])
+def test_diff_unreadable_input_exits_2(content: "str | None", words: str, tmp_path: Path, good: Path) -> None:
+    bad = tmp_path / "bad.json"
+    if content is not None:
+        bad.write_text(content)
+    res = run_msdoctor("diff", str(good), str(bad))
+    assert res.returncode == 2 and str(bad) in res.stderr and words in res.stderr and "Traceback" not in res.stderr
