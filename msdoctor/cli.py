@@ -24,6 +24,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "list-checks": ("msdoctor.commands.check:list_checks", "List the available checks."),
     "matrix": ("msdoctor.commands.matrix:matrix_cmd", "Show what MindSpore, CANN, Python and MindNLP versions go together."),
     "memory": ("msdoctor.commands.memory:memory", "Will a training config fit in device memory; smallest changes that do."),
+    "explain": ("msdoctor.commands.explain:explain", "Explain an error message or a log: cause, fix, confirming check."),
+    "report": ("msdoctor.commands.report:report", "Write a redacted Markdown report for a bug report."),
+    "diff": ("msdoctor.commands.diff:diff", "Compare two JSON reports (node A vs node B)."),
+    "vscode": ("msdoctor.commands.vscode:vscode", "VS Code tasks with a problem matcher (vscode init)."),
     "fix-kernel": ("msdoctor.commands.fix_kernel:fix_kernel", "Make Jupyter and VS Code run the target interpreter."),
 }
 
