@@ -5,9 +5,9 @@ process); it compares them with compat_matrix/ and reports each broken relations
 both versions, the alternatives and the exact fix for the target interpreter. The import smoke
 (skipped with --quick) then imports the stack in a fresh target process, in training-script order.
 
-Rules live in sibling modules: version_matrix_stack (Python, numpy, MindNLP, MindFormers, known
-breakages), version_matrix_requires (pip check), version_matrix_ascend (CANN, driver),
-version_matrix_gpu (CUDA), version_matrix_smoke (the import smoke).
+Rules live in sibling modules: version_matrix_stack (Python, numpy, protobuf, known breakages),
+version_matrix_nlp (MindNLP, MindFormers), version_matrix_requires (pip check), version_matrix_ascend
+(CANN, driver), version_matrix_gpu (CUDA), version_matrix_smoke (the import smoke).
 """
 
 from __future__ import annotations
@@ -18,14 +18,10 @@ from typing import Any, Optional
 from msdoctor.checks.version_matrix_ascend import evaluate_ascend, installed_accepted_list
 from msdoctor.checks.version_matrix_common import installed_versions, mindspore_dir
 from msdoctor.checks.version_matrix_gpu import GpuFacts, evaluate_gpu, read_gpu
+from msdoctor.checks.version_matrix_nlp import evaluate_mindformers, evaluate_mindnlp
 from msdoctor.checks.version_matrix_requires import evaluate_requirements
 from msdoctor.checks.version_matrix_smoke import evaluate_smoke
-from msdoctor.checks.version_matrix_stack import (
-    evaluate_breakages,
-    evaluate_mindformers,
-    evaluate_mindnlp,
-    evaluate_mindspore,
-)
+from msdoctor.checks.version_matrix_stack import evaluate_breakages, evaluate_mindspore
 from msdoctor.context import Context
 from msdoctor.facts.cann import CANN, CannFacts
 from msdoctor.facts.import_smoke import IMPORT_SMOKE

@@ -15,7 +15,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-from msdoctor.checks.version_matrix_common import mindspore_dir
 from msdoctor.facts.sysroot import host_path
 from msdoctor.matrix import Matrix
 from msdoctor.model import Finding

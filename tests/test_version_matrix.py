@@ -302,3 +302,39 @@ def test_matrix_command_terminal_and_installed() -> None:
     assert data["mode"] == "installed" and data["query"]["mindspore"] == "2.7.0"
     res = run_msdoctor("matrix", "--mindspore", "9.9.9")
     assert res.returncode == 0 and "no (matrix dated" in res.stdout
+
+
+def test_import_smoke_probe_parses_as_python_37() -> None:
+    import ast
+
+    from msdoctor.probe import script_source
+
+    ast.parse(script_source("import_smoke.py"), feature_version=(3, 7))
+
+
+def test_import_smoke_runs_stdlib_steps_in_order_and_stops_at_the_first_failure(tmp_path: Path) -> None:
+    """The real probe under the real interpreter, on stdlib modules: order kept, failure reported, rest not attempted."""
+    from msdoctor.facts.import_smoke import run_smoke
+
+    steps = [{"module": "json", "touch": ["dumps"], "version_attr": None},
+             {"module": "no_such_module_xyz", "touch": [], "version_attr": None},
+             {"module": "csv", "touch": [], "version_attr": None}]
+    res = run_smoke(BASE_PYTHON, steps, timeout=60, cwd=tmp_path, environ={"PATH": "/usr/bin:/bin"})
+    assert res.state == "ran" and [s["module"] for s in res.steps] == ["json", "no_such_module_xyz"]
+    assert res.steps[0]["ok"] and res.steps[0]["touched"] == ["dumps"]
+    assert res.steps[1]["last_line"] == "ModuleNotFoundError: No module named 'no_such_module_xyz'"
+    assert not any("<stdin>" in line for line in res.steps[1]["traceback_tail"])
+
+
+def test_import_smoke_crash_and_timeout_are_results(tmp_path: Path) -> None:
+    from msdoctor.facts.import_smoke import run_smoke
+
+    (tmp_path / "crasher.py").write_text("import os\nos.abort()\n")
+    (tmp_path / "sleeper.py").write_text("import time\ntime.sleep(30)\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
+    crash = run_smoke(BASE_PYTHON, [{"module": "crasher"}], timeout=60, cwd=tmp_path, environ=env)
+    assert crash.state == "crashed" and crash.crashed_in == "crasher" and crash.returncode != 0
+    slow = run_smoke(BASE_PYTHON, [{"module": "sleeper"}], timeout=2, cwd=tmp_path, environ=env)
+    assert slow.state == "timeout" and slow.crashed_in == "sleeper"
+    f = evaluate_smoke(target(MS270), slow)[0]
+    assert f.status is Status.ERROR and "stuck in `import sleeper`" in f.title

@@ -43,7 +43,7 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _venv(tmp_path_factory: pytest.TempPathFactory, name: str, wheels: dict[str, Path], *packages: str) -> Venv:
     venv = make_venv(tmp_path_factory.mktemp(name) / "venv", layered=True)
     if packages:
-        venv.pip("install", "--no-deps", "--no-index", "--quiet", *(str(wheels[p]) for p in packages))
+        venv.pip("install", "--no-deps", "--no-index", "--no-compile", "--quiet", *(str(wheels[p]) for p in packages))
     return venv
 
 
