@@ -65,6 +65,7 @@ def evaluate_ascend(t: Any, cann: CannFacts, m: Matrix) -> list[Finding]:
             "no driver/version.info: the MindSpore-CANN-driver relation does not apply"))]
     out: list[Finding] = []
     if ms:
+        out += _opp_kernel(cann, ms)
         out += _mindspore_vs_cann(t, cann, m, ms)
         out += _two_installs(t, cann, ms)
         out += _cann_wheels(t, cann, cann_seen_by_mindspore(cann, ms, m.mindspore(ms))["install"])
@@ -131,6 +132,21 @@ def _mindspore_vs_cann(t: Any, cann: CannFacts, m: Matrix, ms: str) -> list[Find
                 evidence={"custom_opp_compiler_version": custom, "cann_internal": seen["internal"]},
                 code="custom-ops-cann"))
     return out
+
+
+def _opp_kernel(cann: CannFacts, ms: str) -> list[Finding]:
+    """MindSpore 2.7.0 only: import raises when the CANN kernels package (opp_kernel) is missing (C21, B10.6)."""
+    opp = cann.env.get("ASCEND_OPP_PATH")
+    if ms != "2.7.0" or not opp or os.path.exists(opp.replace("opp", "opp_kernel")):
+        return []
+    return [Finding.fail(
+        "MindSpore 2.7.0 will raise 'Ascend opp_kernel is not installed'",
+        detail=f"MindSpore 2.7.0 checks {opp.replace('opp', 'opp_kernel')} (ASCEND_OPP_PATH with every 'opp' replaced "
+               "by 'opp_kernel') at import and raises when it is missing: the CANN kernels package is not installed, "
+               "or the install path contains 'opp' elsewhere. "
+               "MindSpore 2.7.1 dropped this check (research/compat.md C21).",
+        fix="install the CANN kernels package (Ascend-cann-kernels) matching the toolkit, or use MindSpore 2.7.1",
+        evidence={"ASCEND_OPP_PATH": opp}, code="opp-kernel-missing")]
 
 
 def _cann_wheels(t: Any, cann: CannFacts, used: Optional[CannInstall]) -> list[Finding]:

@@ -37,6 +37,9 @@ class GpuFacts:
 def read_gpu(environ: Mapping[str, str], ld_library_path: str, msdir: Optional[str]) -> GpuFacts:
     proc_version = host_path(environ, "/proc/driver/nvidia/version")
     nvidia = proc_version.exists() or host_path(environ, "/dev/nvidiactl").exists()
+    plugin = _plugin_cuda(msdir)
+    if not nvidia:  # nothing to compare: do not list the system library folders
+        return GpuFacts(False, plugin_cuda=plugin)
     driver = None
     try:
         m = _DRIVER_RE.search(proc_version.read_text(errors="replace"))
@@ -54,15 +57,16 @@ def read_gpu(environ: Mapping[str, str], ld_library_path: str, msdir: Optional[s
             mm = _LIB_RE.match(name)
             if mm:
                 libs[mm.group(1)].append((f"{mm.group(2)}.{mm.group(3)}", os.path.join(d, name)))
-    plugin = []
-    try:
-        for name in sorted(os.listdir(os.path.join(msdir, "lib", "plugin"))) if msdir else []:
-            mm = re.match(r"^libmindspore_gpu\.so\.(\d+\.\d+)$", name)
-            if mm:
-                plugin.append(mm.group(1))
-    except OSError:
-        pass
     return GpuFacts(nvidia, driver, libs, plugin, dirs)
+
+
+def _plugin_cuda(msdir: Optional[str]) -> list[str]:
+    """CUDA versions of the installed MindSpore's GPU plugins (lib/plugin/libmindspore_gpu.so.X.Y)."""
+    try:
+        names = sorted(os.listdir(os.path.join(msdir, "lib", "plugin"))) if msdir else []
+    except OSError:
+        return []
+    return [m.group(1) for m in (re.match(r"^libmindspore_gpu\.so\.(\d+\.\d+)$", n) for n in names) if m]
 
 
 def _ver(v: str) -> tuple[int, ...]:

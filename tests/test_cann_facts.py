@@ -11,6 +11,7 @@ MSDOCTOR_SYSROOT for the default layout. MindSpore itself is the real 2.7.0 of t
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Optional
 
@@ -105,6 +106,22 @@ version_dir=8.5.0
 timestamp=20251117_000024591
 required_package_amct_acl_version="8.5"
 """
+OPP_KERNEL_VERSION_8_2_RC1 = """Version=8.2.0.0.201
+version_dir=8.2.RC1
+timestamp=20250724_194044950
+ops_version=8.2.0.0.201
+adk_version=8.2.0.0.201
+required_package_amct_acl_version=">=7.6, <=8.2"
+required_package_aoe_version=">=7.6, <=8.2"
+required_package_compiler_version=">=7.6, <=8.2"
+required_package_fwkplugin_version=">=7.6, <=8.2"
+required_package_hccl_version=">=7.6, <=8.2"
+required_package_nca_version=">=7.6, <=8.2"
+required_package_ncs_version=">=7.6, <=8.2"
+required_package_opp_version=">=7.6, <=8.2"
+required_package_runtime_version=">=7.6, <=8.2"
+required_package_toolkit_version=">=7.6, <=8.2"
+"""
 VERSION_CFG_8_0_0 = """# version: 1.0
 runtime_running_version=[7.6.0.1.220:8.0.0]
 compiler_running_version=[7.6.0.1.220:8.0.0]
@@ -146,6 +163,8 @@ def toolkit(ascend: Path, version: str, *, info: Optional[str], internal: str, f
         write(root / "aarch64-linux" / "ascend_toolkit_install.info", info)
     write(root / "compiler" / "version.info", f"Version={internal}\nversion_dir={version}\n")
     write(root / "opp" / "version.info", f"Version={internal}\nversion_dir={version}\n")
+    # the CANN kernels package (opp_kernel), which MindSpore 2.7.0 requires (research C21)
+    write(root / "opp_kernel" / "version.info", f"Version={internal}\nversion_dir={version}\n")
     if cfg:
         write(root / "version.cfg", cfg)
     return root
@@ -166,6 +185,7 @@ def machine(tmp_path: Path, cann: str, *, driver: str = DRIVER_25_0_RC1_1) -> tu
     if cann == "8.2.RC1":
         root = toolkit(ascend, "8.2.RC1", info=INSTALL_INFO_8_2_RC1, internal="8.2.0.0.201")
         write(root / "toolkit" / "version.info", TOOLKIT_VERSION_8_2_RC1)
+        write(root / "opp_kernel" / "version.info", OPP_KERNEL_VERSION_8_2_RC1)
     elif cann == "8.0.RC3":
         root = toolkit(ascend, "8.0.RC3", info=INSTALL_INFO_8_0_RC3, internal="7.5.0.1.129")
     else:
@@ -300,6 +320,16 @@ def test_mindspore_270_reads_the_opp_path_not_home(tmp_path: Path, real_target: 
     seen = cann_seen_by_mindspore(facts, "2.7.0", load().mindspore("2.7.0"))
     assert seen["internal"] == "8.2.0.0.201" and seen["via"] == "ASCEND_OPP_PATH"
     assert cann_seen_by_mindspore(facts, "2.7.2", load().mindspore("2.7.2"))["internal"] == "7.5.0.1.129"
+
+
+@pytest.mark.mindspore
+def test_mindspore_270_without_the_kernels_package_fails(tmp_path: Path, real_target: TargetFacts) -> None:
+    sysroot, root = machine(tmp_path, "8.2.RC1")
+    facts = read_cann({"MSDOCTOR_SYSROOT": str(sysroot), **set_env(root)}, machine="aarch64")
+    assert not [x for x in _ascend(real_target, facts) if x.code == "opp-kernel-missing"]
+    shutil.rmtree(root / "opp_kernel")  # toolkit installed without the kernels package
+    f = next(x for x in _ascend(real_target, facts) if x.code == "opp-kernel-missing")
+    assert f.status is Status.FAIL and f"{root}/opp_kernel" in f.detail
 
 
 def test_driver_not_listed_by_cann_and_firmware_out_of_range_warn(tmp_path: Path, real_target: TargetFacts) -> None:
