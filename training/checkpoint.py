@@ -136,7 +136,10 @@ def prune(root: Path, keep_last: int) -> list[Path]:
     complete = [p for _, p in _step_dirs(root) if (p / MANIFEST).exists()]
     doomed = complete[keep_last:]
     for path in doomed:
-        shutil.rmtree(path, ignore_errors=True)
+        # renamed first, so that a kill during the deletion never leaves a half-deleted step_* directory
+        aside = root / f"{_TMP_PREFIX}pruned-{path.name}-{os.getpid()}"
+        os.rename(path, aside)
+        shutil.rmtree(aside, ignore_errors=True)
     return doomed
 
 

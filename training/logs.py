@@ -42,7 +42,7 @@ def _fmt(value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return f"{value:.9g}"  # round-trips float32 exactly (losses, grad norms)
     return str(value)
 
 

@@ -385,10 +385,11 @@ def _stop_agreement(world: int) -> Any:
     from mindspore import ops
     from mindspore.communication import GlobalComm
 
-    reduce_max = ops.AllReduce(ops.ReduceOp.MAX, GlobalComm.WORLD_COMM_GROUP)
+    # a sum of float32 flags: the CPU AllReduce kernel only sums, and only float32 (observed, MindSpore 2.7.0)
+    reduce_sum = ops.AllReduce(ops.ReduceOp.SUM, GlobalComm.WORLD_COMM_GROUP)
 
     def agree(flag: Optional[int]) -> bool:
-        return bool(reduce_max(ms.Tensor([0 if flag is None else 1], ms.int32)).asnumpy()[0])
+        return bool(reduce_sum(ms.Tensor([0.0 if flag is None else 1.0], ms.float32)).asnumpy()[0] > 0)
 
     return agree
 

@@ -102,7 +102,7 @@ def load_config(path: Path) -> ConfigFacts:
             listing = "\n  ".join(p.render(doc.path) for p in exc.problems)
             raise UserError(
                 f"{doc.path}: {len(exc.problems)} problem(s) in the training config:\n  {listing}",
-                "correct the keys above; `msdoctor train --explain-config` lists every key with its meaning",
+                "correct the keys above; docs/training-config.md lists every key with its meaning and default",
             ) from None
     return ConfigFacts(doc.path, doc, kind, run)
 
