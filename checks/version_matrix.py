@@ -13,20 +13,16 @@ version_matrix_nlp (MindNLP, MindFormers), version_matrix_requires (pip check), 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from msdoctor.checks.version_matrix_ascend import evaluate_ascend, installed_accepted_list
-from msdoctor.checks.version_matrix_common import installed_versions, mindspore_dir
-from msdoctor.checks.version_matrix_gpu import GpuFacts, evaluate_gpu, read_gpu
-from msdoctor.checks.version_matrix_nlp import evaluate_mindformers, evaluate_mindnlp
-from msdoctor.checks.version_matrix_requires import evaluate_requirements
-from msdoctor.checks.version_matrix_smoke import evaluate_smoke
-from msdoctor.checks.version_matrix_stack import evaluate_breakages, evaluate_mindspore
 from msdoctor.context import Context
-from msdoctor.facts.cann import CANN, CannFacts
 from msdoctor.facts.import_smoke import IMPORT_SMOKE
-from msdoctor.matrix import Matrix, MatrixError, load
 from msdoctor.model import Finding, Status
+
+if TYPE_CHECKING:  # the rule modules load when the check runs: every `msdoctor` run imports this module
+    from msdoctor.checks.version_matrix_gpu import GpuFacts
+    from msdoctor.facts.cann import CannFacts
+    from msdoctor.matrix import Matrix
 
 
 @dataclass
@@ -42,6 +38,13 @@ class MatrixInputs:
 
 def evaluate_static(f: MatrixInputs) -> list[Finding]:
     """Rules 1-6. The most specific rule reports a pair first; later rules skip pairs already reported."""
+    from msdoctor.checks.version_matrix_ascend import evaluate_ascend
+    from msdoctor.checks.version_matrix_common import installed_versions
+    from msdoctor.checks.version_matrix_gpu import evaluate_gpu
+    from msdoctor.checks.version_matrix_nlp import evaluate_mindformers, evaluate_mindnlp
+    from msdoctor.checks.version_matrix_requires import evaluate_requirements
+    from msdoctor.checks.version_matrix_stack import evaluate_breakages, evaluate_mindspore
+
     t, m = f.target, f.matrix
     reported: set = set()
     out = evaluate_breakages(t, m, installed_versions(t), reported)
@@ -71,6 +74,9 @@ def fold_skips(findings: list[Finding]) -> list[Finding]:
 
 def accepted_prefixes(t: Any, m: Matrix) -> Optional[list[str]]:
     """MindSpore's accepted CANN prefixes: the installed file's list, else the matrix's."""
+    from msdoctor.checks.version_matrix_ascend import installed_accepted_list
+    from msdoctor.checks.version_matrix_common import mindspore_dir
+
     found = installed_accepted_list(mindspore_dir(t))
     if found is not None:
         return found
@@ -94,6 +100,12 @@ class VersionMatrixCheck:
     prefetch = (IMPORT_SMOKE,)
 
     def run(self, ctx: Context) -> list[Finding]:
+        from msdoctor.checks.version_matrix_common import mindspore_dir
+        from msdoctor.checks.version_matrix_gpu import read_gpu
+        from msdoctor.checks.version_matrix_smoke import evaluate_smoke
+        from msdoctor.facts.cann import CANN
+        from msdoctor.matrix import MatrixError, load
+
         t = ctx.target
         try:
             m = load()
