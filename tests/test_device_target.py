@@ -296,7 +296,7 @@ def test_live_probe_script_parses_as_python37() -> None:
 
     from msdoctor.probe import script_source
 
-    ast.parse(script_source("live_device.py"), feature_version=(3, 7))
+    ast.parse(script_source("live.py"), feature_version=(3, 7))
 
 
 @pytest.mark.slow

@@ -309,7 +309,7 @@ def test_import_smoke_probe_parses_as_python_37() -> None:
 
     from msdoctor.probe import script_source
 
-    ast.parse(script_source("import_smoke.py"), feature_version=(3, 7))
+    ast.parse(script_source("live.py"), feature_version=(3, 7))
 
 
 def test_import_smoke_runs_stdlib_steps_in_order_and_stops_at_the_first_failure(tmp_path: Path) -> None:

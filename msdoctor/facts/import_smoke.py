@@ -1,7 +1,8 @@
 """The import smoke test: import the installed training stack in a fresh target process (slow fact).
 
-``IMPORT_SMOKE`` runs probe/import_smoke.py under the target interpreter, from the project
-directory, with the live timeout. It imports the stack packages that are installed, in the order a
+``IMPORT_SMOKE`` is read from the live probe (msdoctor.facts.live.LIVE_DEVICE, probe/live.py), which
+imports the stack under the target interpreter, from the project directory, with the live timeout,
+before it tests the device: one MindSpore import serves both checks. It imports the stack packages that are installed, in the order a
 training script imports them: mindspore first (its import sets up the Ascend environment and avoids
 the libgomp static-TLS failure, research/compat.md C5), mindnlp before transformers (the reverse
 order fails even with transformers 4.57.1, C14), then transformers with one attribute touched so
@@ -10,18 +11,12 @@ that its lazy module really loads. With ``--quick`` it does not run and says so.
 
 from __future__ import annotations
 
-import json
-import os
-import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from msdoctor import proc
 from msdoctor.context import Context, FactSpec
-from msdoctor.probe import ProbeError, default_env, extract_json, script_source
 
-STEP_MARK = "@@MSDOCTOR-SMOKE-IMPORT@@"
 
 #: (module, attributes touched after import, version attribute); the training-script order
 ORDER: tuple[tuple[str, tuple[str, ...], Optional[str]], ...] = (
@@ -33,8 +28,6 @@ ORDER: tuple[tuple[str, tuple[str, ...], Optional[str]], ...] = (
     ("hccl", (), None),
 )
 
-#: MindSpore's log lines worth keeping as evidence ("[WARNING] ME(pid:tid,MainProcess):...")
-_LOG_RE = re.compile(r"^\[(WARNING|ERROR|CRITICAL)\] ME\(")
 
 
 @dataclass
@@ -74,41 +67,46 @@ def plan(target: Any) -> list[dict[str, Any]]:
     return steps
 
 
-def run_smoke(python: str, steps: list[dict[str, Any]], *, timeout: float, cwd: Any, environ: Any) -> SmokeResult:
-    planned = [s["module"] for s in steps]
-    argv = [python, "-W", "ignore", "-", json.dumps({"steps": steps})]
-    run_cwd = cwd if cwd is not None and os.path.isdir(cwd) else None
-    res = proc.run(argv, timeout=timeout, input=script_source("import_smoke.py"), cwd=run_cwd,
-                   env=default_env(environ))
-    log = [ln for ln in res.stderr.splitlines() if _LOG_RE.match(ln)][:30]
-    tail = (res.stderr or res.stdout).strip().splitlines()[-15:]
-    marks = [ln.split(None, 1)[1] for ln in res.stderr.splitlines() if ln.startswith(STEP_MARK + " ")]
-    current = marks[-1] if marks else None
-    base = dict(python=python, planned=planned, returncode=res.returncode, seconds=res.duration_s,
-                log_lines=log, output_tail=tail)
-    if res.start_error:
-        return SmokeResult("crashed", reason=f"cannot run {python}: {res.start_error}", **base)
-    if res.timed_out:
+def from_live(live: Any, planned: list[str]) -> SmokeResult:
+    """The smoke's verdict from a live probe run (msdoctor.facts.live.LiveDevice)."""
+    log = [str(line) for line in live.logs if line.level in ("WARNING", "ERROR", "CRITICAL")][:30]
+    current = live.smoke_marks[-1] if live.smoke_marks else None
+    base = dict(python=live.python, planned=planned, returncode=live.returncode, seconds=live.duration_s,
+                log_lines=log, output_tail=list(live.stderr_tail))
+    if live.smoke is not None:  # printed as soon as the imports finished: a later hang cannot lose it
+        seconds = (live.data.get("timings") or {}).get("smoke_s") or sum(
+            s.get("seconds") or 0 for s in live.smoke.get("steps", []))
+        base["seconds"] = seconds
+        return SmokeResult("ran", steps=list(live.smoke.get("steps", [])), **base)
+    if live.start_error:
+        return SmokeResult("crashed", reason=f"cannot run {live.python}: {live.start_error}", **base)
+    if live.timed_out:
         return SmokeResult("timeout", crashed_in=current,
-                           reason=f"the imports did not finish within {timeout:.0f} s", **base)
-    try:
-        data = extract_json(res.stdout)
-    except ProbeError:
-        return SmokeResult("crashed", crashed_in=current,
-                           reason=f"the process exited with status {res.returncode} during `import {current}`", **base)
-    return SmokeResult("ran", steps=list(data.get("steps", [])), **base)
+                           reason=f"the imports did not finish within {live.timeout_s:.0f} s", **base)
+    return SmokeResult("crashed", crashed_in=current,
+                       reason=f"the process exited with status {live.returncode} during `import {current}`", **base)
+
+
+def run_smoke(python: str, steps: list[dict[str, Any]], *, timeout: float, cwd: Any, environ: Any) -> SmokeResult:
+    """Run only the import smoke (no device part) and return its verdict."""
+    from msdoctor.facts.live import run_live
+
+    live = run_live(python, None, timeout=timeout, environ=environ, steps=steps, device=False, cwd=cwd)
+    return from_live(live, [s["module"] for s in steps])
 
 
 def _compute(ctx: Context) -> SmokeResult:
+    from msdoctor.facts.live import LIVE_DEVICE
+
     python = ctx.options.python or sys.executable
     if ctx.quick:
         return SmokeResult("skipped", python, reason="--quick skips live imports")
     steps = plan(ctx.target)
     if not steps:
         return SmokeResult("skipped", python, reason="none of mindspore, mindnlp, mindformers, transformers is installed")
-    return run_smoke(python, steps, timeout=ctx.options.live_timeout_s, cwd=ctx.project_dir, environ=ctx.environ)
+    return from_live(ctx.get(LIVE_DEVICE), [s["module"] for s in steps])
 
 
-#: Slow: imports MindSpore and friends in a fresh target process; prefetched so it overlaps other probes.
+#: Slow: imports MindSpore and friends in a fresh target process (shared with the device probe).
 IMPORT_SMOKE: FactSpec[SmokeResult] = FactSpec("import-smoke", _compute, slow=True,
                                                description="import the stack in a fresh target process")

@@ -1,12 +1,17 @@
-"""The live device probe: MindSpore imported in the target interpreter, the device selected, a matmul checked.
+"""The live probe: the stack imported in the target interpreter, the device selected, a matmul checked.
+
+One target process does both the import smoke (version-matrix) and the device test
+(device-target), so MindSpore is imported once per `msdoctor check` (probe/live.py).
 
 Public API:
 
 * ``LIVE_DEVICE`` (slow; prefetch it) -> :class:`LiveDevice`, or None under ``--quick``.
-  It runs ``msdoctor/probe/live_device.py`` with ``ctx.options.live_timeout_s``, for
-  the requested target (``requested_device_target(ctx)``; None: MindSpore's default).
+  It runs ``msdoctor/probe/live.py`` with ``ctx.options.live_timeout_s``, for
+  the requested target (``requested_device_target(ctx)``; None: MindSpore's default),
+  after importing the installed stack in training-script order (``import_smoke.plan``).
   It never raises for the probe's own failures: a timeout, a crash, or an import
-  error are fields of the result (``timed_out``, ``failure``, ``import_error``).
+  error are fields of the result (``timed_out``, ``failure``, ``import_error``);
+  ``smoke`` holds the import smoke's own result, which survives a later hang.
 * :func:`parse_log` (pure): MindSpore's stderr -> :class:`LogLine` list, phase-tagged.
 * :func:`run_live` runs the probe for explicit arguments (tests, benchmarks).
 
@@ -31,6 +36,8 @@ from msdoctor import proc
 
 LIVE_SCHEMA = 1
 PHASE_RE = re.compile(r"^@@MSDOCTOR-PHASE (\w+)@@$")
+STEP_MARK = "@@MSDOCTOR-SMOKE-IMPORT@@"
+SMOKE_BEGIN, SMOKE_END = "@@MSDOCTOR-SMOKE-BEGIN@@", "@@MSDOCTOR-SMOKE-END@@"
 #: MindSpore's Python logger and glog both start a record with "[LEVEL] MODULE(pid...)...".
 #: Python: "[WARNING] ME(11237:1403...,MainProcess):2026-11-29-19:21:58.190.00 [mindspore/run_check/_check_version.py:315] msg"
 #: C++:    "[WARNING] DEVICE(123,7f..,python):2025-... [mindspore/ccsrc/...cc:12] Func] msg"   (observed: GLOG_v=1 run)
@@ -58,7 +65,9 @@ class LiveDevice:
     Attributes:
         python: the interpreter the probe ran.
         requested: the device target asked for (None: MindSpore's default).
-        data: the probe's JSON (see msdoctor/probe/live_device.py), {} when none came back.
+        data: the probe's JSON (see msdoctor/probe/live.py), {} when none came back.
+        smoke: the import smoke's JSON ({"steps": [...]}), None when no smoke ran or it never finished.
+        smoke_marks: the modules whose import started, in order (the last one is where a crash or hang was).
         logs: MindSpore's log records, phase-tagged.
         stderr_tail: the last lines of stderr that were not log records (tracebacks, crashes).
         timed_out: the probe was stopped after ``timeout_s``.
@@ -78,6 +87,9 @@ class LiveDevice:
     last_phase: Optional[str] = None
     duration_s: float = 0.0
     returncode: Optional[int] = None
+    smoke: Optional[dict[str, Any]] = None
+    smoke_marks: list[str] = field(default_factory=list)
+    start_error: Optional[str] = None
 
     # conveniences over data ------------------------------------------------------
     @property
@@ -136,6 +148,9 @@ def parse_log(stderr: str) -> tuple[list[LogLine], list[str], Optional[str]]:
             current_phase = m.group(1)
             current = None
             continue
+        if line.startswith(STEP_MARK):
+            current = None
+            continue
         rec = LOG_RE.match(line)
         if rec:
             current = LogLine(rec.group(1), rec.group(2), rec.group(5), rec.group(6).strip(), current_phase or "start")
@@ -160,18 +175,46 @@ def probe_env(environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def run_live(python: str, target: Optional[str], *, timeout: float, environ: Mapping[str, str],
-             size: int = 64) -> LiveDevice:
-    """Run the live probe in a scratch directory and return what happened (never raises for probe failures)."""
+def smoke_marks(stderr: str) -> list[str]:
+    return [ln.split(None, 1)[1].strip() for ln in stderr.splitlines() if ln.startswith(STEP_MARK + " ")]
+
+
+def smoke_block(stdout: str) -> Optional[dict[str, Any]]:
+    """The import smoke's JSON, printed by the probe as soon as the imports finished."""
     import json
 
-    if os.sep in python:  # the probe runs in a scratch cwd: a relative path would not resolve there
+    start, end = stdout.rfind(SMOKE_BEGIN), stdout.rfind(SMOKE_END)
+    if start < 0 or end < start:
+        return None
+    try:
+        data = json.loads(stdout[start + len(SMOKE_BEGIN):end])
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def run_live(python: str, target: Optional[str], *, timeout: float, environ: Mapping[str, str],
+             size: int = 64, steps: Optional[list] = None, device: bool = True,
+             cwd: Optional[Any] = None) -> LiveDevice:
+    """Run the live probe and return what happened (never raises for probe failures).
+
+    Args:
+        steps: import-smoke steps to run first (see msdoctor.facts.import_smoke.plan).
+        device: also select the device and run the matmul.
+        cwd: where the imports run (the project dir: a shadowing module there matters);
+            the device part then moves to a scratch directory.
+    """
+    import json
+
+    if os.sep in python:  # the device part runs in a scratch cwd: a relative path would not resolve there
         python = os.path.abspath(python)
     result = LiveDevice(python=python, requested=target, timeout_s=timeout)
     scratch = tempfile.mkdtemp(prefix="msdoctor-live-")
+    run_cwd = cwd if cwd is not None and os.path.isdir(cwd) else scratch
+    args = {"target": target, "size": size, "seed": 0, "steps": steps or [], "device": device, "scratch": scratch}
     try:
-        argv = [python, "-W", "ignore", "-", json.dumps({"target": target, "size": size, "seed": 0})]
-        res = proc.run(argv, timeout=timeout, input=script_source("live_device.py"), cwd=scratch,
+        argv = [python, "-W", "ignore", "-", json.dumps(args)]
+        res = proc.run(argv, timeout=timeout, input=script_source("live.py"), cwd=run_cwd,
                        env=probe_env(environ))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -179,7 +222,10 @@ def run_live(python: str, target: Optional[str], *, timeout: float, environ: Map
     result.returncode = res.returncode
     result.logs, other, result.last_phase = parse_log(res.stderr)
     result.stderr_tail = other[-15:]
+    result.smoke = smoke_block(res.stdout)
+    result.smoke_marks = smoke_marks(res.stderr)
     if res.start_error:
+        result.start_error = res.start_error
         result.failure = f"cannot run {python}: {res.start_error}"
         return result
     if res.timed_out:
@@ -205,11 +251,13 @@ def _compute(ctx: Context) -> Optional[LiveDevice]:
     if ctx.options.quick:
         return None
     from msdoctor.facts.config import requested_device_target
+    from msdoctor.facts.import_smoke import plan
 
     python = ctx.options.python or sys.executable
-    return run_live(python, requested_device_target(ctx), timeout=ctx.options.live_timeout_s, environ=ctx.environ)
+    return run_live(python, requested_device_target(ctx), timeout=ctx.options.live_timeout_s, environ=ctx.environ,
+                    steps=plan(ctx.target), cwd=ctx.project_dir)
 
 
-#: MindSpore imported and used on the requested device in the target interpreter (None with --quick).
+#: The stack imported and MindSpore used on the requested device, in one target process (None with --quick).
 LIVE_DEVICE: FactSpec[Optional[LiveDevice]] = FactSpec("live-device", _compute, slow=True,
-                                                       description="live MindSpore device probe")
+                                                       description="live MindSpore probe (imports + device)")

@@ -1,20 +1,32 @@
-# msdoctor live device probe.
+# msdoctor live probe: the training stack imported, then the device used, in ONE target process.
 #
 # Run BY THE TARGET INTERPRETER as `python -W ignore - '<json args>'` with this file
-# on stdin, from a scratch directory (Ascend writes kernel_meta/ into the cwd).
-# Standard library only at parse time; must parse as Python 3.7. It imports
-# MindSpore (the one place msdoctor does), selects the requested device, runs a
-# small matmul and compares it with a NumPy float64 reference.
+# on stdin, from the user's project directory. Standard library only at parse time;
+# must parse as Python 3.7. It is the one place where msdoctor imports MindSpore,
+# and it does so once: importing it twice (a smoke test and a device test in two
+# processes) would double the slowest part of `msdoctor check` on a 2-core machine.
+#
+# 1. Import smoke ("steps"): import the installed stack in the order a training
+#    script does (mindspore, mindnlp before transformers: research/compat.md C14),
+#    stop at the first failure. A marker line on stderr before each import tells
+#    the caller which import was running if the process crashes or hangs. The
+#    smoke result is printed (and flushed) as soon as it is known, so a later hang
+#    in device initialisation cannot lose it.
+# 2. Device ("device": true): chdir to the scratch directory (Ascend writes
+#    kernel_meta/ into the cwd), select the requested target, run a small matmul,
+#    compare it with a NumPy float64 reference.
 #
 # MindSpore's own log lines go to stderr (GLOG_logtostderr=1, level from GLOG_v
-# set by the caller). The probe writes phase markers to stderr too, so whoever
-# reads stderr knows which phase each line (or a hang) belongs to, even when the
-# process is killed by the caller's timeout and no JSON is printed.
+# set by the caller). Phase markers on stderr tell which phase each line (or a
+# hang) belongs to, even when the process is killed by the caller's timeout.
 #
-# Args (JSON in sys.argv[1]): {"target": "Ascend"|"GPU"|"CPU"|null, "size": 64, "seed": 0}
-# Output: one JSON object between marker lines on stdout (schema LIVE_SCHEMA).
+# Args (JSON in sys.argv[1]): {"steps": [{"module", "touch", "version_attr"}...],
+#   "device": true, "target": "Ascend"|"GPU"|"CPU"|null, "scratch": DIR, "size": 64, "seed": 0}
+# Output on stdout: the smoke result between SMOKE_BEGIN/SMOKE_END, then the
+# whole result (schema LIVE_SCHEMA) between BEGIN/END.
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -23,6 +35,9 @@ LIVE_SCHEMA = 1
 BEGIN = "@@MSDOCTOR-PROBE-BEGIN@@"
 END = "@@MSDOCTOR-PROBE-END@@"
 PHASE = "@@MSDOCTOR-PHASE {}@@"
+STEP = "@@MSDOCTOR-SMOKE-IMPORT@@"
+SMOKE_BEGIN = "@@MSDOCTOR-SMOKE-BEGIN@@"
+SMOKE_END = "@@MSDOCTOR-SMOKE-END@@"
 
 
 def phase(name):
@@ -39,6 +54,60 @@ def error_of(exc):
         "where": "".join(traceback.format_tb(exc.__traceback__)[-2:])[-2000:],
         "summary": "".join(tail).strip().splitlines()[0][:500] if tail else type(exc).__name__,
     }
+
+
+def _resolve(obj, dotted):
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def run_step(step):
+    """Import one module of the stack; a failure is a result (with the package's own traceback)."""
+    name = step["module"]
+    sys.stderr.write("\n" + STEP + " " + name + "\n")
+    sys.stderr.flush()
+    started = time.time()
+    out = {"module": name, "ok": False, "seconds": None, "version": None, "touched": []}
+    try:
+        module = __import__(name)
+        for sub in name.split(".")[1:]:
+            module = getattr(module, sub)
+        # lazy packages (transformers) import their real code only on attribute access
+        for attr in step.get("touch") or []:
+            _resolve(module, attr)
+            out["touched"].append(attr)
+        attr = step.get("version_attr")
+        if attr:
+            try:
+                value = _resolve(module, attr)
+                out["version"] = value if isinstance(value, str) else repr(value)
+            except Exception:
+                out["version"] = None
+        out["ok"] = True
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt from a broken package too
+        # from the frame below this script's own: the user needs the package's frames only
+        tb = traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next)
+        lines = "".join(tb).rstrip().splitlines()
+        out["error_type"] = type(exc).__name__
+        out["error"] = str(exc)[:2000]
+        out["last_line"] = lines[-1] if lines else type(exc).__name__
+        out["traceback_tail"] = lines[-12:]
+    out["seconds"] = round(time.time() - started, 3)
+    return out
+
+
+def smoke(steps):
+    results = []
+    for step in steps:
+        res = run_step(step)
+        results.append(res)
+        if not res["ok"]:
+            break
+    data = {"steps": results, "python": "%d.%d.%d" % tuple(sys.version_info[:3])}
+    sys.stdout.write("\n" + SMOKE_BEGIN + "\n" + json.dumps(data) + "\n" + SMOKE_END + "\n")
+    sys.stdout.flush()
+    return data
 
 
 def select_device(ms, target):
@@ -105,6 +174,7 @@ def main():
     t0 = time.time()
     data = {
         "live_schema": LIVE_SCHEMA,
+        "smoke": None,
         "python": sys.executable,
         "requested": target,
         "mindspore_version": None,
@@ -120,6 +190,17 @@ def main():
         "compute_error": None,
         "timings": {},
     }
+
+    steps = args.get("steps") or []
+    if steps:
+        phase("smoke")
+        data["smoke"] = smoke(steps)
+        data["timings"]["smoke_s"] = time.time() - t0
+    if not args.get("device", True):
+        return finish(data, t0)
+    scratch = args.get("scratch")
+    if scratch and os.path.isdir(scratch):
+        os.chdir(scratch)
 
     phase("import")
     start = time.time()
