@@ -162,6 +162,7 @@ class DeviceTargetCheck:
     id = "device-target"
     title = "Device target"
     description = "Whether the requested device (Ascend/GPU/CPU) is usable, proved by a live matmul, and what MindSpore really runs on"
+    order = 40  # place in reports: environment first, then stack, devices, editors, project
     prefetch = (LIVE_DEVICE,)
 
     def run(self, ctx: Context) -> list[Finding]:

@@ -75,6 +75,7 @@ class DuplicateInstallsCheck:
     title = "Duplicate and broken installs"
     description = ("A package installed twice, rival distributions, shadowed modules, broken installs, "
                    "console scripts of another environment")
+    order = 30  # place in reports: environment first, then stack, devices, editors, project
 
     def run(self, ctx: Context) -> list[Finding]:
         dirs = []

@@ -184,6 +184,7 @@ class KernelMismatchCheck:
     id = "kernel-mismatch"
     title = "Kernel and editor interpreters"
     description = "Jupyter kernels, VS Code settings and the shell run a Python that imports the target's mindspore"
+    order = 50  # place in reports: environment first, then stack, devices, editors, project
     prefetch = (KERNEL_VIEW,)
     timeout_s = 90
 

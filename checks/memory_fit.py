@@ -108,6 +108,7 @@ class MemoryFitCheck:
     id = "memory-fit"
     title = "Training memory fit"
     description = "Will the --config training run fit in device memory (estimate per device vs capacity)"
+    order = 70  # place in reports: environment first, then stack, devices, editors, project
     needs_config = True
 
     def run(self, ctx: Context) -> list[Finding]:

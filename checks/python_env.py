@@ -146,6 +146,7 @@ class PythonEnvCheck:
     id = "python-env"
     title = "Python environment"
     description = "Which interpreter is examined, whether it is the activated env, PYTHONPATH/PYTHONHOME leaks"
+    order = 10  # place in reports: environment first, then stack, devices, editors, project
 
     def run(self, ctx: Context) -> list[Finding]:
         return evaluate(ctx.target)

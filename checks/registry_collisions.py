@@ -203,6 +203,7 @@ class RegistryCollisionsCheck:
     id = "registry-collisions"
     title = "Model registry collisions"
     description = "Model names registered by your project or installed packages that transformers/MindNLP/MindFormers already own"
+    order = 60  # place in reports: environment first, then stack, devices, editors, project
 
     def run(self, ctx: Context) -> list[Finding]:
         t = ctx.target

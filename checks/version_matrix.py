@@ -97,6 +97,7 @@ class VersionMatrixCheck:
     id = "version-matrix"
     title = "Version matrix"
     description = "MindSpore, MindNLP, MindFormers, transformers, numpy, Python, CANN, driver and CUDA fit together"
+    order = 20  # place in reports: environment first, then stack, devices, editors, project
     prefetch = (IMPORT_SMOKE,)
 
     def run(self, ctx: Context) -> list[Finding]:

@@ -49,6 +49,7 @@ class Check(Protocol):
       starts them before any check runs, so they overlap.
     * ``timeout_s``: the most this check may take (default: runner's per-check timeout).
     * ``needs_config``: True when the check only applies with ``--config``.
+    * ``order``: where it appears in reports (lower first; default 100, then by id).
     """
 
     id: str
@@ -221,7 +222,14 @@ def load_registry(
             continue
         for obj in objects:
             add(obj, provider, ep_text)
+    # report order: msdoctor's own checks by their `order`, then plugins; ties by id
+    registry.checks.sort(key=lambda c: (c.provider != BUILTIN_PROVIDER, _order(c.check), c.id))
     return registry
+
+
+def _order(check: Any) -> float:
+    value = getattr(check, "order", 100)
+    return value if isinstance(value, (int, float)) else 100
 
 
 def load_failure_finding(failure: LoadFailure) -> Finding:

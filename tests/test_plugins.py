@@ -47,7 +47,7 @@ def test_loader_instantiates_classes_instances_and_factories() -> None:
         FakeEP("c", "m:C", lambda: [type("C", (Good,), {"id": "c-check"})()]),
     ]
     reg = load_registry(entry_points=eps)
-    assert reg.ids() == ["good-check", "b-check", "c-check"]
+    assert reg.ids() == ["b-check", "c-check", "good-check"]  # plugins ordered by id
 
 
 def test_broken_plugin_becomes_a_failure_named_after_its_distribution() -> None:
