@@ -248,7 +248,11 @@ def finish(data, t0):
     data["timings"]["total_s"] = time.time() - t0
     sys.stdout.write("\n" + BEGIN + "\n" + json.dumps(data) + "\n" + END + "\n")
     sys.stdout.flush()
-    return 0
+    sys.stderr.flush()
+    # The result is out. Skip the interpreter's teardown: with MindSpore (and transformers)
+    # loaded it takes about 0.3 s here and proves nothing (observed: `python -c "import
+    # mindspore"` 1.51 s vs 1.21 s with os._exit(0), 2 cores).
+    os._exit(0)
 
 
 if __name__ == "__main__":
