@@ -280,3 +280,24 @@ def test_resolved_config_round_trips_through_json():
 
     cfg = from_dict({"model": {"num_layers": 3}, "data": {"paths": ["a/*.txt"]}})
     assert from_dict(json.loads(json.dumps(to_dict(cfg)))) == cfg
+
+
+def test_mfu_peak_comes_from_the_config_the_chip_npu_smi_named_or_the_cpu():
+    from msdoctor.training.flops import peak_tflops
+
+    assert peak_tflops("Ascend", 300.0, "910B3") == (300.0, "runtime.device_peak_tflops")
+    assert peak_tflops("Ascend", None, "910B3")[0] == 313.0
+    assert peak_tflops("Ascend", None, "") is None  # unknown chip: no MFU rather than a wrong one
+    assert peak_tflops("GPU", None, "NVIDIA H100 80GB HBM3")[0] == 989.0
+
+
+def test_train_passes_the_chip_npu_smi_reported_to_the_trainer():
+    """npu-smi's chip name, as the Ascend facts parsed it during the checks (real npu-smi format, compat.md B9)."""
+    from msdoctor.commands.train import chip_name
+    from msdoctor.context import Context
+    from msdoctor.facts.ascend import NPU_SMI, NpuChip, NpuSmiInfo
+
+    chip = NpuChip(0, 0, None, "910B3", "OK", 93.1, 40, 0, 0, 0, 3403, 65536, "0000:C1:00.0")
+    assert chip_name(Context(facts={NPU_SMI.name: NpuSmiInfo("23.0.6", "23.0.6", chips=[chip])})) == "910B3"
+    assert chip_name(Context(facts={NPU_SMI.name: None})) == ""
+    assert chip_name(Context(facts={})) == ""  # not probed during the checks: not probed again

@@ -132,7 +132,8 @@ class TrainConfig:
     loss_scale_init: float = _f(65536.0, "initial fp16 loss scale (2^16); dynamic scaling halves it on overflow")
     loss_scale_window: int = _f(1000, "dynamic scaling doubles the scale after this many finite steps")
     half_on_cpu: bool = _f(
-        False, "run fp16 on CPU anyway (2-3x slower than fp32 there; exercises loss scaling). Default: CPU runs fp32"
+        False, "run train.precision on CPU anyway (fp16: 2-3x slower than fp32, exercises loss scaling; bf16: "
+        "fails, MindSpore 2.7 has no bf16 CPU kernels). Default: CPU runs fp32"
     )
     recompute: str = _f("none", "activation recompute: none | selective | full", choices=RECOMPUTE)
     flash_attention: bool = _f(False, "fused flash attention (Ascend); the CPU path uses plain attention")

@@ -17,6 +17,7 @@ import glob
 import hashlib
 import json
 import os
+import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +50,8 @@ class JsonTokenizer:
         try:
             from tokenizers import Tokenizer
         except ImportError as exc:
-            raise DataError(f"data.tokenizer = {path} needs the 'tokenizers' package: pip install tokenizers") from exc
+            raise DataError(f"data.tokenizer = {path} needs the 'tokenizers' package: "
+                            f"{sys.executable} -m pip install tokenizers") from exc
         self.tok = Tokenizer.from_file(str(path))
         self.vocab_size = self.tok.get_vocab_size(with_added_tokens=True)
         self.identity = "tokenizer.json:" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]

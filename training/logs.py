@@ -20,6 +20,18 @@ from typing import Any, Optional
 COLUMNS = ("step", "loss", "lr", "grad_norm", "loss_scale", "tokens_per_s", "step_time", "mfu_estimate")
 
 
+class _Stdout(logging.StreamHandler):
+    """Writes to whatever sys.stdout is now: under a rich progress bar, its proxy prints above the bar."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 def setup_logging(run_dir: Path, rank: int) -> logging.Logger:
     """Rank 0 logs to the console and run_dir/train.log; other ranks to run_dir/train_rank<N>.log only."""
     log = logging.getLogger("msdoctor.training")
@@ -32,7 +44,7 @@ def setup_logging(run_dir: Path, rank: int) -> logging.Logger:
     to_file.setFormatter(fmt)
     log.addHandler(to_file)
     if rank == 0:
-        to_console = logging.StreamHandler(sys.stdout)
+        to_console = _Stdout()
         to_console.setFormatter(logging.Formatter("%(message)s"))
         log.addHandler(to_console)
     return log

@@ -77,8 +77,9 @@ def compute_precision(cfg: RunConfig) -> tuple[str, str]:
     t = cfg.train
     if cfg.runtime.device_target != "CPU" or t.precision == "fp32":
         return t.precision, f"precision {t.precision}"
-    if t.precision == "fp16" and t.half_on_cpu:
-        return "fp16", "precision fp16 on CPU (train.half_on_cpu: slower than fp32 there, for testing loss scaling)"
+    if t.half_on_cpu:
+        return t.precision, (f"precision {t.precision} on CPU (train.half_on_cpu): fp16 is slower than fp32 there, "
+                             "bf16 has no CPU kernels")
     return "fp32", (f"precision fp32 on CPU instead of {t.precision}: bf16 has no CPU kernels and fp16 is 2-3x "
                     "slower than fp32 on CPU in MindSpore 2.7 (research/mindspore_cpu.md section 2)")
 

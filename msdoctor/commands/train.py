@@ -72,7 +72,18 @@ def gate(python: str, facts: Any, verbose: bool) -> Any:
     options = build_options(python, None, facts.path, None, False, verbose, 30.0)
     ctx = Context(options, facts={CONFIG.name: facts})
     with progress("msdoctor: checking the environment before training"):
-        return diagnose(ctx, Selection(plugins=not autoload_disabled())).report
+        return diagnose(ctx, Selection(plugins=not autoload_disabled()))
+
+
+def chip_name(ctx: Any) -> str:
+    """The Ascend chip npu-smi reported during the checks ("910B3"), for the trainer's MFU peak; "" if none."""
+    from msdoctor.facts.ascend import NPU_SMI
+
+    try:
+        info = ctx.get(NPU_SMI) if ctx.has(NPU_SMI) else None
+    except Exception:  # the device checks report npu-smi problems; the MFU estimate just goes without
+        return ""
+    return info.chips[0].name if info is not None and info.chips else ""
 
 
 def write_report(report: Any, run_dir: Path) -> Path:
@@ -131,27 +142,37 @@ def start(launch: Any, run_dir: Path) -> int:
     return rc
 
 
-def log_tail(run_dir: Path, worker_logs: Optional[Path]) -> str:
-    """The last lines of what the trainer wrote: train.log, stderr.log, msrun's worker and scheduler logs."""
+def log_files(run_dir: Path, worker_logs: Optional[Path]) -> list[Path]:
+    """What the trainer wrote: train.log, stderr.log, msrun's worker and scheduler logs."""
     files = [run_dir / "train.log", run_dir / "stderr.log"]
     if worker_logs is not None and worker_logs.is_dir():
         files += sorted(worker_logs.glob("*.log"))
+    return [f for f in files if f.is_file()]
+
+
+def log_tail(files: list[Path]) -> str:
     parts = []
     for f in files:
-        if f.is_file():
-            lines = f.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
-            if lines:
-                parts.append(f"==> {f} <==\n" + "\n".join(lines))
+        lines = f.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+        if lines:
+            parts.append(f"==> {f} <==\n" + "\n".join(lines))
     return "\n".join(parts)
 
 
-def explain_failure(tail: str, python: str) -> list[str]:
-    """Known causes in the log tail, through msdoctor.explain when it is installed."""
+def explain_failure(files: list[Path], python: str) -> list[str]:
+    """Known causes anywhere in the logs (a MindSpore error often sits above a long traceback),
+    through msdoctor.explain when it is installed."""
     try:
-        from msdoctor.explain import describe, explain_text
+        from msdoctor.explain import describe, explain_file
     except ImportError:
         return []
-    return [describe(m, python) for m in explain_text(tail)]
+    seen, out = set(), []
+    for f in files:
+        for m in explain_file(f):
+            if m.entry_id not in seen:
+                seen.add(m.entry_id)
+                out.append(describe(m, python))
+    return out
 
 
 @click.command("train")
@@ -195,7 +216,8 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
     for w in warnings(cfg):
         click.echo(f"  warning: {w}")
 
-    report = gate(target, facts, verbose)
+    diagnosis = gate(target, facts, verbose)
+    report = diagnosis.report
     render("terminal", report, sys.stdout, RenderOptions(verbose=verbose))
     run_dir.mkdir(parents=True, exist_ok=True)
     saved = write_report(report, run_dir)
@@ -205,6 +227,8 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
 
     write_config(cfg, run_dir)
     how = launching.build(cfg, target, run_dir, resume, dict(os.environ))
+    if cfg.runtime.device_target == "Ascend":
+        how.env.setdefault("MSDOCTOR_CHIP", chip_name(diagnosis.context))
     click.echo(f"checks passed (report: {saved}); starting "
                + ("1 training process" if cfg.runtime.device_num == 1 else f"{cfg.runtime.device_num} workers via msrun"))
     rc = start(how, run_dir)
@@ -216,9 +240,9 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
                    f"msdoctor train --config {facts.path} --resume" + (f" --output-dir {run_dir}" if output_dir else ""),
                    err=True)
         return rc
-    tail = log_tail(run_dir, how.worker_logs)
-    click.echo(f"training failed (exit status {rc}); the end of its logs:\n{tail}", err=True)
-    causes = explain_failure(tail, target)
+    files = log_files(run_dir, how.worker_logs)
+    click.echo(f"training failed (exit status {rc}); the end of its logs:\n{log_tail(files)}", err=True)
+    causes = explain_failure(files, target)
     if causes:
         click.echo("\nlikely cause:\n" + "\n\n".join(causes), err=True)
     return int(ExitCode.PROBLEMS)

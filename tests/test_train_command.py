@@ -1,0 +1,188 @@
+"""``msdoctor train``: the gate in front of the trainer, through the real installed command.
+
+The device-target, memory-fit and the other checks are the real ones, run against this CPU
+machine (no Ascend here, so a config asking for Ascend must be refused). A failing check from a
+third-party plugin is injected the way a plugin is installed: a dist-info with an entry point in
+the ``msdoctor.checks`` group, on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers import env_with, msdoctor_exe, run_msdoctor
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.slow]
+
+TINY = {"name": "gate-tiny", "runtime": {"device_target": "CPU", "device_num": 1},
+        "model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
+        "train": {"micro_batch_size": 8, "seq_length": 64, "max_steps": 300, "warmup_steps": 6},
+        "logging": {"every_steps": 1, "tensorboard": False}, "checkpoint": {"every_steps": 0}}
+
+
+def write_yaml(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def tiny_config(tmp_path: Path, **sections: dict) -> Path:
+    data = json.loads(json.dumps(TINY))
+    data["data"] = {"cache_dir": str(tmp_path / "tokens")}
+    for key, values in sections.items():
+        data.setdefault(key, {}).update(values)
+    return write_yaml(tmp_path / "train.yaml", data)
+
+
+def report_status(run_dir: Path) -> dict[str, str]:
+    data = json.loads((run_dir / "check-report.json").read_text())
+    return {c["id"]: c["status"] for c in data["checks"]}
+
+
+def assert_not_started(run_dir: Path) -> None:
+    """The trainer writes train.log first and msdoctor writes config.json / stderr.log only to launch it."""
+    for name in ("train.log", "config.json", "stderr.log", "metrics.csv", "checkpoints"):
+        assert not (run_dir / name).exists(), name
+
+
+def test_ascend_config_on_this_cpu_machine_is_refused_with_the_device_target_finding(tmp_path):
+    config = tmp_path / "llama2-7b.yaml"
+    config.write_text((REPO / "training" / "configs" / "llama2-7b-910b-x8.yaml").read_text())
+    run_dir = tmp_path / "run"
+    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "device-target" in res.stdout and "Ascend" in res.stdout
+    assert "training not started" in res.stderr
+    status = report_status(run_dir)
+    assert status["device-target"] == "fail"
+    assert status["memory-fit"] == "pass"  # the 7B config itself fits 8 x 910B: only the device is missing
+    assert_not_started(run_dir)
+
+
+def test_a_config_that_does_not_fit_memory_is_refused(tmp_path):
+    # a 6.4e9-parameter model in fp32 with AdamW: ~100 GiB of weights, gradients and Adam state,
+    # against this CPU machine's RAM (on CPU memory-fit compares with the host's available RAM)
+    config = tiny_config(tmp_path, model={"num_layers": 32, "hidden_size": 4096, "num_heads": 32, "num_kv_heads": 32,
+                                          "vocab_size": 256})
+    run_dir = tmp_path / "run"
+    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    status = report_status(run_dir)
+    assert status["memory-fit"] == "fail" and status["device-target"] in ("pass", "warn")
+    assert "does not fit" in res.stdout
+    assert_not_started(run_dir)
+
+
+def test_an_invalid_config_lists_all_its_problems_at_once(tmp_path):
+    config = write_yaml(tmp_path / "bad.yaml", {
+        "runtime": {"device_num": 2},  # data x tensor x pipeline = 1
+        "model": {"hiden_size": 64, "num_heads": 3},  # typo; 64 heads-divisibility below
+        "train": {"max_steps": 10, "warmup_steps": 20},
+    })
+    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(tmp_path / "run"), cwd=tmp_path)
+    assert res.returncode == 2
+    err = res.stderr
+    assert "4 problem(s)" in err, err
+    assert f"{config}:4: model.hiden_size: unknown key; did you mean 'hidden_size'?" in err
+    assert f"{config}:2: runtime.device_num = 2" in err and "train.warmup_steps = 20" in err
+    assert "model.hidden_size = 64: must be divisible by num_heads (3)" in err
+    assert "docs/training-config.md" in err
+    assert not (tmp_path / "run").exists() and "Traceback" not in err
+
+
+PLUGIN = '''
+from msdoctor.model import Finding
+
+class GateFixture:
+    id = "gate-fixture"
+    title = "Gate fixture"
+    description = "a third-party check that always fails"
+
+    def run(self, ctx):
+        return [Finding.fail("gate fixture refuses this run", detail="injected by the test", fix="none")]
+'''
+
+
+def test_a_failing_check_from_a_plugin_stops_training_before_it_starts(tmp_path):
+    site = tmp_path / "site"
+    dist = site / "gatefixture-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: gatefixture\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[msdoctor.checks]\ngate-fixture = gatefixture_check:GateFixture\n")
+    (site / "gatefixture_check.py").write_text(textwrap.dedent(PLUGIN))
+    run_dir = tmp_path / "run"
+    res = run_msdoctor("train", "--config", str(tiny_config(tmp_path)), "--output-dir", str(run_dir),
+                       env=env_with({"PYTHONPATH": str(site)}), cwd=tmp_path, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "gate fixture refuses this run" in res.stdout
+    assert report_status(run_dir)["gate-fixture"] == "fail"
+    assert_not_started(run_dir)
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    if not (run_dir / "metrics.csv").exists():
+        return []
+    with open(run_dir / "metrics.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_checks_pass_training_runs_stops_on_sigterm_with_a_checkpoint_and_resumes(tmp_path):
+    config = tiny_config(tmp_path)
+    run_dir = tmp_path / "run"
+    argv = [msdoctor_exe(), "train", "--config", str(config), "--output-dir", str(run_dir)]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env_with(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while len(_rows(run_dir)) < 5 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGTERM)  # preemption: msdoctor passes it on, the trainer saves and exits
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, out + err
+    assert "checks passed" in out and "stopped by a signal" in err and "--resume" in err
+    assert all(s in ("pass", "warn", "skip") for s in report_status(run_dir).values())
+    saved = [p.name for p in (run_dir / "checkpoints").glob("step_*")]
+    assert len(saved) == 1
+    stopped_at = int(saved[0].split("_")[1])
+    assert stopped_at >= 5 and f"stopped by signal {int(signal.SIGTERM)} after step {stopped_at}" in (
+        run_dir / "train.log").read_text()
+
+    again = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path)
+    assert again.returncode == 2 and "--resume" in again.stderr  # a run directory is never silently reused
+
+    resumed = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--resume",
+                           cwd=tmp_path, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert f"resume: step {stopped_at} " in (run_dir / "train.log").read_text()
+    steps = [int(r["step"]) for r in _rows(run_dir)]
+    assert steps == list(range(1, 301))
+    assert float(_rows(run_dir)[-1]["loss"]) < float(_rows(run_dir)[0]["loss"]) - 1.0
+    assert json.loads((run_dir / "config.json").read_text())["train"]["max_steps"] == 300
+    assert os.path.exists(run_dir / "config.yaml")
+
+
+def test_a_failed_run_shows_its_log_tail_and_the_likely_cause(tmp_path):
+    """bf16 forced onto CPU (train.half_on_cpu) passes the gate but MindSpore has no bf16 CPU kernels."""
+    config = tiny_config(tmp_path, train={"precision": "bf16", "half_on_cpu": True, "max_steps": 20})
+    run_dir = tmp_path / "run"
+    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "checks passed" in res.stdout and "training failed" in res.stderr
+    assert "train.log <==" in res.stderr  # the end of the logs
+    assert "Unsupported data type" in res.stderr  # the MindSpore error line, found anywhere in the logs
+    assert "likely cause:" in res.stderr and "[bf16-on-cpu]" in res.stderr  # from msdoctor.explain's catalogue
+    assert "training failed:" in (run_dir / "train.log").read_text()
