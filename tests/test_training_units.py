@@ -301,3 +301,15 @@ def test_train_passes_the_chip_npu_smi_reported_to_the_trainer():
     assert chip_name(Context(facts={NPU_SMI.name: NpuSmiInfo("23.0.6", "23.0.6", chips=[chip])})) == "910B3"
     assert chip_name(Context(facts={NPU_SMI.name: None})) == ""
     assert chip_name(Context(facts={})) == ""  # not probed during the checks: not probed again
+
+
+@pytest.mark.parametrize("path", [c for c in CONFIGS if "910b" in c.name], ids=lambda p: p.name)
+def test_ascend_configs_fit_their_stated_hardware_by_memory_fit(path):
+    """msdoctor.memory's estimate against the config's own runtime.device_memory (58 GB of a 64 GB 910B)."""
+    from msdoctor.context import Context
+    from msdoctor.memory import load_source, make_plan
+
+    plan = make_plan(load_source(str(path)), Context(facts={}), probe=False)
+    est = plan.estimate
+    assert est.capacity == 58 * 2 ** 30  # MindSpore max_device_memory "58GB" = 58 GiB
+    assert plan.verdict == "fits", (est.total / 2 ** 30, [(c.label, c.bytes / 2 ** 30) for c in est.components])
