@@ -204,7 +204,7 @@ def test_shard_strategies_reach_every_planned_primitive():
     from msdoctor.training.parallel import apply_plan, shard_plan
 
     m = ModelConfig(num_layers=2, hidden_size=64, num_heads=8, num_kv_heads=4, vocab_size=256)
-    net = GPT(m, 32)
+    net = GPT(m, 32, "bf16", flash=True)  # built, not run: the fused kernel has no CPU implementation
     set_count = apply_plan(net, dp=2, tp=2)
     plan = shard_plan(2, 2)
     blk = net.blocks[0]
@@ -214,6 +214,7 @@ def test_shard_strategies_reach_every_planned_primitive():
     assert blk.mlp.w2.matmul.in_strategy == plan["row"]["matmul"]
     assert blk.attn.qk.in_strategy == plan["attention"]["qk"]
     assert blk.attn.rope_q.mul_cos.in_strategy == plan["rotary"]["mul_cos"]
+    assert blk.attn.flash.in_strategy == plan["attention"]["flash"]
     # every primitive the plan names exists in the model and got its strategy
     from msdoctor.training.parallel import kind_of
 
@@ -250,3 +251,17 @@ def test_data_parallel_over_msrun_matches_one_process_with_the_same_global_batch
     print("single vs dp2 losses:", pairs)
     assert all(abs(x - y) <= 1e-4 * abs(x) for x, y in pairs), pairs
     assert pairs[-1][0] < pairs[0][0]
+
+
+def test_recompute_changes_memory_not_math_and_held_out_loss_is_logged(tmp_path, token_cache):
+    """train.recompute none / selective / full: the same losses (recompute repeats the forward, nothing else)."""
+    runs = {}
+    for mode in ("none", "selective", "full"):
+        run_dir = tmp_path / mode
+        write_config(run_dir, merge(SMALL, {"train": {"max_steps": 4, "recompute": mode},
+                                            "logging": {"eval_every_steps": 2}}), token_cache)
+        trainer(run_dir, cwd=tmp_path)
+        runs[mode] = [metrics(run_dir)[s]["loss"] for s in range(1, 5)]
+        log = (run_dir / "train.log").read_text()
+        assert f"recompute: {mode}" in log and "step 4: held-out loss" in log
+    assert runs["none"] == runs["selective"] == runs["full"], runs

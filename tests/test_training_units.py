@@ -199,6 +199,13 @@ def test_megatron_plan_splits_heads_and_ffn_over_tensor_parallel():
                 assert math.prod(dims) <= 8
 
 
+def test_sequence_parallel_splits_norms_and_residuals_along_the_sequence():
+    plain, sp = shard_plan(4, 2), shard_plan(4, 2, sequence_parallel=True)
+    assert plain["norm"]["square"] == ((4, 1, 1),) and sp["norm"]["square"] == ((4, 2, 1),)
+    assert sp["block"]["add_mlp"] == ((4, 2, 1), (4, 2, 1))
+    assert sp["column"] == plain["column"] and sp["attention"] == plain["attention"]
+
+
 def test_plan_problems_name_what_tensor_parallel_cannot_split():
     cfg = from_dict({"runtime": {"device_num": 4, "device_target": "Ascend"}, "parallel": {"tensor_parallel": 4},
                      "model": {"vocab_size": 250, "hidden_size": 64, "num_heads": 4, "ffn_hidden_size": 130}})

@@ -119,9 +119,9 @@ class Rotary(nn.Cell):
 
 
 class Attention(nn.Cell):
-    """Causal self-attention with grouped KV heads (GQA); plain softmax attention (no fused kernel)."""
+    """Causal self-attention with grouped KV heads (GQA): softmax attention, or Ascend's fused flash kernel."""
 
-    def __init__(self, cfg: ModelConfig, seq_length: int, dtype, std_out: float) -> None:
+    def __init__(self, cfg: ModelConfig, seq_length: int, dtype, std_out: float, flash: bool = False) -> None:
         super().__init__()
         self.n_head, self.n_kv, self.head_dim = cfg.num_heads, cfg.kv_heads, cfg.head_dim
         self.n_rep = self.n_head // self.n_kv
@@ -145,6 +145,12 @@ class Attention(nn.Cell):
         self.add_mask = ops.Add()
         self.softmax = ops.Softmax(axis=-1)
         self.cast = ops.Cast()
+        self.flash = None
+        if flash:  # Ascend only (no CPU kernel): fp16/bf16 inputs, GQA native, causal mask compressed to 2048^2
+            from mindspore.ops.operations.nn_ops import FlashAttentionScore
+
+            self.flash = FlashAttentionScore(self.n_head, scale_value=self.scale, input_layout="BNSD", sparse_mode=2)
+            self.flash_mask = Tensor(np.triu(np.ones((2048, 2048), dtype=np.uint8), k=1))
 
     def _heads(self, x, n, transpose):
         b, s, _ = x.shape
@@ -163,6 +169,11 @@ class Attention(nn.Cell):
         q = self.rope_q(self._heads(self.wq(x), self.n_head, self.t_q))
         k = self.rope_k(self._heads(self.wk(x), self.n_kv, self.t_k))
         v = self._heads(self.wv(x), self.n_kv, self.t_v)
+        if self.flash is not None:
+            out = self.flash(self.cast(q, self.dtype), self.cast(k, self.dtype), self.cast(v, self.dtype),
+                             None, None, None, self.flash_mask, None)[3]
+            out = self.t_out(out, (0, 2, 1, 3)).reshape(b, s, self.n_head * self.head_dim)
+            return self.wo(out)
         k, v = self._repeat_kv(k, self.tile_k), self._repeat_kv(v, self.tile_v)
         scores = self.mul_scale(self.cast(self.qk(q, k), ms.float32), self.scale)
         probs = self.softmax(self.add_mask(scores, self.mask))  # softmax in fp32 for fp16/bf16 stability
@@ -197,12 +208,12 @@ class MLP(nn.Cell):
 class Block(nn.Cell):
     """Pre-norm residual block: x + attn(norm(x)), then + mlp(norm(x))."""
 
-    def __init__(self, cfg: ModelConfig, seq_length: int, dtype) -> None:
+    def __init__(self, cfg: ModelConfig, seq_length: int, dtype, flash: bool = False) -> None:
         super().__init__()
         # residual projections get std / sqrt(2L) (GPT-2 paper section 2.3; nanoGPT model.py)
         std_out = cfg.init_std / math.sqrt(2 * cfg.num_layers)
         self.attn_norm = RMSNorm(cfg.hidden_size, cfg.norm_eps)
-        self.attn = Attention(cfg, seq_length, dtype, std_out)
+        self.attn = Attention(cfg, seq_length, dtype, std_out, flash)
         self.mlp_norm = RMSNorm(cfg.hidden_size, cfg.norm_eps)
         self.mlp = MLP(cfg, dtype, std_out)
         self.add_attn, self.add_mlp = ops.Add(), ops.Add()
@@ -216,13 +227,13 @@ class Block(nn.Cell):
 class GPT(nn.Cell):
     """Token embedding, ``num_layers`` blocks, final RMSNorm, LM head (optionally tied to the embedding)."""
 
-    def __init__(self, cfg: ModelConfig, seq_length: int, compute_dtype: str = "fp32") -> None:
+    def __init__(self, cfg: ModelConfig, seq_length: int, compute_dtype: str = "fp32", flash: bool = False) -> None:
         super().__init__()
         self.cfg = cfg
         dtype = DTYPES[compute_dtype]
         self.vocab = cfg.padded_vocab_size
         self.embedding = Embedding(self.vocab, cfg.hidden_size, cfg.init_std)
-        self.blocks = nn.CellList([Block(cfg, seq_length, dtype) for _ in range(cfg.num_layers)])
+        self.blocks = nn.CellList([Block(cfg, seq_length, dtype, flash) for _ in range(cfg.num_layers)])
         self.norm = RMSNorm(cfg.hidden_size, cfg.norm_eps)
         self.head = None if cfg.tie_embeddings else Linear(cfg.hidden_size, self.vocab, False, cfg.init_std, dtype)
         self.head_matmul = ops.MatMul(transpose_b=True)
@@ -253,6 +264,20 @@ class LossNet(nn.Cell):
     def construct(self, tokens, targets):
         logits = self.cast(self.net(tokens), ms.float32)
         return self.loss(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def set_recompute(net: GPT, mode: str) -> None:
+    """full: keep only each block's input and recompute the block in backward; selective: recompute
+    the attention core and the FFN activation, the biggest activations per FLOP (Korthikanti et al.
+    2022, arXiv 2205.05198, section 4)."""
+    if mode == "full":
+        for block in net.blocks:
+            block.recompute()
+    elif mode == "selective":
+        for block in net.blocks:
+            a, m = block.attn, block.mlp
+            for prim in (a.qk, a.mul_scale, a.add_mask, a.softmax, a.pv, m.sigmoid, m.mul_silu, m.gelu, m.mul):
+                prim.recompute()
 
 
 def count_params(net: nn.Cell) -> int:

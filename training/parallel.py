@@ -19,10 +19,14 @@ from typing import Any
 from .config import RunConfig
 
 
-def shard_plan(dp: int, tp: int) -> dict[str, dict[str, tuple]]:
-    """Strategies by cell kind and primitive attribute; each tuple gives the splits per input dim."""
+def shard_plan(dp: int, tp: int, sequence_parallel: bool = False) -> dict[str, dict[str, tuple]]:
+    """Strategies by cell kind and primitive attribute; each tuple gives the splits per input dim.
+
+    With sequence parallelism the norms and residual adds, which tensor parallelism would
+    replicate, are split along the sequence instead (Korthikanti et al. 2022, arXiv 2205.05198).
+    """
     heads4 = (dp, tp, 1, 1)  # (batch, heads, seq, head_dim)
-    rows3 = (dp, 1, 1)  # (batch, seq, hidden): activations replicated over tp
+    rows3 = (dp, tp, 1) if sequence_parallel else (dp, 1, 1)  # (batch, seq, hidden) outside attention/FFN
     ffn3 = (dp, 1, tp)  # (batch, seq, ffn): FFN inner dimension split over tp
     return {
         "column": {"matmul": ((dp, 1), (tp, 1)), "add": ((dp, tp), (tp,))},
@@ -35,7 +39,8 @@ def shard_plan(dp: int, tp: int) -> dict[str, dict[str, tuple]]:
         "attention": {"t_q": ((dp, 1, tp, 1),), "t_k": ((dp, 1, tp, 1),), "t_v": ((dp, 1, tp, 1),),
                       "t_out": (heads4,), "tile_k": ((dp, tp, 1, 1, 1),), "tile_v": ((dp, tp, 1, 1, 1),),
                       "qk": (heads4, heads4), "pv": (heads4, heads4), "mul_scale": (heads4, ()),
-                      "add_mask": (heads4, (1, 1, 1, 1)), "softmax": (heads4,)},
+                      "add_mask": (heads4, (1, 1, 1, 1)), "softmax": (heads4,),
+                      "flash": (heads4, heads4, heads4, (1, 1))},  # q, k, v (BNSD), the 2048^2 causal mask
         "mlp": {"sigmoid": (ffn3,), "mul_silu": (ffn3, ffn3), "gelu": (ffn3,), "mul": (ffn3, ffn3)},
         "block": {"add_attn": (rows3, rows3), "add_mlp": (rows3, rows3)},
         "gpt": {"head_matmul": ((dp, 1), (tp, 1))},
@@ -57,9 +62,9 @@ def kind_of(name: str, cell: Any) -> str:
             "MLP": "mlp", "Block": "block", "GPT": "gpt"}.get(cls, "")
 
 
-def apply_plan(net: Any, dp: int, tp: int) -> int:
+def apply_plan(net: Any, dp: int, tp: int, sequence_parallel: bool = False) -> int:
     """Give every primitive named in the plan its strategy; returns how many were set."""
-    plan = shard_plan(dp, tp)
+    plan = shard_plan(dp, tp, sequence_parallel)
     count = 0
     for name, cell in net.cells_and_names():
         for attr, strategy in plan.get(kind_of(name, cell), {}).items():

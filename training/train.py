@@ -23,7 +23,7 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -55,9 +55,9 @@ class Run:
     tokens_meta: dict
     compute: str
     scaler: Any = None
+    val_sampler: Optional[Sampler] = None
     start_step: int = 0
     stop_signal: Optional[int] = None
-    extra: dict = field(default_factory=dict)
 
 
 def load_config(path: Path) -> RunConfig:
@@ -134,6 +134,7 @@ class Steps:
             return finish(grads, loss, lr)
 
         self.train_step = train_step
+        self.eval_loss = ms.jit(loss_net)  # forward only, for held-out batches
         if self.accum == 1:
             return
         # gradient accumulation in Parameters updated inside the graph (research section 3)
@@ -180,7 +181,7 @@ def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:
     import mindspore as ms
     from mindspore import Parameter, Tensor, nn
 
-    from .model import GPT, LossNet, count_params, decay_groups
+    from .model import GPT, LossNet, count_params, decay_groups, set_recompute
     from .parallel import apply_plan, assign_stages, configure
 
     ms.set_context(mode=ms.GRAPH_MODE if cfg.train.mode == "graph" else ms.PYNATIVE_MODE)
@@ -207,15 +208,19 @@ def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:
                         f"{cfg.model.vocab_size}; set model.vocab_size >= {tokenizer.vocab_size}")
     files = resolve_files(cfg.data.paths, cfg.data.max_files)
     tokens = TokenFile.build(files, tokenizer, Path(cfg.data.cache_dir) if cfg.data.cache_dir else None)
-    train_tokens, _ = tokens.split(cfg.data.val_fraction, cfg.train.seq_length + 1)
+    train_tokens, val_tokens = tokens.split(cfg.data.val_fraction, cfg.train.seq_length + 1)
     meta = tokens.meta
     log.info(f"data: {meta['num_tokens']:,} tokens from {meta['num_files']} files "
              f"({'reused' if meta['reused'] else 'tokenized into'} {tokens.path}); unigram entropy "
              f"{meta['unigram_entropy']:.3f} nats (the floor for a model that ignores context)")
 
-    net = GPT(cfg.model, cfg.train.seq_length, compute)
+    unsupported(cfg)
+    flash = cfg.train.flash_attention and cfg.runtime.device_target == "Ascend"
+    net = GPT(cfg.model, cfg.train.seq_length, compute, flash)
+    set_recompute(net, cfg.train.recompute)
+    log.info(f"attention: {'fused flash (Ascend)' if flash else 'softmax'}; recompute: {cfg.train.recompute}")
     if mode == "semi_auto_parallel":
-        apply_plan(net, cfg.parallel.data_parallel, cfg.parallel.tensor_parallel)
+        apply_plan(net, cfg.parallel.data_parallel, cfg.parallel.tensor_parallel, cfg.parallel.sequence_parallel)
         if cfg.parallel.pipeline_stages > 1:
             assign_stages(net, cfg.parallel.pipeline_stages)
     loss_net = LossNet(net)
@@ -238,9 +243,23 @@ def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:
              f"{t.grad_accumulation} ({cfg.tokens_per_step:,} tokens per optimizer step)")
     run = Run(cfg, run_dir, rank, world, log, net, opt, steps, Sampler(train_tokens, t.seq_length, t.seed),
               meta, compute, scaler)
+    if cfg.logging.eval_every_steps and len(val_tokens) > t.seq_length + 1:
+        run.val_sampler = Sampler(val_tokens, t.seq_length, t.seed)
     if resume:
         restore(run)
     return run
+
+
+def unsupported(cfg: RunConfig) -> None:
+    """Keys memory-fit understands but this trainer does not implement: refuse rather than ignore them."""
+    out = []
+    if cfg.train.param_dtype != "fp32":
+        out.append(f"train.param_dtype = {cfg.train.param_dtype}: this trainer keeps fp32 weights as the master "
+                   "copy; set param_dtype: fp32 (train.precision sets the compute dtype)")
+    if cfg.parallel.virtual_pipeline_chunks > 1:
+        out.append("parallel.virtual_pipeline_chunks > 1: interleaved pipelines are not implemented; set it to 1")
+    if out:
+        raise RuntimeError("unsupported by the reference trainer:\n  " + "\n  ".join(out))
 
 
 def writers(run: Run) -> dict:
@@ -357,6 +376,11 @@ def _loop(run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: 
                 log.info(f"step {done}/{total}  loss {loss:.4f}  lr {row['lr']:.3g}  grad_norm {norm:.3f}  "
                          f"{tps:,.0f} tok/s  {elapsed * 1000:.0f} ms")
         progress.update(done, loss, tps)
+        if run.val_sampler is not None and done % c.logging.eval_every_steps == 0:
+            held_out = evaluate(run)
+            log.info(f"step {done}: held-out loss {held_out:.4f}")
+            if metrics is not None and metrics.tb is not None:
+                metrics.tb.add_scalar("eval/loss", held_out, done)
         if c.checkpoint.every_steps and done % c.checkpoint.every_steps == 0:
             save(run, done)
         if agree(run.stop_signal):
@@ -370,6 +394,21 @@ def _loop(run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: 
         save(run, done)
     log.info(f"finished: {done} optimizer steps")
     return 0
+
+
+EVAL_BATCHES = 8
+
+
+def evaluate(run: Run) -> float:
+    """Mean loss on the same EVAL_BATCHES held-out batches every time (every rank evaluates them all)."""
+    import mindspore as ms
+
+    rows = run.cfg.train.micro_batch_size
+    losses = []
+    for i in range(EVAL_BATCHES):
+        x, y = run.val_sampler.batch(i, rows, stream=1)
+        losses.append(float(run.steps.eval_loss(ms.Tensor(x), ms.Tensor(y)).asnumpy()))
+    return sum(losses) / len(losses)
 
 
 def _data_rank(run: Run) -> int:
