@@ -32,11 +32,13 @@ os.environ.setdefault("GLOG_v", "3")  # MindSpore's C++ warnings off unless aske
 import numpy as np  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
-from .config import RunConfig, from_dict, to_dict, warnings  # noqa: E402
+from .config import RunConfig, from_dict, warnings  # noqa: E402
 from .data import DataError, Sampler, TokenFile, make_tokenizer, resolve_files  # noqa: E402
 from .flops import flops_per_token, mfu, peak_tflops  # noqa: E402
 from .logs import Metrics, Progress, setup_logging  # noqa: E402
+from .resume import restore, save, scale_value  # noqa: E402
 from .schedule import get_lr, rows_of  # noqa: E402
+from .step import Steps  # noqa: E402
 
 
 @dataclass
@@ -82,98 +84,6 @@ def compute_precision(cfg: RunConfig) -> tuple[str, str]:
                              "bf16 has no CPU kernels")
     return "fp32", (f"precision fp32 on CPU instead of {t.precision}: bf16 has no CPU kernels and fp16 is 2-3x "
                     "slower than fp32 on CPU in MindSpore 2.7 (research/mindspore_cpu.md section 2)")
-
-
-class Steps:
-    """The jit-compiled step functions: one fused step, or micro-steps + apply with accumulation."""
-
-    def __init__(self, run_cfg: RunConfig, loss_net: Any, opt: Any, scaler: Any, world: int, mode: str) -> None:
-        import mindspore as ms
-        from mindspore import Parameter, nn, ops
-
-        self.accum = run_cfg.train.grad_accumulation
-        clip = run_cfg.train.grad_clip
-        params = opt.parameters
-        reducer = None
-        if mode == "data_parallel":
-            from mindspore.communication import GlobalComm
-
-            reducer = nn.DistributedGradReducer(params, mean=True, degree=world, group=GlobalComm.WORLD_COMM_GROUP)
-            allreduce = ops.AllReduce(group=GlobalComm.WORLD_COMM_GROUP)
-
-        def forward(x, y):
-            loss = loss_net(x, y)
-            return (scaler.scale(loss) if scaler is not None else loss), loss
-
-        grad_fn = ms.value_and_grad(forward, None, params, has_aux=True)
-
-        def finish(grads, loss, lr):
-            """Reduce over ranks, unscale, check, clip, update; skip the update on inf/nan."""
-            # the lr enters the graph as an input: Parameter.set_data() from Python with a fresh
-            # Tensor was observed to leave the optimizer reading freed memory (lr ~1e34) in GRAPH mode
-            ops.assign(opt.learning_rate, lr)
-            if reducer is not None:
-                grads = reducer(grads)
-                loss = allreduce(loss) / world
-            if scaler is not None:
-                grads = scaler.unscale(grads)
-            finite = ms.amp.all_finite(grads)
-            norm = ops.sqrt(ops.addn([ops.reduce_sum(ops.square(g.astype(ms.float32))) for g in grads]))
-            if clip > 0:
-                scale = clip / ops.maximum(norm, clip)  # clip by global norm (Pascanu et al. 2013)
-                grads = tuple(g * scale.astype(g.dtype) for g in grads)
-            if finite:
-                opt(grads)
-            if scaler is not None:
-                scaler.adjust(finite)
-            return loss, norm, finite
-
-        @ms.jit
-        def train_step(x, y, lr):
-            (_, loss), grads = grad_fn(x, y)
-            return finish(grads, loss, lr)
-
-        self.train_step = train_step
-        self.eval_loss = ms.jit(loss_net)  # forward only, for held-out batches
-        if self.accum == 1:
-            return
-        # gradient accumulation in Parameters updated inside the graph (research section 3)
-        self.acc = ms.ParameterTuple(
-            Parameter(ops.zeros_like(p), name="accum." + p.name, requires_grad=False) for p in params
-        )
-        self.loss_acc = Parameter(ms.Tensor(0.0, ms.float32), name="accum.loss", requires_grad=False)
-        acc, loss_acc, n = self.acc, self.loss_acc, float(self.accum)
-
-        @ms.jit
-        def micro_step(x, y):
-            (_, loss), grads = grad_fn(x, y)
-            for a, g in zip(acc, grads):
-                ops.assign_add(a, g)
-            ops.assign_add(loss_acc, loss)
-            return loss
-
-        @ms.jit
-        def apply_step(lr):
-            out = finish(tuple(a / n for a in acc), loss_acc / n, lr)
-            for a in acc:
-                ops.assign(a, ops.zeros_like(a))
-            ops.assign(loss_acc, ops.zeros_like(loss_acc))
-            return out
-
-        self.micro_step, self.apply_step = micro_step, apply_step
-
-    def __call__(self, batches: list, lr: float) -> tuple[float, float, bool]:
-        import mindspore as ms
-
-        lr_t = ms.Tensor(lr, ms.float32)
-        if self.accum == 1:
-            out = self.train_step(ms.Tensor(batches[0][0]), ms.Tensor(batches[0][1]), lr_t)
-        else:
-            for x, y in batches:
-                self.micro_step(ms.Tensor(x), ms.Tensor(y))
-            out = self.apply_step(lr_t)
-        loss, norm, finite = out
-        return float(loss.asnumpy()), float(norm.asnumpy()), bool(finite.asnumpy())
 
 
 def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:
@@ -262,72 +172,6 @@ def unsupported(cfg: RunConfig) -> None:
         raise RuntimeError("unsupported by the reference trainer:\n  " + "\n  ".join(out))
 
 
-def writers(run: Run) -> dict:
-    """What a checkpoint holds: the model, and the optimizer + loss scaler state (not the weights again)."""
-    import mindspore as ms
-
-    model_names = {p.name for p in run.net.get_parameters()}
-    state = [p for _, p in run.opt.parameters_and_names() if p.name not in model_names]
-    if run.scaler is not None and hasattr(run.scaler, "counter"):
-        state += [run.scaler.scale_value, run.scaler.counter]
-    return {"model.ckpt": lambda path: ms.save_checkpoint(run.net, str(path)),
-            "optimizer.ckpt": lambda path: ms.save_checkpoint([{"name": p.name, "data": p} for p in state], str(path))}
-
-
-def save(run: Run, step: int) -> Optional[Path]:
-    """Rank 0 writes the checkpoint of ``step`` completed optimizer steps (data-parallel ranks are equal)."""
-    if run.rank != 0:
-        return None
-    existing = ckpt.step_dir(run.run_dir / "checkpoints", step)
-    if (existing / ckpt.MANIFEST).exists():  # saved already (every_steps and the end coincide)
-        return existing
-    c = run.cfg
-    state = {"data": {"position": step, "seed": c.train.seed, "num_tokens": run.tokens_meta["num_tokens"],
-                      "tokenizer": run.tokens_meta["tokenizer"], "files_sha": run.tokens_meta["files_sha"]},
-             "rng": {"mindspore_seed": c.train.seed,
-                     "sampler": "numpy PCG64 seeded with [seed, 0, step]: the step restores it exactly"},
-             "global_batch": c.global_batch, "model": to_dict(c)["model"],
-             "loss_scale": _scale_value(run)}
-    started = time.monotonic()
-    path = ckpt.save(run.run_dir / "checkpoints", step, writers(run), state, c.checkpoint.keep_last)
-    run.log.info(f"checkpoint: {path} ({time.monotonic() - started:.2f} s)")
-    return path
-
-
-def restore(run: Run) -> None:
-    """Load the newest complete checkpoint (damaged ones are skipped with a log line)."""
-    import mindspore as ms
-
-    found = ckpt.find_latest(run.run_dir / "checkpoints", run.log.info)
-    if found is None:
-        run.log.info("resume: no complete checkpoint yet; starting at step 0")
-        return
-    if found.state.get("model") != to_dict(run.cfg)["model"]:
-        raise RuntimeError(f"resume: {found.path} was written for another model shape; start a new run "
-                           "directory (--output-dir) or restore the model section of the config")
-    if found.state.get("global_batch") != run.cfg.global_batch:
-        run.log.info(f"warning: resume: the global batch was {found.state.get('global_batch')}, now "
-                     f"{run.cfg.global_batch}: the data order after step {found.step} differs from an unbroken run")
-    not_loaded, _ = ms.load_param_into_net(run.net, ms.load_checkpoint(str(found.path / "model.ckpt")),
-                                           strict_load=True)
-    if not_loaded:
-        raise RuntimeError(f"resume: {found.path}/model.ckpt lacks {', '.join(not_loaded[:5])}")
-    opt_state = ms.load_checkpoint(str(found.path / "optimizer.ckpt"))
-    for name in ("scale_value", "counter"):
-        value = opt_state.pop(name, None)
-        if value is not None and run.scaler is not None:
-            getattr(run.scaler, name).set_data(value)
-    ms.load_param_into_net(run.opt, opt_state, strict_load=True)
-    run.start_step = found.step
-    run.log.info(f"resume: step {found.step} from {found.path}")
-
-
-def _scale_value(run: Run) -> Optional[float]:
-    if run.scaler is None:
-        return None
-    return float(run.scaler.scale_value.asnumpy())
-
-
 def fit(run: Run, stop_at: Optional[int] = None) -> int:
     """Train from run.start_step to max_steps (or stop_at); returns the exit status."""
     c, log = run.cfg, run.log
@@ -348,7 +192,6 @@ def fit(run: Run, stop_at: Optional[int] = None) -> int:
 
 def _loop(run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: Progress, per_token: float,
           peak: Any) -> int:
-    import mindspore as ms
 
     c, log = run.cfg, run.log
     agree = _stop_agreement(run.world)
@@ -365,10 +208,10 @@ def _loop(run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: 
             log.info(f"step {done}: compiled and ran the first step in {elapsed:.2f} s")
         if not finite:
             log.info(f"step {done}: gradients not finite (fp16 overflow or divergence): update skipped, "
-                     f"loss scale now {_scale_value(run)}")
+                     f"loss scale now {scale_value(run)}")
         tps = c.tokens_per_step / elapsed
         row = {"step": done, "loss": loss, "lr": get_lr(step, c.train), "grad_norm": norm,
-               "loss_scale": _scale_value(run), "tokens_per_s": tps, "step_time": elapsed,
+               "loss_scale": scale_value(run), "tokens_per_s": tps, "step_time": elapsed,
                "mfu_estimate": mfu(tps, per_token, run.world, peak[0] if peak else None)}
         if metrics is not None and (done % c.logging.every_steps == 0 or done == total or not finite):
             metrics.write(row)
