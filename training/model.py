@@ -60,9 +60,12 @@ class Linear(nn.Cell):
     def construct(self, x):
         lead = x.shape[:-1]
         x = x.reshape(-1, x.shape[-1])  # 2-D matmul: the batch*seq rows split over data parallel
-        y = self.matmul(self.cast(x, self.dtype), self.cast(self.weight, self.dtype))
+        if self.dtype == ms.float32:  # no Cast kernels in the fp32 graph (CPU runs every Cast it is given)
+            y = self.matmul(x, self.weight)
+        else:
+            y = self.matmul(self.cast(x, self.dtype), self.cast(self.weight, self.dtype))
         if self.bias is not None:
-            y = self.add(y, self.cast(self.bias, self.dtype))
+            y = self.add(y, self.cast(self.bias, y.dtype))
         return y.reshape(lead + (self.n_out,))
 
 
