@@ -167,6 +167,13 @@ EXCERPTS: dict[str, str] = {
     "bf16-on-cpu": """\
         TypeError: Select CPU operator[MatMul] fail! Unsupported data type!
         """,
+    "allreduce-on-cpu": """\
+        [ERROR] ME(2711:140245,MainProcess):2026-11-29-20:58:03.114.000 [mindspore/parallel/cluster/process_entity/_api.py:312] Worker process 2712 exit with exception.
+        Traceback (most recent call last):
+          File "/tmp/ar/ar.py", line 12, in <module>
+            print(op(Tensor(np.ones(3, np.float32))))
+        RuntimeError: AllReduce only support reduce sum on CPU, but got max
+        """,
     "loss-scale-manager-on-cpu": """\
         ValueError: Only `loss_scale_manager=None` or `loss_scale_manager=FixedLossScaleManager(drop_overflow_update=False)`are supported on device `CPU`. 
         """,
@@ -326,3 +333,10 @@ def test_real_mindspore_errors_are_explained(tmp_path: Path) -> None:
     got = {m.entry_id for m in explain_text(run.stdout + run.stderr)}
     assert {"amp-convert-convert", "parallel-context-tensor-parallel", "cosine-annealing-location",
             "nn-learning-rate-schedule", "ascend-plugin-not-loaded", "libge-runner-missing"} <= got, run.stderr[-2000:]
+
+
+def test_int32_allreduce_on_cpu_is_not_mistaken_for_bf16() -> None:
+    """The dtype error of a CPU AllReduce (observed, MindSpore 2.7.0 under msrun) is the collective's limit, not bf16."""
+    text = "TypeError: \nSelect CPU operator[AllReduce] fail! Unsupported data type!\n"
+    assert [m.entry_id for m in explain_text(text)] == ["allreduce-on-cpu"]
+    assert [m.entry_id for m in explain_text("Select CPU operator[Gather] fail! Unsupported data type!")] == ["bf16-on-cpu"]
