@@ -156,6 +156,13 @@ class Context:
         slot = self._slots.get(spec.name)
         return slot is not None and slot.event.is_set()
 
+    def peek(self, name: str, default: Any = None) -> Any:
+        """The value of fact ``name`` if it was computed without error, else default (never computes)."""
+        slot = self._slots.get(name)
+        if slot is None or not slot.event.is_set() or slot.error is not None:
+            return default
+        return slot.value
+
     def prefetch(self, specs: Iterable[FactSpec[Any]]) -> None:
         """Start computing facts in background threads; get() later waits for them."""
         for spec in specs:

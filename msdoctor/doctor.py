@@ -73,6 +73,7 @@ def environment_facts(ctx: Context) -> dict[str, Any]:
         return {}
     packages = {d.name: d.version for d in t.winners()}
     return {
+        **_device_facts(ctx),
         "python": {
             "version": t.python_version,
             "executable": t.executable,
@@ -84,6 +85,45 @@ def environment_facts(ctx: Context) -> dict[str, Any]:
         "packages": dict(sorted(packages.items(), key=lambda kv: kv[0].lower())),
         "env": dict(sorted(t.env.items())),
     }
+
+
+def _device_facts(ctx: Context) -> dict[str, Any]:
+    """CANN/driver versions and device counts, from the facts the checks gathered (nothing is probed here)."""
+    out: dict[str, Any] = {}
+    cann = ctx.peek("cann")
+    if cann is not None and getattr(cann, "present", False):
+        active = cann.active
+        out["ascend"] = {
+            "cann": active.commercial if active else None,
+            "cann_internal": active.internal if active else None,
+            "cann_root": active.root if active else None,
+            "cann_installs": len(cann.installs),
+            "driver": cann.driver.version if cann.driver else None,
+            "firmware": cann.firmware.version if cann.firmware else None,
+        }
+    npu = ctx.peek("npu-smi")
+    if npu is not None:
+        ascend = out.setdefault("ascend", {})
+        ascend["npu_smi_driver"] = npu.driver_version
+        ascend["chips"] = len(npu.chips)
+        ascend["chip_names"] = sorted({c.name for c in npu.chips if c.name})
+    gpu = ctx.peek("nvidia")
+    if gpu is not None:
+        out["nvidia"] = {
+            "driver": gpu.driver_version,
+            "cuda_driver": gpu.cuda_driver_version,
+            "gpus": len(gpu.gpus),
+            "cudart": gpu.cudart_version,
+            "cudnn": gpu.cudnn_version,
+        }
+    live = ctx.peek("live-device")
+    if live is not None and live.mindspore_version:
+        out["mindspore_runtime"] = {
+            "version": live.mindspore_version,
+            "device_target": live.device_target,
+            "device_count": live.device_count,
+        }
+    return out
 
 
 @dataclass
