@@ -23,18 +23,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_timing.py
+from _timing import median_of
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def median_of(fn: Callable[[], object], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def static_once(python: str, target_facts: object, environ: Mapping[str, str]) -> None:

@@ -34,7 +34,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,6 +44,14 @@ from helpers import make_venv  # noqa: E402  (the tests' real-venv builder)
 from msdoctor.checks.duplicate_installs import evaluate  # noqa: E402
 from msdoctor.facts.target import TargetFacts  # noqa: E402
 from msdoctor.probe import run_script, script_source  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_timing.py
+from _timing import median_min_ms  # noqa: E402
+
+
+def _timed_ms(fn, runs: int) -> tuple[float, float]:
+    """(median, min) wall ms after one warm-up call (page cache, .pyc files)."""
+    return median_min_ms(fn, runs, warmup=True)
 
 
 def _hash(data: bytes) -> str:
@@ -80,17 +87,6 @@ def write_dists(site: Path, count: int) -> None:
             rows.append(f"{info.name}/{fname},{_hash(text.encode())},{len(text)}")
         rows.append(f"{info.name}/RECORD,,")
         (info / "RECORD").write_text("\n".join(rows) + "\n")
-
-
-def timed_ms(fn, runs: int) -> tuple[float, float]:
-    """(median, min) wall time in ms; the min is the better estimate on a busy machine."""
-    fn()  # warm-up: page cache, .pyc files
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times), min(times)
 
 
 def run_quiet(argv: list[str], cwd: str, env: dict) -> None:
@@ -154,14 +150,14 @@ def main() -> None:
         run_script(venv.python, "target_probe.py", timeout=120, cwd=Path(cwd))
 
     rows = [
-        ("duplicate-installs evaluate() over the probe facts", timed_ms(lambda: evaluate(t), args.runs)),
+        ("duplicate-installs evaluate() over the probe facts", _timed_ms(lambda: evaluate(t), args.runs)),
         (f"probe additions in the target ({additions[0][1]} names find_spec'd, scheme)", added_probe),
-        ("the whole target probe (shared by every check)", timed_ms(probe, args.runs)),
+        ("the whole target probe (shared by every check)", _timed_ms(probe, args.runs)),
         ("msdoctor check --quick --only duplicate-installs (wall)",
-         timed_ms(lambda: run_quiet(check + ["--only", "duplicate-installs"], cwd, env), args.runs)),
-        ("msdoctor check --quick, every check (wall)", timed_ms(lambda: run_quiet(check, cwd, env), args.runs)),
+         _timed_ms(lambda: run_quiet(check + ["--only", "duplicate-installs"], cwd, env), args.runs)),
+        ("msdoctor check --quick, every check (wall)", _timed_ms(lambda: run_quiet(check, cwd, env), args.runs)),
         ("python -m pip check (anchor, wall)",
-         timed_ms(lambda: run_quiet([venv.python, "-m", "pip", "check"], cwd, env), args.runs)),
+         _timed_ms(lambda: run_quiet([venv.python, "-m", "pip", "check"], cwd, env), args.runs)),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"{'measure (' + str(args.runs) + ' runs)':<{width}}  {'median ms':>9}  {'min ms':>8}")

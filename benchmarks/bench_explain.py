@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_timing.py
+from _timing import median_of as timed
 
 STEP = "[INFO] step {i}/200000 loss {loss:.4f} lr 3.0e-04 grad_norm 0.812 tokens/s 25123 step_time 0.163"
 WARN = ("[WARNING] ANALYZER(1201,7f3a,python):2026-01-01-10:00:00.000.000 [auto_monad.cc:1590] "
@@ -43,15 +43,6 @@ def make_log(path: Path, lines: int) -> None:
             fh.write((WARN if i % 50 == 0 else STEP.format(i=i, loss=rng.uniform(0.1, 6))) + "\n")
             if i == lines - 20:
                 fh.write("\n".join(ERRORS) + "\n")
-
-
-def timed(fn: Callable[[], object], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> None:

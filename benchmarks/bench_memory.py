@@ -25,6 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_timing.py
+from _timing import median_min_ms as _median_ms
+
 REPO = Path(__file__).resolve().parents[1]
 
 CONFIG_175B = """\
@@ -36,15 +39,6 @@ parallel: {data_parallel: 1, tensor_parallel: 8, pipeline_stages: 8, micro_batch
 train: {micro_batch_size: 1, seq_length: 2048, precision: bf16, param_dtype: bf16, recompute: none,
         flash_attention: false, max_steps: 1000, warmup_steps: 20}
 """
-
-
-def _median_ms(fn, runs: int) -> tuple[float, float]:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times), min(times)
 
 
 def _in_process(runs: int) -> list[tuple[str, float, float, str]]:
