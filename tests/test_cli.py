@@ -188,3 +188,15 @@ def test_conda_env_by_name(tmp_path: Path) -> None:
 def test_python_m_msdoctor_works() -> None:
     res = subprocess.run([BASE_PYTHON, "-m", "msdoctor", "--version"], capture_output=True, text=True)
     assert res.returncode == 0 and res.stdout.startswith("msdoctor ")
+
+
+@pytest.mark.slow
+def test_live_timeout_option_bounds_the_live_probe(tmp_path: Path) -> None:
+    """--live-timeout reaches the live MindSpore probe: a target whose every start takes 3 s exceeds 1 s."""
+    venv = make_venv(tmp_path / "slowstart", layered=True)
+    (venv.site_packages / "sitecustomize.py").write_text("import time\ntime.sleep(3)\n")
+    res, data = run_json("check", "--python", venv.python, "--only", "device-target", "--device-target", "CPU",
+                         "--live-timeout", "1", cwd=tmp_path, timeout=120)
+    codes = {f["code"]: f for f in data["checks"][0]["findings"]}
+    assert codes["live-timeout"]["title"].startswith("the live device probe did not finish within 1 s")
+    assert res.returncode == 1

@@ -28,6 +28,7 @@ def build_options(
     verbose: bool,
     probe_timeout: float,
     extra: Optional[dict[str, Any]] = None,
+    live_timeout: float = 120.0,
 ) -> Any:
     from msdoctor.context import Options
 
@@ -39,6 +40,7 @@ def build_options(
         quick=quick,
         verbose=verbose,
         probe_timeout_s=probe_timeout,
+        live_timeout_s=live_timeout,
         extra=extra or {},
     )
 
@@ -78,6 +80,8 @@ def make_context(options: Any) -> Any:
 @click.option("--no-plugins", is_flag=True, help="Load only msdoctor's own checks (also: MSDOCTOR_DISABLE_PLUGIN_AUTOLOAD=1).")
 @click.option("--probe-timeout", type=float, default=30.0, show_default=True, metavar="SECONDS",
               help="The most the interpreter probe may take.")
+@click.option("--live-timeout", type=float, default=120.0, show_default=True, metavar="SECONDS",
+              help="The most the live probe (imports, device init, matmul) may take; device init can hang on a busy NPU.")
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: auto, honours NO_COLOR).")
 @click.option("-v", "--verbose", is_flag=True, help="Show details, evidence and tracebacks.")
 def check(
@@ -96,6 +100,7 @@ def check(
     quick: bool,
     no_plugins: bool,
     probe_timeout: float,
+    live_timeout: float,
     color: Optional[bool],
     verbose: bool,
 ) -> int:
@@ -121,7 +126,8 @@ def check(
     if project is not None and not project.is_dir():
         raise click.BadParameter(f"{project} is not a directory", param_hint="--project")
     python_path = resolve_target(python, conda_env)
-    options = build_options(python_path, project, config, device_target, quick, verbose, probe_timeout)
+    options = build_options(python_path, project, config, device_target, quick, verbose, probe_timeout,
+                            live_timeout=live_timeout)
     ctx = make_context(options)
     plugins = not (no_plugins or autoload_disabled())
     selection = Selection(only=split_ids(only), skip=split_ids(skip), plugins=plugins)
