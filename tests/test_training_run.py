@@ -100,6 +100,28 @@ def test_tiny_cpu_loss_falls_below_the_unigram_entropy_of_its_corpus(tmp_path, t
     log = (run_dir / "train.log").read_text()
     assert "precision fp32 on CPU instead of bf16" in log  # CPU has no bf16 kernels: said, not hidden
     assert f"global batch {cfg.global_batch} sequences" in res.stdout
+    # tensorboardX is in the test extra: the run wrote the same losses as TensorBoard scalars
+    tb_loss = {step: value for step, tag, value in tensorboard_scalars(run_dir / "tb") if tag == "train/loss"}
+    assert sorted(tb_loss) == list(range(1, 101))
+    assert all(abs(tb_loss[s] - float(rows[s]["loss"])) < 1e-5 * max(1.0, tb_loss[s]) for s in rows)
+
+
+def tensorboard_scalars(tb_dir):
+    """(step, tag, value) of every scalar in the TFRecord event files of tb_dir, read back with tensorboardX's protos."""
+    import struct
+
+    from tensorboardX.proto import event_pb2
+
+    out = []
+    for path in sorted(tb_dir.glob("events.out.tfevents.*")):
+        data, i = path.read_bytes(), 0
+        while i < len(data):  # record: u64 length, u32 crc, payload, u32 crc
+            (n,) = struct.unpack("<Q", data[i:i + 8])
+            event = event_pb2.Event()
+            event.ParseFromString(data[i + 12:i + 12 + n])
+            i += 12 + n + 4
+            out.extend((event.step, v.tag, v.simple_value) for v in event.summary.value)
+    return out
 
 
 def test_resume_reproduces_the_uninterrupted_run(tmp_path, token_cache):
