@@ -20,7 +20,7 @@ from msdoctor.checks.version_matrix_gpu import GpuFacts, evaluate_gpu, read_gpu
 from msdoctor.checks.version_matrix_requires import evaluate_requirements
 from msdoctor.checks.version_matrix_smoke import evaluate_smoke
 from msdoctor.facts.cann import CannFacts
-from msdoctor.facts.import_smoke import SmokeResult, plan
+from msdoctor.facts.import_smoke import SmokeResult
 from msdoctor.facts.target import TargetFacts
 from msdoctor.matrix import load
 from msdoctor.model import Finding, Status
@@ -266,10 +266,26 @@ def test_smoke_findings() -> None:
     assert by_code(te, "te-version").status is Status.FAIL
 
 
-def test_smoke_plan_is_training_script_order() -> None:
-    t = target(dist("transformers", "4.57.1"), NLP051, MS270,
-               find_spec={"te": {"found": False}, "hccl": {"found": True, "origin": "/x/hccl/__init__.py"}})
-    assert [s["module"] for s in plan(t)] == ["mindspore", "mindnlp", "transformers", "hccl"]
+def test_smoke_plans_installed_packages_in_training_script_order(tmp_path: Path) -> None:
+    """The probe plans in the target itself: findable modules and installed distributions, in ORDER.
+
+    Stand-ins on PYTHONPATH shadow the real packages so no framework is imported: mindnlp and hccl
+    are modules, mindformers is only a dist-info (installed but not importable), te is absent.
+    """
+    from msdoctor.facts.import_smoke import all_steps, run_smoke
+
+    pkgs = tmp_path / "pkgs"
+    for name, body in {"mindspore": "__version__ = '2.7.0'\nTensor = object\n", "mindnlp": "",
+                       "transformers": "__version__ = '4.57.1'\nPretrainedConfig = object\n", "hccl": ""}.items():
+        (pkgs / name).mkdir(parents=True)
+        (pkgs / name / "__init__.py").write_text(body)
+    (pkgs / "mindformers-1.6.0.dist-info").mkdir()
+    (pkgs / "mindformers-1.6.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: mindformers\nVersion: 1.6.0\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(pkgs)}
+    res = run_smoke(BASE_PYTHON, all_steps(), timeout=60, cwd=tmp_path, environ=env)
+    assert res.planned == ["mindspore", "mindnlp", "mindformers", "transformers", "hccl"]
+    assert [s["module"] for s in res.steps] == ["mindspore", "mindnlp", "mindformers"]  # stops at the failure
+    assert res.steps[2]["last_line"] == "ModuleNotFoundError: No module named 'mindformers'"
 
 
 def test_fold_skips_keeps_the_verdict_a_pass() -> None:

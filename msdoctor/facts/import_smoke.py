@@ -54,17 +54,9 @@ class SmokeResult:
         return next((s for s in self.steps if not s.get("ok")), None)
 
 
-def plan(target: Any) -> list[dict[str, Any]]:
-    """The import steps for the packages installed in the target, in training-script order."""
-    steps = []
-    for module, touch, version_attr in ORDER:
-        spec = target.find_spec.get(module) or {}
-        installed = target.dist(module) is not None or bool(spec.get("found"))
-        if module in ("te", "hccl") and not spec.get("found"):
-            continue  # CANN's wheels only exist on Ascend machines
-        if installed:
-            steps.append({"module": module, "touch": list(touch), "version_attr": version_attr})
-    return steps
+def all_steps() -> list[dict[str, Any]]:
+    """Every step of ORDER, each planned by the probe itself when the module is there (no target probe needed)."""
+    return [{"module": m, "touch": list(touch), "version_attr": v, "only_if_found": True} for m, touch, v in ORDER]
 
 
 def from_live(live: Any, planned: list[str]) -> SmokeResult:
@@ -92,7 +84,8 @@ def run_smoke(python: str, steps: list[dict[str, Any]], *, timeout: float, cwd: 
     from msdoctor.facts.live import run_live
 
     live = run_live(python, None, timeout=timeout, environ=environ, steps=steps, device=False, cwd=cwd)
-    return from_live(live, [s["module"] for s in steps])
+    planned = (live.smoke or {}).get("planned")
+    return from_live(live, list(planned) if planned is not None else [s["module"] for s in steps])
 
 
 def _compute(ctx: Context) -> SmokeResult:
@@ -101,10 +94,11 @@ def _compute(ctx: Context) -> SmokeResult:
     python = ctx.options.python or sys.executable
     if ctx.quick:
         return SmokeResult("skipped", python, reason="--quick skips live imports")
-    steps = plan(ctx.target)
-    if not steps:
+    live = ctx.get(LIVE_DEVICE)
+    planned = list((live.smoke or {}).get("planned") or [])
+    if live.smoke is not None and not planned:
         return SmokeResult("skipped", python, reason="none of mindspore, mindnlp, mindformers, transformers is installed")
-    return from_live(ctx.get(LIVE_DEVICE), [s["module"] for s in steps])
+    return from_live(live, planned or [m for m, _, _ in ORDER])
 
 
 #: Slow: imports MindSpore and friends in a fresh target process (shared with the device probe).

@@ -8,7 +8,7 @@ Public API:
 * ``LIVE_DEVICE`` (slow; prefetch it) -> :class:`LiveDevice`, or None under ``--quick``.
   It runs ``msdoctor/probe/live.py`` with ``ctx.options.live_timeout_s``, for
   the requested target (``requested_device_target(ctx)``; None: MindSpore's default),
-  after importing the installed stack in training-script order (``import_smoke.plan``).
+  after importing the installed stack in training-script order (``import_smoke.ORDER``).
   It never raises for the probe's own failures: a timeout, a crash, or an import
   error are fields of the result (``timed_out``, ``failure``, ``import_error``);
   ``smoke`` holds the import smoke's own result, which survives a later hang.
@@ -251,11 +251,12 @@ def _compute(ctx: Context) -> Optional[LiveDevice]:
     if ctx.options.quick:
         return None
     from msdoctor.facts.config import requested_device_target
-    from msdoctor.facts.import_smoke import plan
+    from msdoctor.facts.import_smoke import all_steps
 
     python = ctx.options.python or sys.executable
+    # the probe decides itself which stack packages are installed: it starts before the target probe ends
     return run_live(python, requested_device_target(ctx), timeout=ctx.options.live_timeout_s, environ=ctx.environ,
-                    steps=plan(ctx.target), cwd=ctx.project_dir)
+                    steps=all_steps(), cwd=ctx.project_dir)
 
 
 #: The stack imported and MindSpore used on the requested device, in one target process (None with --quick).

@@ -20,8 +20,11 @@
 # set by the caller). Phase markers on stderr tell which phase each line (or a
 # hang) belongs to, even when the process is killed by the caller's timeout.
 #
-# Args (JSON in sys.argv[1]): {"steps": [{"module", "touch", "version_attr"}...],
+# Args (JSON in sys.argv[1]): {"steps": [{"module", "touch", "version_attr", "only_if_found"}...],
 #   "device": true, "target": "Ascend"|"GPU"|"CPU"|null, "scratch": DIR, "size": 64, "seed": 0}
+# A step with "only_if_found" is planned only when the module can be found or a distribution of
+# that name is installed, decided here (find_spec, importlib.metadata; nothing imported), so the
+# caller can start this probe before it knows what the target has installed.
 # Output on stdout: the smoke result between SMOKE_BEGIN/SMOKE_END, then the
 # whole result (schema LIVE_SCHEMA) between BEGIN/END.
 
@@ -97,14 +100,36 @@ def run_step(step):
     return out
 
 
+def installed(name):
+    """Whether `import name` can be attempted: the module is findable or its distribution installed."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec(name) is not None:
+            return True
+    except (ImportError, ValueError):
+        return True  # present but broken: the import below reports how
+    try:
+        import importlib.metadata as metadata
+    except ImportError:  # Python 3.7: no MindSpore 2.x there anyway
+        return False
+    try:
+        metadata.distribution(name)
+        return True
+    except metadata.PackageNotFoundError:
+        return False
+
+
 def smoke(steps):
+    steps = [s for s in steps if not s.get("only_if_found") or installed(s["module"])]
     results = []
     for step in steps:
         res = run_step(step)
         results.append(res)
         if not res["ok"]:
             break
-    data = {"steps": results, "python": "%d.%d.%d" % tuple(sys.version_info[:3])}
+    data = {"planned": [st["module"] for st in steps], "steps": results,
+            "python": "%d.%d.%d" % tuple(sys.version_info[:3])}
     sys.stdout.write("\n" + SMOKE_BEGIN + "\n" + json.dumps(data) + "\n" + SMOKE_END + "\n")
     sys.stdout.flush()
     return data
