@@ -59,25 +59,10 @@ def run(
     """
     args = [os.fspath(a) for a in argv]
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            args,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-            env=dict(env) if env is not None else None,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            start_new_session=True,
-        )
-    except FileNotFoundError:
-        return ProcResult(args, None, "", "", 0.0, start_error="no such file")
-    except PermissionError:
-        return ProcResult(args, None, "", "", 0.0, start_error="permission denied (not executable)")
-    except OSError as exc:
-        return ProcResult(args, None, "", "", 0.0, start_error=f"{exc.strerror or exc}")
+    proc = _start(args, cwd, env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                  stderr=subprocess.PIPE)
+    if isinstance(proc, ProcResult):
+        return proc
     try:
         out, err = proc.communicate(input=input, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -91,6 +76,23 @@ def run(
         _kill_group(proc)
         raise
     return ProcResult(args, proc.returncode, out, err, time.monotonic() - started)
+
+
+def _start(args: list[str], cwd: Optional[PathLike], env: Optional[Mapping[str, str]], *, stdin: int,
+           stderr: int) -> "Union[subprocess.Popen[str], ProcResult]":
+    """Start args in its own process group (so a timeout can kill all it started), or say why it could not."""
+    try:
+        return subprocess.Popen(
+            args, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr,
+            cwd=os.fspath(cwd) if cwd is not None else None, env=dict(env) if env is not None else None,
+            text=True, encoding="utf-8", errors="replace", start_new_session=True,
+        )
+    except FileNotFoundError:
+        return ProcResult(args, None, "", "", 0.0, start_error="no such file")
+    except PermissionError:
+        return ProcResult(args, None, "", "", 0.0, start_error="permission denied (not executable)")
+    except OSError as exc:
+        return ProcResult(args, None, "", "", 0.0, start_error=f"{exc.strerror or exc}")
 
 
 def _kill_group(proc: "subprocess.Popen[str]") -> None:
@@ -120,18 +122,9 @@ def run_live(
 
     args = [os.fspath(a) for a in argv]
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            cwd=os.fspath(cwd) if cwd is not None else None, env=dict(env) if env is not None else None,
-            text=True, encoding="utf-8", errors="replace", start_new_session=True,
-        )
-    except FileNotFoundError:
-        return ProcResult(args, None, "", "", 0.0, start_error="no such file")
-    except PermissionError:
-        return ProcResult(args, None, "", "", 0.0, start_error="permission denied (not executable)")
-    except OSError as exc:
-        return ProcResult(args, None, "", "", 0.0, start_error=f"{exc.strerror or exc}")
+    proc = _start(args, cwd, env, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    if isinstance(proc, ProcResult):
+        return proc
     lines: list = []
 
     def pump() -> None:
