@@ -15,6 +15,7 @@ import random
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -107,21 +108,31 @@ def test_tiny_cpu_loss_falls_below_the_unigram_entropy_of_its_corpus(tmp_path, t
 
 
 def tensorboard_scalars(tb_dir):
-    """(step, tag, value) of every scalar in the TFRecord event files of tb_dir, read back with tensorboardX's protos."""
-    import struct
+    """(step, tag, value) of every scalar in the TFRecord event files of tb_dir, read back with tensorboardX's protos.
 
-    from tensorboardX.proto import event_pb2
-
-    out = []
-    for path in sorted(tb_dir.glob("events.out.tfevents.*")):
-        data, i = path.read_bytes(), 0
-        while i < len(data):  # record: u64 length, u32 crc, payload, u32 crc
-            (n,) = struct.unpack("<Q", data[i:i + 8])
-            event = event_pb2.Event()
-            event.ParseFromString(data[i + 12:i + 12 + n])
-            i += 12 + n + 4
-            out.extend((event.step, v.tag, v.simple_value) for v in event.summary.value)
-    return out
+    Read in a subprocess: importing tensorboardX's generated protos here would pin protobuf's upb
+    backend in the test process before MindSpore (imported later by other tests in this process)
+    sets PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python for its own old-style _pb2 modules, and
+    MindSpore's import would then fail with "Descriptors cannot be created directly"
+    (observed; research/compat.md C19).
+    """
+    code = textwrap.dedent("""
+        import json, struct, sys, pathlib
+        from tensorboardX.proto import event_pb2
+        out = []
+        for path in sorted(pathlib.Path(sys.argv[1]).glob("events.out.tfevents.*")):
+            data, i = path.read_bytes(), 0
+            while i < len(data):  # record: u64 length, u32 crc, payload, u32 crc
+                (n,) = struct.unpack("<Q", data[i:i + 8])
+                event = event_pb2.Event()
+                event.ParseFromString(data[i + 12:i + 12 + n])
+                i += 12 + n + 4
+                out.extend((event.step, v.tag, v.simple_value) for v in event.summary.value)
+        print(json.dumps(out))
+        """)
+    res = subprocess.run([sys.executable, "-c", code, str(tb_dir)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return [tuple(x) for x in json.loads(res.stdout)]
 
 
 def test_resume_reproduces_the_uninterrupted_run(tmp_path, token_cache):
