@@ -200,3 +200,11 @@ def test_live_timeout_option_bounds_the_live_probe(tmp_path: Path) -> None:
     codes = {f["code"]: f for f in data["checks"][0]["findings"]}
     assert codes["live-timeout"]["title"].startswith("the live device probe did not finish within 1 s")
     assert res.returncode == 1
+
+
+def test_missing_project_directory_is_a_usage_error(tmp_path: Path) -> None:
+    for cmd in (["check", "--quick"], ["report"], ["fix-kernel", "--dry-run"], ["vscode", "init", "--dry-run"]):
+        res = run_msdoctor(*cmd, "--project", str(tmp_path / "nope"), cwd=tmp_path)
+        assert res.returncode == 2, (cmd, res.stdout, res.stderr)
+        assert "does not exist" in res.stderr
+        no_traceback(res)

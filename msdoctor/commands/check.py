@@ -9,7 +9,8 @@ from typing import Any, Optional
 
 import click
 
-from msdoctor.commands.common import ensure_writable, resolve_target, split_ids, target_options, write_output
+from msdoctor.commands.common import (ensure_writable, project_option, resolve_target, split_ids, target_options,
+                                      write_output)
 from msdoctor.model import ExitCode, Status
 
 
@@ -60,8 +61,7 @@ def make_context(options: Any) -> Any:
 @target_options
 @click.option("--config", "config", type=click.Path(path_type=Path), metavar="FILE",
               help="Training config (msdoctor YAML, MindFormers YAML, or HF config.json) to check against.")
-@click.option("--project", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
-              help="The project directory (default: the current directory).")
+@project_option()
 @click.option("--device-target", type=click.Choice(["Ascend", "GPU", "CPU"], case_sensitive=False),
               help="Device the run will use (default: from --config, else what is available).")
 @click.option("--only", multiple=True, metavar="ID[,ID...]", help="Run only these checks.")
@@ -123,8 +123,6 @@ def check(
         raise click.BadParameter(f"{fmt!r} is not one of {', '.join(output_formats())}", param_hint="--format")
     if output is not None:
         output = ensure_writable(output)
-    if project is not None and not project.is_dir():
-        raise click.BadParameter(f"{project} is not a directory", param_hint="--project")
     python_path = resolve_target(python, conda_env)
     options = build_options(python_path, project, config, device_target, quick, verbose, probe_timeout,
                             live_timeout=live_timeout)

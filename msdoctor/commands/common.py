@@ -31,6 +31,12 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def project_option(help: str = "The project directory (default: the current directory).") -> Callable[..., Any]:
+    """--project DIR: an existing directory (click refuses anything else with exit 2)."""
+    return click.option("--project", type=click.Path(path_type=Path, file_okay=False, exists=True), metavar="DIR",
+                        help=help)
+
+
 def resolve_target(python: Optional[str], conda_env: Optional[str]) -> str:
     """The absolute path of the interpreter selected by --python / --conda-env."""
     from msdoctor.facts.target import TargetError, conda_env_python, resolve_python

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import click
 
-from msdoctor.commands.common import resolve_target, target_options
+from msdoctor.commands.common import project_option, resolve_target, target_options
 from msdoctor.errors import UserError
 from msdoctor.model import ExitCode
 
@@ -66,8 +66,7 @@ def _confirm(matches: list[Any], python_path: str, config: Optional[Path], proje
 @target_options
 @click.option("--config", type=click.Path(path_type=Path), metavar="FILE",
               help="Training config the confirming checks should use.")
-@click.option("--project", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
-              help="The project directory for the confirming checks (default: the current directory).")
+@project_option("The project directory for the confirming checks (default: the current directory).")
 @click.option("--device-target", type=click.Choice(["Ascend", "GPU", "CPU"], case_sensitive=False),
               help="Device the confirming checks ask about (default: the one the error is about, if any).")
 @click.option("--no-confirm", is_flag=True, help="Only explain; do not run the related checks against the target.")

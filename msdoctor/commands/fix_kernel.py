@@ -8,7 +8,7 @@ from typing import Optional
 
 import click
 
-from msdoctor.commands.common import resolve_target, target_options
+from msdoctor.commands.common import project_option, resolve_target, target_options
 from msdoctor.errors import UserError
 from msdoctor.model import ExitCode
 
@@ -25,8 +25,7 @@ from msdoctor.model import ExitCode
               help="Set python.defaultInterpreterPath in .vscode/settings.json "
               "(default: when the project has a .vscode/ folder or a notebook).")
 @click.option("--remove-stale", is_flag=True, help="Also remove kernels whose interpreter no longer exists.")
-@click.option("--project", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
-              help="The project directory (default: the current directory).")
+@project_option()
 @click.option("--dry-run", is_flag=True, help="Show the plan and change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Apply without asking (needed when not on a terminal).")
 def fix_kernel(
@@ -60,8 +59,6 @@ def fix_kernel(
 
     if name is not None and check_kernel_name(name):
         raise click.BadParameter(check_kernel_name(name) or "", param_hint="--name")
-    if project is not None and not project.is_dir():
-        raise click.BadParameter(f"{project} is not a directory", param_hint="--project")
     python_path = resolve_target(python, conda_env)
     project_dir = (project or Path.cwd()).resolve()
     req = KernelRequest(name=name, display_name=display_name, scope=scope, vscode=vscode, remove_stale=remove_stale)

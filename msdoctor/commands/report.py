@@ -8,7 +8,8 @@ from typing import Optional
 
 import click
 
-from msdoctor.commands.common import ensure_writable, resolve_target, split_ids, target_options, write_output
+from msdoctor.commands.common import (ensure_writable, project_option, resolve_target, split_ids, target_options,
+                                      write_output)
 from msdoctor.model import ExitCode
 
 
@@ -16,8 +17,7 @@ from msdoctor.model import ExitCode
 @target_options
 @click.option("--config", type=click.Path(path_type=Path), metavar="FILE",
               help="Training config to check against (its path appears in the report, redacted).")
-@click.option("--project", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
-              help="The project directory (default: the current directory).")
+@project_option()
 @click.option("--output", type=click.Path(path_type=Path), metavar="FILE",
               help="Write the Markdown to FILE instead of the terminal.")
 @click.option("--no-redact", is_flag=True, envvar="MSDOCTOR_NO_REDACT",
@@ -50,8 +50,6 @@ def report(python: Optional[str], conda_env: Optional[str], config: Optional[Pat
 
     if output is not None:
         output = ensure_writable(output)
-    if project is not None and not project.is_dir():
-        raise click.BadParameter(f"{project} is not a directory", param_hint="--project")
     python_path = resolve_target(python, conda_env)
     options = build_options(python_path, project, config, None, quick, False, 30.0)
     ctx = make_context(options)

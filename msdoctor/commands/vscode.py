@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import click
 
-from msdoctor.commands.common import resolve_target, target_options
+from msdoctor.commands.common import project_option, resolve_target, target_options
 from msdoctor.errors import UserError
 from msdoctor.model import ExitCode
 
@@ -144,8 +144,7 @@ def vscode() -> None:
 
 @vscode.command("init")
 @target_options
-@click.option("--project", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
-              help="The workspace folder (default: the current directory).")
+@project_option("The workspace folder (default: the current directory).")
 @click.option("--dry-run", is_flag=True, help="Show the change to .vscode/tasks.json; write nothing.")
 def init(python: Optional[str], conda_env: Optional[str], project: Optional[Path], dry_run: bool) -> int:
     """Write .vscode/tasks.json tasks: msdoctor check (Problems panel), fix kernel, train (tiny CPU config).
