@@ -64,7 +64,39 @@ def cli() -> None:
     """
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP reached msdoctor: stop like Ctrl-C does (children killed, exit 128 + signal)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum: int, _frame: Any) -> None:
+    raise Terminated(signum)
+
+
 def main(argv: Optional[list[str]] = None) -> Any:
+    """Run msdoctor; on every way out (return, error, Ctrl-C, SIGTERM) the children's groups are killed."""
+    import signal
+
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[sig] = signal.signal(sig, _on_signal)
+        except ValueError:  # not the main thread (an embedding caller): its own handlers stay
+            pass
+    try:
+        _main(argv)
+    finally:
+        proc = sys.modules.get("msdoctor.proc")  # no child was ever started when it is not loaded
+        if proc is not None:
+            proc.kill_all(final=True)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _main(argv: Optional[list[str]]) -> Any:
     from msdoctor.errors import UserError
     from msdoctor.model import ExitCode
 
@@ -84,6 +116,9 @@ def main(argv: Optional[list[str]] = None) -> Any:
     except (KeyboardInterrupt, EOFError):
         _err("interrupted")
         sys.exit(130)
+    except Terminated as exc:
+        _err("terminated")
+        sys.exit(128 + exc.signum)
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # the last line of defence: no traceback for users

@@ -1,47 +1,459 @@
-"""Subprocesses that cannot hang msdoctor and never take a shell string.
+"""Subprocesses that cannot hang msdoctor, flood it, or outlive it, and never take a shell string.
 
-Every external command msdoctor runs goes through :func:`run`: an argument
-list, a timeout after which the whole process group is killed, captured
-output, and a result object instead of an exception for the usual failures
-(missing executable, not executable, timeout).
+Every external command msdoctor runs goes through this module:
+
+* :func:`run` (captured output) and :func:`run_live` (output handed over line by
+  line) take an argument list and a timeout, read at most ``output_cap`` bytes
+  per stream (a child that writes more is stopped), and return a result object
+  instead of raising for the usual failures (missing executable, not
+  executable, timeout, too much output). The time spent after a timeout or an
+  overflow is bounded too (:data:`KILL_GRACE_S`).
+* :func:`spawn` starts a long-lived child (the trainer, msrun) with inherited or
+  piped stdio and returns a :class:`Child` whose signals go to its whole group.
+
+Every child starts in its own session (so Ctrl-C in the terminal does not reach
+it and a kill reaches all it started), is registered until it is reaped, and its
+whole process group is killed on every exit path: a timeout, too much output,
+:func:`kill_owned` (a check that ran past its limit), :func:`kill_all` (the
+run's deadline, Ctrl-C, SIGTERM, the end of ``msdoctor``), and, after a normal
+exit, whatever the child left behind in its group.
+
+On Linux a child is started under a small supervisor (msdoctor's own Python
+with ``-I -S``) that asks the kernel for a parent-death signal
+(``prctl(PR_SET_PDEATHSIG)``, see prctl(2)) and then forks and execs the
+command in its own process group: when msdoctor dies, even by SIGKILL, the
+supervisor gets SIGHUP and kills the whole group, the command's own children
+included. The signal is tied to the thread that started the child, so a thread
+that calls :func:`spawn` must wait for the child before it ends (run() does).
 """
 
 from __future__ import annotations
 
 import os
+import selectors
+import shutil
 import signal
 import subprocess
+import sys
+import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional, Sequence, Union
+from typing import IO, Any, Callable, Mapping, Optional, Sequence, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+#: The most a child may write on one stream before it is stopped (bytes).
+OUTPUT_CAP = 8 * 1024 * 1024
+#: After a kill, how long msdoctor still reads and waits (a grandchild that left the group may hold a pipe).
+KILL_GRACE_S = 2.0
+
+#: What the supervisor prints on stderr when the command cannot be executed (then exits 127).
+_EXEC_ERROR = "@@msdoctor-exec-error@@"
+
+#: Run by msdoctor's own interpreter (-I -S): parent-death signal, then fork + exec of the command in this group.
+_SUPERVISOR = r"""
+import os, signal, sys
+def die(*_):
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGHUP, die)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+try:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGHUP))  # PR_SET_PDEATHSIG
+except Exception:
+    pass
+if os.getppid() != int(sys.argv[1]):
+    die()
+pid = os.fork()
+if pid == 0:
+    for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(s, signal.SIG_DFL)
+    try:
+        os.execv(sys.argv[2], sys.argv[3:])
+    except OSError as exc:
+        os.write(2, ("@@msdoctor-exec-error@@ %s\n" % (exc.strerror or exc)).encode("utf-8", "replace"))
+    os._exit(127)
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+while True:
+    try:
+        _, status = os.waitpid(pid, 0)
+        break
+    except InterruptedError:
+        continue
+if os.WIFSIGNALED(status):
+    sig = os.WTERMSIG(status)
+    try:
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    except (OSError, ValueError):
+        pass
+    os._exit(128 + sig)
+os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+"""
 
 
 @dataclass
 class ProcResult:
     argv: list[str]
-    returncode: Optional[int]  # None when it could not start or timed out
+    returncode: Optional[int]  # None when it could not start, timed out or was stopped for its output
     stdout: str
     stderr: str
     duration_s: float
     timed_out: bool = False
     #: why it could not start ("not found", "permission denied", ...), else None
     start_error: Optional[str] = None
+    #: it wrote more than the output cap on a stream and was stopped (the output is cut there)
+    overflow: bool = False
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out and self.start_error is None
+        return (self.returncode == 0 and not self.timed_out and self.start_error is None
+                and not self.overflow)
 
     def describe_failure(self) -> str:
         """One line saying what went wrong, for findings."""
         cmd = " ".join(self.argv[:3]) + (" ..." if len(self.argv) > 3 else "")
         if self.start_error:
             return f"could not run {cmd}: {self.start_error}"
+        if self.overflow:
+            return f"{cmd} wrote more than {OUTPUT_CAP // (1024 * 1024)} MiB of output and was stopped"
         if self.timed_out:
             return f"{cmd} did not finish within {self.duration_s:.0f} s and was stopped"
         tail = (self.stderr or self.stdout).strip().splitlines()[-1:] or [""]
         return f"{cmd} exited with status {self.returncode}: {tail[0]}".rstrip(": ")
+
+
+class StartError(OSError):
+    """A child could not be started; ``reason`` says why in a few words."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+_lock = threading.RLock()
+_live: "dict[int, Child]" = {}
+_closing = False
+
+
+class Child:
+    """A started child and its process group (see :func:`spawn`)."""
+
+    def __init__(self, popen: "subprocess.Popen[bytes]", argv: list[str]) -> None:
+        self.popen = popen
+        self.argv = argv
+        self.pid = popen.pid
+        #: the group every process it starts belongs to (it leads it: started in its own session)
+        self.pgid = popen.pid
+        self.owner = threading.get_ident()
+        self._reaped = False
+
+    @property
+    def stdin(self) -> Optional[IO[bytes]]:
+        return self.popen.stdin
+
+    @property
+    def stdout(self) -> Optional[IO[bytes]]:
+        return self.popen.stdout
+
+    @property
+    def stderr(self) -> Optional[IO[bytes]]:
+        return self.popen.stderr
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return self.popen.returncode
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the whole group (the command and all it started)."""
+        if self._reaped:
+            return
+        try:
+            os.killpg(self.pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def kill(self) -> None:
+        """SIGKILL to the whole group."""
+        self.signal(signal.SIGKILL)
+
+    def exited(self, timeout: float = 0.0) -> bool:
+        """Whether the child has exited (waiting up to ``timeout`` s), without reaping it."""
+        if self._reaped or self.popen.returncode is not None:
+            return True
+        end = time.monotonic() + timeout
+        delay = 0.002
+        while True:
+            try:
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return True
+            except InterruptedError:
+                continue
+            if info is not None:
+                return True
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.05)
+
+    def poll(self) -> Optional[int]:
+        """The exit status once it exited (the group's leftovers killed and the child reaped), else None."""
+        return self.wait(0.0)
+
+    def wait(self, timeout: Optional[float] = None) -> Optional[int]:
+        """Wait for the child; then kill what it left in its group and reap it. None if still running.
+
+        The group leader is reaped only after the group was killed, so its id cannot be reused meanwhile.
+        """
+        if self._reaped:
+            return self.popen.returncode
+        if timeout is None:
+            while not self.exited(3600.0):
+                pass
+        elif not self.exited(timeout):
+            return None
+        self.kill()
+        try:
+            rc = self.popen.wait(KILL_GRACE_S)
+        except subprocess.TimeoutExpired:  # pragma: no cover - not reapable
+            return None
+        self._reaped = True
+        with _lock:
+            _live.pop(self.pid, None)
+        return rc
+
+    def close(self) -> None:
+        """Kill the group and reap the child (bounded by :data:`KILL_GRACE_S`); close its pipes."""
+        self.kill()
+        self.wait(KILL_GRACE_S)
+        for f in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+            if f is not None:
+                try:
+                    f.close()
+                except OSError:
+                    pass
+
+    def __enter__(self) -> "Child":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _resolve(arg0: str, cwd: Optional[str], env: Optional[Mapping[str, str]]) -> str:
+    """The file that would be executed for ``arg0`` (as execvp would find it); StartError when none."""
+    if os.sep in arg0:
+        path = arg0 if os.path.isabs(arg0) or cwd is None else os.path.join(cwd, arg0)
+        if not os.path.exists(path):
+            raise StartError("no such file")
+    else:
+        search = (env if env is not None else os.environ).get("PATH", os.defpath)
+        found = shutil.which(arg0, path=search)
+        if found is None:
+            raise StartError("no such file" if not any(
+                os.path.exists(os.path.join(d, arg0)) for d in search.split(os.pathsep) if d
+            ) else "permission denied (not executable)")
+        path = found
+    if os.path.isdir(path):
+        raise StartError("is a directory, not an executable")
+    if not os.access(path, os.X_OK):
+        raise StartError("permission denied (not executable)")
+    return os.path.abspath(path)
+
+
+def _use_supervisor() -> bool:
+    return sys.platform.startswith("linux") and bool(sys.executable) and os.path.isfile(sys.executable)
+
+
+def spawn(
+    argv: Sequence[PathLike],
+    *,
+    cwd: Optional[PathLike] = None,
+    env: Optional[Mapping[str, str]] = None,
+    stdin: Any = subprocess.DEVNULL,
+    stdout: Any = None,
+    stderr: Any = None,
+) -> Child:
+    """Start argv in its own session and process group, registered for the exit-path kills.
+
+    stdin/stdout/stderr are as for subprocess.Popen (None: inherit; PIPE: a binary pipe).
+    Signals for the command go through :meth:`Child.signal` (the whole group); call
+    :meth:`Child.wait` or :meth:`Child.close` from the thread that spawned it.
+
+    Raises:
+        StartError: the executable is missing or not executable, or msdoctor is exiting.
+    """
+    args = [os.fspath(a) for a in argv]
+    if not args:
+        raise StartError("empty command")
+    cwd_s = os.fspath(cwd) if cwd is not None else None
+    exe = _resolve(args[0], cwd_s, env)
+    if _use_supervisor():
+        full = [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(os.getpid()), exe] + args
+        executable: Optional[str] = sys.executable
+    else:
+        full, executable = args, exe
+    with _lock:
+        if _closing:
+            raise StartError("msdoctor is stopping")
+        try:
+            popen = subprocess.Popen(
+                full, executable=executable, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd_s,
+                env=dict(env) if env is not None else None, start_new_session=True, bufsize=0,
+            )
+        except PermissionError:
+            raise StartError("permission denied (not executable)") from None
+        except OSError as exc:
+            raise StartError(f"{exc.strerror or exc}") from None
+        child = Child(popen, args)
+        _live[child.pid] = child
+    return child
+
+
+def kill_all(*, final: bool = False) -> None:
+    """Kill the group of every live child (the run's deadline; with ``final``, msdoctor is exiting:
+    nothing new starts after this)."""
+    global _closing
+    with _lock:
+        if final:
+            _closing = True
+        children = list(_live.values())
+    for child in children:
+        child.kill()
+
+
+def kill_owned(thread_ident: Optional[int]) -> None:
+    """Kill the children started by one thread (a check that ran past its limit)."""
+    if thread_ident is None:
+        return
+    with _lock:
+        children = [c for c in _live.values() if c.owner == thread_ident]
+    for child in children:
+        child.kill()
+
+
+def live_children() -> list[int]:
+    """Pids of the children not reaped yet (for tests and diagnostics)."""
+    with _lock:
+        return sorted(_live)
+
+
+def _pump(
+    child: Child,
+    data: Optional[bytes],
+    deadline: float,
+    cap: int,
+    on_chunk: Optional[Callable[[bytes], None]] = None,
+) -> tuple[bytes, bytes, bool, bool]:
+    """Feed stdin, read stdout/stderr (each at most ``cap`` bytes) until the child exits or the deadline.
+
+    Returns (stdout, stderr, timed_out, overflow). The child is reaped on return.
+    """
+    p = child.popen
+    sel = selectors.DefaultSelector()
+    bufs: dict[int, bytearray] = {}
+    view = memoryview(data or b"")
+    pos = 0
+    out_fd = p.stdout.fileno() if p.stdout is not None else -1
+    err_fd = p.stderr.fileno() if p.stderr is not None else -1
+    in_fd = p.stdin.fileno() if p.stdin is not None else -2
+    if p.stdin is not None:
+        if view:
+            os.set_blocking(p.stdin.fileno(), False)
+            sel.register(p.stdin.fileno(), selectors.EVENT_WRITE)
+        else:
+            p.stdin.close()
+    for fd in (out_fd, err_fd):
+        if fd >= 0:
+            bufs[fd] = bytearray()
+            sel.register(fd, selectors.EVENT_READ)
+    timed_out = overflow = exited = False
+
+    def loop(until: float, watch_exit: bool) -> None:
+        """Move data until every pipe closed, ``until``, or an overflow. With ``watch_exit``, once the
+        child exited its group is killed (a leftover holding a pipe) and reading ends soon after."""
+        nonlocal pos, overflow, exited
+        while sel.get_map():
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            events = sel.select(min(left, 0.1))
+            for key, _ in events:
+                fd = key.fd
+                if fd == in_fd:
+                    try:
+                        pos += os.write(fd, view[pos:pos + 65536])
+                    except BlockingIOError:
+                        continue
+                    except OSError:  # the child stopped reading (EPIPE)
+                        pos = len(view)
+                    if pos >= len(view):
+                        sel.unregister(fd)
+                        assert p.stdin is not None
+                        p.stdin.close()
+                    continue
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    sel.unregister(fd)
+                    continue
+                buf = bufs[fd]
+                room = cap - len(buf)
+                buf.extend(chunk[:max(room, 0)])
+                if on_chunk is not None and room > 0:
+                    on_chunk(chunk[:room])
+                if len(chunk) > room:
+                    overflow = True
+                    return
+            if watch_exit and not events and not exited and child.exited(0.0):
+                exited = True
+                child.kill()
+                until = min(until, time.monotonic() + KILL_GRACE_S)
+
+    try:
+        loop(deadline, True)
+        if not overflow and not exited:
+            if sel.get_map():
+                timed_out = True
+            elif not child.exited(max(0.0, deadline - time.monotonic())):
+                timed_out = True  # closed its output but kept running
+        if timed_out or overflow:
+            child.kill()
+            grace = time.monotonic() + KILL_GRACE_S
+            if timed_out:
+                loop(grace, False)  # what it wrote before the kill (the live probe's last phase)
+            child.exited(max(0.0, grace - time.monotonic()))
+        child.wait(KILL_GRACE_S)
+    finally:
+        child.kill()
+        sel.close()
+        for f in (p.stdin, p.stdout, p.stderr):
+            if f is not None:
+                try:
+                    f.close()
+                except OSError:
+                    pass
+    return bytes(bufs.get(out_fd, b"")), bytes(bufs.get(err_fd, b"")), timed_out, overflow
+
+
+def _text(raw: bytes) -> str:
+    """Decoded output, newlines as text mode would give them."""
+    return raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _exec_error(stderr: str) -> Optional[str]:
+    if stderr.startswith(_EXEC_ERROR):
+        return stderr[len(_EXEC_ERROR):].strip().splitlines()[0] if stderr.strip() != _EXEC_ERROR else "cannot execute"
+    return None
 
 
 def run(
@@ -51,58 +463,33 @@ def run(
     input: Optional[str] = None,
     cwd: Optional[PathLike] = None,
     env: Optional[Mapping[str, str]] = None,
+    output_cap: int = OUTPUT_CAP,
 ) -> ProcResult:
-    """Run argv, wait at most timeout seconds, and return what happened.
+    """Run argv, wait at most ``timeout`` seconds, read at most ``output_cap`` bytes per stream.
 
-    The child gets its own process group so that a timeout kills everything it
-    started (a Python that spawns helpers, an npu-smi stuck in the driver).
+    A timeout or too much output kills the whole process group; so does the
+    child's exit (what it left behind). Never raises for the usual failures.
     """
     args = [os.fspath(a) for a in argv]
     started = time.monotonic()
-    proc = _start(args, cwd, env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                  stderr=subprocess.PIPE)
-    if isinstance(proc, ProcResult):
-        return proc
     try:
-        out, err = proc.communicate(input=input, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        try:
-            out, err = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover - unkillable child
-            out, err = "", ""
-        return ProcResult(args, None, out or "", err or "", time.monotonic() - started, timed_out=True)
+        child = spawn(args, cwd=cwd, env=env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except StartError as exc:
+        return ProcResult(args, None, "", "", 0.0, start_error=exc.reason)
+    try:
+        out, err, timed_out, overflow = _pump(child, input.encode("utf-8") if input is not None else None,
+                                              started + timeout, output_cap)
     except BaseException:
-        _kill_group(proc)
+        child.kill()
         raise
-    return ProcResult(args, proc.returncode, out, err, time.monotonic() - started)
-
-
-def _start(args: list[str], cwd: Optional[PathLike], env: Optional[Mapping[str, str]], *, stdin: int,
-           stderr: int) -> "Union[subprocess.Popen[str], ProcResult]":
-    """Start args in its own process group (so a timeout can kill all it started), or say why it could not."""
-    try:
-        return subprocess.Popen(
-            args, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr,
-            cwd=os.fspath(cwd) if cwd is not None else None, env=dict(env) if env is not None else None,
-            text=True, encoding="utf-8", errors="replace", start_new_session=True,
-        )
-    except FileNotFoundError:
-        return ProcResult(args, None, "", "", 0.0, start_error="no such file")
-    except PermissionError:
-        return ProcResult(args, None, "", "", 0.0, start_error="permission denied (not executable)")
-    except OSError as exc:
-        return ProcResult(args, None, "", "", 0.0, start_error=f"{exc.strerror or exc}")
-
-
-def _kill_group(proc: "subprocess.Popen[str]") -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
+    stdout, stderr = _text(out), _text(err)
+    duration = time.monotonic() - started
+    why = _exec_error(stderr)
+    if why is not None and child.returncode == 127:
+        return ProcResult(args, None, "", "", duration, start_error=why)
+    rc = None if timed_out or overflow else child.returncode
+    return ProcResult(args, rc, stdout, stderr, duration, timed_out=timed_out, overflow=overflow)
 
 
 def run_live(
@@ -112,38 +499,43 @@ def run_live(
     on_line: "Callable[[str], None]",
     cwd: Optional[PathLike] = None,
     env: Optional[Mapping[str, str]] = None,
+    output_cap: int = OUTPUT_CAP,
 ) -> ProcResult:
     """Like :func:`run`, but hands every output line to ``on_line`` as it comes (pip's progress).
 
-    stdout and stderr are merged (in ``ProcResult.stdout``); a timeout kills the
-    whole process group, exactly as in :func:`run`.
+    stdout and stderr are merged (in ``ProcResult.stdout``); timeouts, the
+    output cap and the group kills are exactly as in :func:`run`.
     """
-    import threading
-
     args = [os.fspath(a) for a in argv]
     started = time.monotonic()
-    proc = _start(args, cwd, env, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    if isinstance(proc, ProcResult):
-        return proc
-    lines: list = []
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            on_line(line.rstrip("\n"))
-
-    reader = threading.Thread(target=pump, name="proc-live", daemon=True)
-    reader.start()
     try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        proc.wait()
-        reader.join(5)
-        return ProcResult(args, None, "".join(lines), "", time.monotonic() - started, timed_out=True)
+        child = spawn(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                      stderr=subprocess.STDOUT)
+    except StartError as exc:
+        return ProcResult(args, None, "", "", 0.0, start_error=exc.reason)
+    pending = bytearray()
+
+    def chunk(data: bytes) -> None:
+        pending.extend(data)
+        while True:
+            nl = pending.find(b"\n")
+            if nl < 0:
+                return
+            line = bytes(pending[:nl])
+            del pending[:nl + 1]
+            on_line(_text(line).rstrip("\n"))
+
+    try:
+        out, _, timed_out, overflow = _pump(child, None, started + timeout, output_cap, chunk)
     except BaseException:
-        _kill_group(proc)
+        child.kill()
         raise
-    reader.join(5)
-    return ProcResult(args, proc.returncode, "".join(lines), "", time.monotonic() - started)
+    if pending:
+        on_line(_text(bytes(pending)))
+    stdout = _text(out)
+    duration = time.monotonic() - started
+    why = _exec_error(stdout)
+    if why is not None and child.returncode == 127:
+        return ProcResult(args, None, "", "", duration, start_error=why)
+    rc = None if timed_out or overflow else child.returncode
+    return ProcResult(args, rc, stdout, "", duration, timed_out=timed_out, overflow=overflow)

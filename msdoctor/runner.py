@@ -1,8 +1,9 @@
 """Runs the selected checks concurrently, each with a timeout; a crash is a result.
 
 Each check runs in its own daemon thread: a check stuck past its deadline is
-reported as an ``error`` result and abandoned (its subprocesses carry their
-own timeouts), and it can never keep msdoctor from exiting.
+reported as an ``error`` result and abandoned, the process groups it started are
+killed (all of them at the run's deadline: msdoctor.proc), and it can never keep
+msdoctor from exiting.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from msdoctor import __version__
+from msdoctor import __version__, proc
 from msdoctor.context import Context, FactUnavailable
 from msdoctor.model import CheckResult, Finding, Location, Report, Status, Target
 from msdoctor.plugins import LoadedCheck, LoadFailure, check_prefetch, check_timeout, load_failure_finding
@@ -138,6 +139,7 @@ def run_checks(
     done: "queue.Queue[tuple[int, CheckResult]]" = queue.Queue()
     results: dict[int, CheckResult] = {}
     started_at: dict[int, float] = {}
+    threads: dict[int, threading.Thread] = {}
     pending = list(range(len(checks)))
     running: set[int] = set()
     t0 = time.monotonic()
@@ -148,7 +150,8 @@ def run_checks(
     def start(i: int) -> None:
         started_at[i] = time.monotonic()
         running.add(i)
-        threading.Thread(target=worker, args=(i,), name=f"check-{checks[i].id}", daemon=True).start()
+        threads[i] = threading.Thread(target=worker, args=(i,), name=f"check-{checks[i].id}", daemon=True)
+        threads[i].start()
 
     while pending or running:
         while pending and len(running) < settings.max_parallel:
@@ -168,6 +171,7 @@ def run_checks(
                 if now - started_at[j] >= limit:
                     results[j] = _timeout_result(checks[j], now - started_at[j], f"timed out after {limit:.0f} s")
                     running.discard(j)
+                    proc.kill_owned(threads[j].ident)  # what it started must not keep running
                     if on_done:
                         on_done(results[j])
             if now - t0 >= settings.deadline_s:
@@ -179,6 +183,7 @@ def run_checks(
                         on_done(results[j])
                 running.clear()
                 pending.clear()
+                proc.kill_all()
             continue
         if i in running:  # not already given up on
             running.discard(i)
