@@ -8,6 +8,12 @@ process killed at any moment leaves either a complete checkpoint or a ``.tmp-*``
 is never picked and is cleaned up later. Loading verifies the checksums and falls back to the
 next older checkpoint when one does not verify.
 
+A checkpoint that fails verification is moved aside to ``corrupt-step_00000100-<UTC time>/``
+(kept for inspection, with ``CORRUPT.txt`` saying why; no ``step_*`` glob and no resume picks it)
+and is never counted: pruning keeps the newest K checkpoints that verify, and a step whose
+checkpoint was moved aside is saved again when training reaches it. Pruning checks the manifest
+and every file's size (cheap); resuming and re-saving also check every SHA-256.
+
 This module knows no framework: writers are callables ``fn(path)`` (the trainer passes
 ``mindspore.save_checkpoint``), so the atomicity is testable on its own.
 """
@@ -28,6 +34,8 @@ MANIFEST = "MANIFEST.json"
 STATE = "state.json"
 _STEP_DIR = re.compile(r"^step_(\d{8})$")
 _TMP_PREFIX = ".tmp-"
+CORRUPT_PREFIX = "corrupt-"
+CORRUPT_NOTE = "CORRUPT.txt"
 
 
 @dataclass
@@ -58,7 +66,7 @@ def _fsync_path(path: Path) -> None:
 
 
 def save(root: Path, step: int, writers: Mapping[str, Callable[[Path], None]], state: dict,
-         keep_last: Optional[int] = None) -> Path:
+         keep_last: Optional[int] = None, log: Callable[[str], None] = lambda _: None) -> Path:
     """Write a complete checkpoint for ``step`` atomically; prune to the newest keep_last.
 
     Returns the checkpoint directory. An existing complete checkpoint of the same step is kept.
@@ -84,17 +92,20 @@ def save(root: Path, step: int, writers: Mapping[str, Callable[[Path], None]], s
         out.flush()
         os.fsync(out.fileno())
     _fsync_path(tmp)
-    if final.exists():  # an unverifiable leftover of the same step: move it aside first
-        os.rename(final, root / f"{_TMP_PREFIX}stale-{final.name}-{os.getpid()}")
+    if final.exists():  # a leftover of the same step that does not verify: kept aside for inspection
+        move_aside(final, verify(final) or "replaced")
     os.rename(tmp, final)
     _fsync_path(root)
     if keep_last:
-        prune(root, keep_last)
+        prune(root, keep_last, log)
     return final
 
 
-def verify(path: Path) -> Optional[str]:
-    """None when the checkpoint at path is complete and intact, else why not."""
+def verify(path: Path, *, checksums: bool = True) -> Optional[str]:
+    """None when the checkpoint at path is complete and intact, else why not.
+
+    ``checksums=False`` checks the manifest, the files and their sizes only (no reading of the data).
+    """
     try:
         manifest = json.loads((path / MANIFEST).read_text())
         files = manifest["files"]
@@ -108,7 +119,7 @@ def verify(path: Path) -> Optional[str]:
             return f"{name} is missing"
         if f.stat().st_size != want.get("bytes"):
             return f"{name} has {f.stat().st_size} bytes, the manifest says {want.get('bytes')}"
-        if _sha256(f) != want.get("sha256"):
+        if checksums and _sha256(f) != want.get("sha256"):
             return f"{name} does not match its SHA-256 in the manifest"
     return None
 
@@ -120,20 +131,58 @@ def _step_dirs(root: Path) -> Iterator[tuple[int, Path]]:
     return iter(sorted(found, reverse=True))
 
 
-def find_latest(root: Path, log: Callable[[str], None] = lambda _: None) -> Optional[Checkpoint]:
-    """The newest checkpoint that verifies; damaged ones are reported through log and skipped."""
+def move_aside(path: Path, problem: str) -> Optional[Path]:
+    """Rename a checkpoint that failed verification to ``corrupt-<name>-<UTC time>``; returns the new path.
+
+    None when it is gone already (another rank moved it first).
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = path.with_name(f"{CORRUPT_PREFIX}{path.name}-{stamp}")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{CORRUPT_PREFIX}{path.name}-{stamp}-{n}")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return None
+    try:
+        (aside / CORRUPT_NOTE).write_text(f"moved aside by the msdoctor trainer at {stamp}: {problem}\n"
+                                          "nothing resumes from this directory; delete it when you have looked\n")
+    except OSError:  # a full disk must not stop the fallback to an older checkpoint
+        pass
+    return aside
+
+
+def find_latest(root: Path, log: Callable[[str], None] = lambda _: None, *,
+                move_corrupt: bool = False) -> Optional[Checkpoint]:
+    """The newest checkpoint that verifies; damaged ones are reported through log and skipped.
+
+    With ``move_corrupt`` (the writer, rank 0) a damaged one is also moved aside (:func:`move_aside`).
+    """
     for step, path in _step_dirs(root):
         problem = verify(path)
         if problem is not None:
-            log(f"skipping checkpoint {path}: {problem}")
+            aside = move_aside(path, problem) if move_corrupt else None
+            log(f"skipping checkpoint {path}: {problem}" + (f"; moved aside to {aside}" if aside else ""))
             continue
         return Checkpoint(path, step, json.loads((path / STATE).read_text()))
     return None
 
 
-def prune(root: Path, keep_last: int) -> list[Path]:
-    """Delete all but the newest keep_last complete checkpoints; returns what was deleted."""
-    complete = [p for _, p in _step_dirs(root) if (p / MANIFEST).exists()]
+def prune(root: Path, keep_last: int, log: Callable[[str], None] = lambda _: None) -> list[Path]:
+    """Delete all but the newest keep_last checkpoints that verify; returns what was deleted.
+
+    One that does not verify (manifest, files and sizes) is moved aside, not counted and not deleted.
+    """
+    complete = []
+    for _, p in _step_dirs(root):
+        problem = verify(p, checksums=False)
+        if problem is None:
+            complete.append(p)
+            continue
+        aside = move_aside(p, problem)
+        log(f"checkpoint {p} does not verify ({problem}): not counted" + (f", moved aside to {aside}" if aside else ""))
     doomed = complete[keep_last:]
     for path in doomed:
         # renamed first, so that a kill during the deletion never leaves a half-deleted step_* directory

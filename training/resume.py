@@ -36,8 +36,13 @@ def save(run: Run, step: int) -> Optional[Path]:
     if run.rank != 0:
         return None
     existing = ckpt.step_dir(run.run_dir / "checkpoints", step)
-    if (existing / ckpt.MANIFEST).exists():  # saved already (every_steps and the end coincide)
-        return existing
+    if existing.exists():
+        problem = ckpt.verify(existing)
+        if problem is None:  # saved already (every_steps and the end coincide)
+            return existing
+        # a damaged checkpoint of this step (truncated, edited): kept aside, and this step is saved anew
+        aside = ckpt.move_aside(existing, problem)
+        run.log.info(f"checkpoint: {existing} does not verify ({problem}); moved aside to {aside}, saving it again")
     c = run.cfg
     state = {"data": {"position": step, "seed": c.train.seed, "num_tokens": run.tokens_meta["num_tokens"],
                       "tokenizer": run.tokens_meta["tokenizer"], "files_sha": run.tokens_meta["files_sha"]},
@@ -46,16 +51,16 @@ def save(run: Run, step: int) -> Optional[Path]:
              "global_batch": c.global_batch, "model": to_dict(c)["model"],
              "loss_scale": scale_value(run)}
     started = time.monotonic()
-    path = ckpt.save(run.run_dir / "checkpoints", step, writers(run), state, c.checkpoint.keep_last)
+    path = ckpt.save(run.run_dir / "checkpoints", step, writers(run), state, c.checkpoint.keep_last, run.log.info)
     run.log.info(f"checkpoint: {path} ({time.monotonic() - started:.2f} s)")
     return path
 
 
 def restore(run: Run) -> None:
-    """Load the newest complete checkpoint (damaged ones are skipped with a log line)."""
+    """Load the newest complete checkpoint (damaged ones are skipped with a log line; rank 0 moves them aside)."""
     import mindspore as ms
 
-    found = ckpt.find_latest(run.run_dir / "checkpoints", run.log.info)
+    found = ckpt.find_latest(run.run_dir / "checkpoints", run.log.info, move_corrupt=run.rank == 0)
     if found is None:
         run.log.info("resume: no complete checkpoint yet; starting at step 0")
         return
