@@ -24,6 +24,8 @@ class Document:
     path: Path
     data: Any
     lines: dict[KeyPath, int] = field(default_factory=dict)
+    #: keys given twice in one YAML mapping: (key path, first line, repeated line); YAML keeps the last silently
+    duplicates: list[tuple[KeyPath, int, int]] = field(default_factory=list)
 
     def line_of(self, *keys: Any) -> Optional[int]:
         """Line of the deepest known key on the path (None when unknown)."""
@@ -54,20 +56,26 @@ def _read_text(path: Path) -> str:
         ) from None
 
 
-def _yaml_lines(node: Any, prefix: KeyPath, out: dict[KeyPath, int]) -> None:
+def _yaml_lines(node: Any, prefix: KeyPath, out: dict[KeyPath, int],
+                dups: Optional[list[tuple[KeyPath, int, int]]] = None) -> None:
     import yaml
 
     if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
             path = prefix + (key,)
-            out[path] = key_node.start_mark.line + 1
-            _yaml_lines(value_node, path, out)
+            line = key_node.start_mark.line + 1
+            if dups is not None and key in seen and key != "<<":
+                dups.append((path, seen[key], line))
+            seen.setdefault(key, line)
+            out[path] = line
+            _yaml_lines(value_node, path, out, dups)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             path = prefix + (i,)
             out[path] = item.start_mark.line + 1
-            _yaml_lines(item, path, out)
+            _yaml_lines(item, path, out, dups)
 
 
 def load_yaml_text(text: str, path: Path) -> Document:
@@ -92,9 +100,10 @@ def load_yaml_text(text: str, path: Path) -> Document:
     except yaml.YAMLError as exc:
         raise UserError(f"{path}: malformed YAML: {exc}", "fix the file's syntax") from None
     lines: dict[KeyPath, int] = {}
+    dups: list[tuple[KeyPath, int, int]] = []
     if node is not None:
-        _yaml_lines(node, (), lines)
-    return Document(path, data, lines)
+        _yaml_lines(node, (), lines, dups)
+    return Document(path, data, lines, dups)
 
 
 def load_json_text(text: str, path: Path) -> Document:

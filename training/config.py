@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional, Union, get_type_hints
@@ -303,6 +304,9 @@ def _build_section(cls: type, raw: Any, prefix: tuple, problems: list[Problem], 
         if not ok:
             problems.append(Problem(keys, f"expected {_type_name(hints[key])}", value, lines.get(keys)))
             continue
+        if isinstance(conv, float) and not math.isfinite(conv):  # YAML .nan / .inf, or "nan" as a string
+            problems.append(Problem(keys, "must be a finite number", value, lines.get(keys)))
+            continue
         choices = f.metadata.get("choices")
         if choices and conv is not None:
             match = [c for c in choices if str(c).lower() == str(conv).lower()]
@@ -409,8 +413,26 @@ def validate(cfg: RunConfig, lines: Optional[dict] = None) -> list[Problem]:
         bad(("parallel", "sequence_parallel"), "needs tensor_parallel > 1", True)
     if t.warmup_steps < 0 or t.warmup_steps >= t.max_steps:
         bad(("train", "warmup_steps"), f"must be >= 0 and < max_steps ({t.max_steps})", t.warmup_steps)
-    if t.lr <= 0 or t.min_lr < 0 or t.min_lr > t.lr:
+    if t.lr <= 0:
+        bad(("train", "lr"), "must be > 0", t.lr)
+    elif t.min_lr < 0 or t.min_lr > t.lr:
         bad(("train", "min_lr"), f"need 0 <= min_lr <= lr ({t.lr})", t.min_lr)
+    ranges = [  # (keys, value, ok, the rule): beyond these the optimizer diverges or the model is undefined
+        (("train", "weight_decay"), t.weight_decay, t.weight_decay >= 0, "must be >= 0"),
+        (("train", "beta1"), t.beta1, 0 <= t.beta1 < 1, "must be in [0, 1)"),
+        (("train", "beta2"), t.beta2, 0 <= t.beta2 < 1, "must be in [0, 1)"),
+        (("train", "eps"), t.eps, t.eps > 0, "must be > 0"),
+        (("train", "grad_clip"), t.grad_clip, t.grad_clip >= 0, "must be >= 0 (0: off)"),
+        (("model", "rope_theta"), m.rope_theta, m.rope_theta > 0, "must be > 0"),
+        (("model", "norm_eps"), m.norm_eps, m.norm_eps > 0, "must be > 0"),
+        (("model", "init_std"), m.init_std, m.init_std > 0, "must be > 0"),
+        (("data", "val_fraction"), cfg.data.val_fraction, 0 <= cfg.data.val_fraction < 1, "must be in [0, 1)"),
+        (("runtime", "device_peak_tflops"), rt.device_peak_tflops,
+         rt.device_peak_tflops is None or rt.device_peak_tflops > 0, "must be > 0 (or null)"),
+    ]
+    for keys, value, ok, rule in ranges:
+        if not ok:
+            bad(keys, rule, value)
     if t.seq_length > 0 and m.vocab_size < 2:
         bad(("model", "vocab_size"), "must be at least 2", m.vocab_size)
     if cfg.checkpoint.keep_last < 1:

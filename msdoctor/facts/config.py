@@ -96,14 +96,25 @@ def load_config(path: Path) -> ConfigFacts:
     kind = detect_kind(doc)
     run = None
     if kind == "msdoctor":
+        if not doc.data:  # an empty file is a mistake (wrong file, truncated copy), not "all defaults"
+            raise UserError(f"{doc.path}: the training config is empty (no keys)",
+                            "give the config's keys: start from training/configs/tiny-cpu.yaml; "
+                            "docs/training-config.md lists every key")
+        from msdoctor.training.config import Problem
+
+        twice = [Problem(keys, f"given twice (lines {first} and {second}); YAML would silently keep the last one",
+                         None, second) for keys, first, second in doc.duplicates]
         try:
             run = from_dict(doc.data, dict(doc.lines), doc.path)
+            problems = twice
         except ConfigError as exc:
-            listing = "\n  ".join(p.render(doc.path) for p in exc.problems)
+            problems = twice + exc.problems
+        if problems:
+            listing = "\n  ".join(p.render(doc.path) for p in problems)
             raise UserError(
-                f"{doc.path}: {len(exc.problems)} problem(s) in the training config:\n  {listing}",
+                f"{doc.path}: {len(problems)} problem(s) in the training config:\n  {listing}",
                 "correct the keys above; docs/training-config.md lists every key with its meaning and default",
-            ) from None
+            )
     return ConfigFacts(doc.path, doc, kind, run)
 
 
