@@ -37,8 +37,8 @@ import msdoctor.checks.version_matrix  # what loading the entry point costs ever
 registration = time.perf_counter() - ti
 t0 = time.perf_counter()
 from msdoctor.checks.version_matrix import MatrixInputs, evaluate_static
-from msdoctor.checks.version_matrix_common import mindspore_dir
-from msdoctor.checks.version_matrix_gpu import read_gpu
+from msdoctor.checks.version_matrix.common import mindspore_dir
+from msdoctor.checks.version_matrix.gpu import read_gpu
 from msdoctor.facts.cann import read_cann
 from msdoctor.matrix import load
 import os

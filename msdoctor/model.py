@@ -8,6 +8,7 @@ consume a finished Report and nothing else.
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
@@ -16,8 +17,9 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 SCHEMA_VERSION = 1
 
 
+@functools.total_ordering
 class Status(enum.Enum):
-    """Outcome of a finding or a check, ordered: pass < skip < warn < fail < error."""
+    """Outcome of a finding or a check, ordered by declaration: pass < skip < warn < fail < error."""
 
     PASS = "pass"
     SKIP = "skip"
@@ -33,21 +35,6 @@ class Status(enum.Enum):
         if not isinstance(other, Status):
             return NotImplemented
         return self.rank < other.rank
-
-    def __le__(self, other: object) -> bool:
-        if not isinstance(other, Status):
-            return NotImplemented
-        return self.rank <= other.rank
-
-    def __gt__(self, other: object) -> bool:
-        if not isinstance(other, Status):
-            return NotImplemented
-        return self.rank > other.rank
-
-    def __ge__(self, other: object) -> bool:
-        if not isinstance(other, Status):
-            return NotImplemented
-        return self.rank >= other.rank
 
     @property
     def is_problem(self) -> bool:

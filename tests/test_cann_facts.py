@@ -19,8 +19,8 @@ import pytest
 
 from helpers import BASE_PYTHON, check_of, env_with, probe_json, run_json
 from msdoctor.checks.version_matrix import MatrixInputs, evaluate_static
-from msdoctor.checks.version_matrix_ascend import cann_seen_by_mindspore, evaluate_ascend
-from msdoctor.checks.version_matrix_gpu import GpuFacts
+from msdoctor.checks.version_matrix.ascend import cann_seen_by_mindspore, evaluate_ascend
+from msdoctor.checks.version_matrix.gpu import GpuFacts
 from msdoctor.facts.cann import (
     CannFacts,
     parse_c_ranges,

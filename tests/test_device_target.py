@@ -22,7 +22,7 @@ from typing import Optional
 import pytest
 
 from helpers import check_of, env_with, fake_tool, run_json
-from msdoctor.checks.device_multi import check_rank_table, multi_device_findings
+from msdoctor.checks.device_target.multi import check_rank_table, multi_device_findings
 from msdoctor.docfile import load_json_text
 from msdoctor.facts.ascend import CONTROL_NODES, ascend_env
 from msdoctor.model import Status

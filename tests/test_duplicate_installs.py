@@ -17,8 +17,8 @@ import pytest
 
 from helpers import make_ctx
 from msdoctor.checks.duplicate_installs import DuplicateInstallsCheck, evaluate
-from msdoctor.checks.installs_record import Records, file_hash
-from msdoctor.checks.installs_scripts import shebang_interpreter
+from msdoctor.checks.duplicate_installs.record import Records, file_hash
+from msdoctor.checks.duplicate_installs.scripts import shebang_interpreter
 from msdoctor.facts.target import TARGET, TargetFacts
 from msdoctor.model import Status
 

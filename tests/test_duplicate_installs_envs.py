@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from helpers import BASE_PYTHON, REPO, Venv, check_of, env_with, make_venv, probe_json, run_json
-from msdoctor.checks.installs_record import Records
+from msdoctor.checks.duplicate_installs.record import Records
 from msdoctor.facts.target import TargetFacts
 
 pytestmark = pytest.mark.slow

@@ -20,6 +20,10 @@ def test_status_order() -> None:
     assert sorted([Status.ERROR, Status.PASS, Status.WARN]) == [Status.PASS, Status.WARN, Status.ERROR]
     assert worst([Status.SKIP, Status.FAIL, Status.WARN]) is Status.FAIL
     assert worst([]) is Status.PASS
+    assert Status.WARN <= Status.WARN <= Status.FAIL and Status.ERROR >= Status.FAIL > Status.SKIP
+    assert not Status.FAIL <= Status.WARN and not Status.PASS >= Status.SKIP
+    with pytest.raises(TypeError):
+        _ = Status.FAIL < "warn"  # type: ignore[operator]
 
 
 def test_a_pass_must_say_what_it_proved() -> None:

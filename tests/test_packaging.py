@@ -35,8 +35,18 @@ def test_wheel_installs_nothing_generic_at_top_level(wheel: Path) -> None:
     for sub in ("checks", "training", "compat_matrix"):
         assert any(n.startswith(f"msdoctor/{sub}/") for n in names), sub
     assert "msdoctor/probe/target_probe.py" in names
-    assert "msdoctor/checks/python_env.py" in names
+    assert "msdoctor/checks/python_env/__init__.py" in names
     assert "msdoctor/training/config.py" in names
+
+
+@pytest.mark.slow
+def test_wheel_ships_every_check_module(wheel: Path) -> None:
+    """pyproject lists packages by hand: a check sub-package missing from that list would ship without its rules."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    sources = [p.relative_to(REPO).as_posix() for p in (REPO / "checks").rglob("*.py")]
+    assert any("/" in rel[len("checks/"):] for rel in sources)  # one sub-package per check
+    for rel in sources:
+        assert f"msdoctor/{rel}" in names, rel
 
 
 @pytest.mark.slow
@@ -63,7 +73,7 @@ def test_installed_wheel_runs_from_a_plain_venv(wheel: Path, tmp_path: Path) -> 
     venv = make_venv(tmp_path / "v")
     venv.pip("install", str(wheel))
     site = venv.site_packages
-    assert (site / "msdoctor" / "checks" / "python_env.py").exists()
+    assert (site / "msdoctor" / "checks" / "python_env" / "__init__.py").exists()
     assert not (site / "checks").exists() and not (site / "training").exists()
     res = subprocess.run([str(venv.bin / "msdoctor"), "check", "--quick", "--only", "python-env"],
                          capture_output=True, text=True, env=env_with(), cwd=tmp_path, timeout=120)

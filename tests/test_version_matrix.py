@@ -15,10 +15,10 @@ import pytest
 
 from helpers import BASE_PYTHON, run_msdoctor
 from msdoctor.checks.version_matrix import MatrixInputs, evaluate_static, fold_skips
-from msdoctor.checks.version_matrix_common import mindspore_dir
-from msdoctor.checks.version_matrix_gpu import GpuFacts, evaluate_gpu, read_gpu
-from msdoctor.checks.version_matrix_requires import evaluate_requirements
-from msdoctor.checks.version_matrix_smoke import evaluate_smoke
+from msdoctor.checks.version_matrix.common import mindspore_dir
+from msdoctor.checks.version_matrix.gpu import GpuFacts, evaluate_gpu, read_gpu
+from msdoctor.checks.version_matrix.requires import evaluate_requirements
+from msdoctor.checks.version_matrix.smoke import evaluate_smoke
 from msdoctor.facts.cann import CannFacts
 from msdoctor.facts.import_smoke import SmokeResult
 from msdoctor.facts.target import TargetFacts
@@ -188,7 +188,7 @@ def test_requirements_follow_pip_check_semantics() -> None:
 
 
 def test_all_reported_elsewhere_is_not_a_false_pass() -> None:
-    from msdoctor.checks.version_matrix_common import pair
+    from msdoctor.checks.version_matrix.common import pair
 
     t = target(MS270, dist("numpy", "2.2.6"), PB)
     assert evaluate_requirements(t, {pair("mindspore", "numpy")}) == []

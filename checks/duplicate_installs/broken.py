@@ -12,9 +12,9 @@ from packaging.version import InvalidVersion, Version
 from msdoctor.facts.target import Distribution, TargetFacts
 from msdoctor.model import Finding, Location, Status
 
-from msdoctor.checks.installs_fixes import owner_python, reinstall, rm_command
-from msdoctor.checks.installs_record import Records, file_hash
-from msdoctor.checks.installs_scan import STACK, Groups, is_leftover, is_stack, real, status_for
+from msdoctor.checks.duplicate_installs.fixes import owner_python, reinstall, rm_command
+from msdoctor.checks.duplicate_installs.record import Records, file_hash
+from msdoctor.checks.duplicate_installs.scan import STACK, Groups, is_leftover, is_stack, real, status_for
 
 #: pip renames what it replaces to "~" + these + the name's tail (pypa/pip src/pip/_internal/utils/temp_dir.py,
 #: AdjacentTempDirectory.LEADING_CHARS) and deletes it when the run ends; a killed run leaves it behind.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from msdoctor.checks.device_common import Verdict
+from msdoctor.checks.device_target.common import Verdict
 from msdoctor.facts.nvidia import NvidiaInfo
 from msdoctor.model import Finding, Status
 

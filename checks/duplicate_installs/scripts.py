@@ -9,8 +9,8 @@ from typing import Optional
 from msdoctor.facts.target import Distribution, TargetFacts
 from msdoctor.model import Finding, Location, Status
 
-from msdoctor.checks.installs_fixes import reinstall
-from msdoctor.checks.installs_scan import Groups, real, status_for, under
+from msdoctor.checks.duplicate_installs.fixes import reinstall
+from msdoctor.checks.duplicate_installs.scan import Groups, real, status_for, under
 
 #: Interpreter and installer names a shell resolves through PATH.
 BASE_SCRIPTS = ("python", "python3", "pip", "pip3")

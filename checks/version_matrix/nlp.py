@@ -2,15 +2,15 @@
 
 Pure functions of TargetFacts and the Matrix; each adds the pairs it reports to ``reported``.
 The combinations that metadata allows but that break at import are rows of compat_matrix/mindnlp.toml
-``[[breakage]]``, reported by version_matrix_stack.evaluate_breakages before these run.
+``[[breakage]]``, reported by stack.evaluate_breakages before these run.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from msdoctor.checks.version_matrix_common import minor, pair, pip_install
-from msdoctor.checks.version_matrix_stack import not_in_matrix
+from msdoctor.checks.version_matrix.common import minor, pair, pip_install
+from msdoctor.checks.version_matrix.stack import not_in_matrix
 from msdoctor.matrix import Matrix, spec_contains
 from msdoctor.model import Finding
 

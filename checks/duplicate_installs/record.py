@@ -12,7 +12,7 @@ from typing import Iterable, Iterator, Optional
 
 from msdoctor.facts.target import Distribution
 
-from msdoctor.checks.installs_scan import importable, is_stack
+from msdoctor.checks.duplicate_installs.scan import importable, is_stack
 
 #: Native libraries: what a half-deleted MindSpore loses first (mindspore/lib/*.so).
 _NATIVE = re.compile(r"\.(?:so(?:\.\d+)*|pyd|dylib)$")

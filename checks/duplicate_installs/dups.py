@@ -9,9 +9,9 @@ from packaging.utils import canonicalize_name
 from msdoctor.facts.target import Distribution, TargetFacts
 from msdoctor.model import Finding, Location
 
-from msdoctor.checks.installs_fixes import pip_can_remove, reinstall, removal_fix, where
-from msdoctor.checks.installs_record import Records
-from msdoctor.checks.installs_scan import (
+from msdoctor.checks.duplicate_installs.fixes import pip_can_remove, reinstall, removal_fix, where
+from msdoctor.checks.duplicate_installs.record import Records
+from msdoctor.checks.duplicate_installs.scan import (
     Groups, editable_source, importable, is_leftover, owns, real, specs, status_for, under,
 )
 

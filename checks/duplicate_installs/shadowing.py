@@ -8,9 +8,9 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from msdoctor.facts.target import Distribution, TargetFacts
 from msdoctor.model import Finding, Location, Status
 
-from msdoctor.checks.installs_fixes import owner_python, pth_adding, pythonpath, where
-from msdoctor.checks.installs_record import Records
-from msdoctor.checks.installs_scan import (
+from msdoctor.checks.duplicate_installs.fixes import owner_python, pth_adding, pythonpath, where
+from msdoctor.checks.duplicate_installs.record import Records
+from msdoctor.checks.duplicate_installs.scan import (
     Groups, editable_source, importable, is_leftover, module_file, owns, provider_dirs, q, real, specs, status_for,
     under,
 )

@@ -6,11 +6,11 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from msdoctor.checks.device_ascend import AscendFacts, evaluate_ascend, hardware_present
-from msdoctor.checks.device_common import TARGETS, Plugins, Verdict, read_plugins
-from msdoctor.checks.device_gpu import GpuFacts, evaluate_gpu
-from msdoctor.checks.device_live import LiveContext, live_findings
-from msdoctor.checks.device_multi import multi_device_findings
+from msdoctor.checks.device_target.ascend import AscendFacts, evaluate_ascend, hardware_present
+from msdoctor.checks.device_target.common import TARGETS, Plugins, Verdict, read_plugins
+from msdoctor.checks.device_target.gpu import GpuFacts, evaluate_gpu
+from msdoctor.checks.device_target.live import LiveContext, live_findings
+from msdoctor.checks.device_target.multi import multi_device_findings
 from msdoctor.context import Context
 from msdoctor.facts.ascend import ASCEND_ENV, DEVICE_NODES, NPU_SMI, NpuSmiFailed
 from msdoctor.facts.config import CONFIG, requested_device_target

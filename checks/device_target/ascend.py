@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from msdoctor.checks.device_common import Verdict
+from msdoctor.checks.device_target.common import Verdict
 from msdoctor.facts.ascend import AscendEnv, DeviceNodes, NpuSmiFailed, NpuSmiInfo
 from msdoctor.model import Finding, Status
 

@@ -11,7 +11,7 @@ import functools
 import re
 from typing import Any, NamedTuple, Optional
 
-from msdoctor.checks.version_matrix_common import STACK, pair, pip_install
+from msdoctor.checks.version_matrix.common import STACK, pair, pip_install
 from msdoctor.model import Finding
 
 

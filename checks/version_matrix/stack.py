@@ -10,7 +10,7 @@ import os
 import re
 from typing import Any, Optional
 
-from msdoctor.checks.version_matrix_common import minor, mindspore_dir, pair, pip_install
+from msdoctor.checks.version_matrix.common import minor, mindspore_dir, pair, pip_install
 from msdoctor.matrix import Matrix, spec_contains
 from msdoctor.model import Finding
 

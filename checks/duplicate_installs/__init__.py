@@ -9,12 +9,12 @@ from msdoctor.context import Context
 from msdoctor.facts.target import TargetFacts
 from msdoctor.model import Finding
 
-from msdoctor.checks.installs_broken import RecordStats, leftovers, missing_files, two_dist_infos
-from msdoctor.checks.installs_dups import projects, rival_distributions, same_project_twice
-from msdoctor.checks.installs_record import Records
-from msdoctor.checks.installs_scan import Groups, real, specs
-from msdoctor.checks.installs_scripts import foreign_on_path, foreign_shebangs, scripts_dir
-from msdoctor.checks.installs_shadowing import script_dir_shadows, shadowed_modules, stale_paths
+from msdoctor.checks.duplicate_installs.broken import RecordStats, leftovers, missing_files, two_dist_infos
+from msdoctor.checks.duplicate_installs.dups import projects, rival_distributions, same_project_twice
+from msdoctor.checks.duplicate_installs.record import Records
+from msdoctor.checks.duplicate_installs.scan import Groups, real, specs
+from msdoctor.checks.duplicate_installs.scripts import foreign_on_path, foreign_shebangs, scripts_dir
+from msdoctor.checks.duplicate_installs.shadowing import script_dir_shadows, shadowed_modules, stale_paths
 
 
 def evaluate(t: TargetFacts, *, script_dirs: Sequence[str] = (), records: Optional[Records] = None) -> list[Finding]:

@@ -5,9 +5,9 @@ process); it compares them with compat_matrix/ and reports each broken relations
 both versions, the alternatives and the exact fix for the target interpreter. The import smoke
 (skipped with --quick) then imports the stack in a fresh target process, in training-script order.
 
-Rules live in sibling modules: version_matrix_stack (Python, numpy, protobuf, known breakages),
-version_matrix_nlp (MindNLP, MindFormers), version_matrix_requires (pip check), version_matrix_ascend
-(CANN, driver), version_matrix_gpu (CUDA), version_matrix_smoke (the import smoke).
+Rules live in this package's modules: stack (Python, numpy, protobuf, known breakages),
+nlp (MindNLP, MindFormers), requires (pip check), ascend (CANN, driver), gpu (CUDA),
+smoke (the import smoke); common holds what they share.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from msdoctor.facts.import_smoke import IMPORT_SMOKE
 from msdoctor.model import Finding, Status
 
 if TYPE_CHECKING:  # the rule modules load when the check runs: every `msdoctor` run imports this module
-    from msdoctor.checks.version_matrix_gpu import GpuFacts
+    from msdoctor.checks.version_matrix.gpu import GpuFacts
     from msdoctor.facts.cann import CannFacts
     from msdoctor.matrix import Matrix
 
@@ -38,12 +38,12 @@ class MatrixInputs:
 
 def evaluate_static(f: MatrixInputs) -> list[Finding]:
     """Rules 1-6. The most specific rule reports a pair first; later rules skip pairs already reported."""
-    from msdoctor.checks.version_matrix_ascend import evaluate_ascend
-    from msdoctor.checks.version_matrix_common import installed_versions
-    from msdoctor.checks.version_matrix_gpu import evaluate_gpu
-    from msdoctor.checks.version_matrix_nlp import evaluate_mindformers, evaluate_mindnlp
-    from msdoctor.checks.version_matrix_requires import evaluate_requirements
-    from msdoctor.checks.version_matrix_stack import evaluate_breakages, evaluate_mindspore
+    from msdoctor.checks.version_matrix.ascend import evaluate_ascend
+    from msdoctor.checks.version_matrix.common import installed_versions
+    from msdoctor.checks.version_matrix.gpu import evaluate_gpu
+    from msdoctor.checks.version_matrix.nlp import evaluate_mindformers, evaluate_mindnlp
+    from msdoctor.checks.version_matrix.requires import evaluate_requirements
+    from msdoctor.checks.version_matrix.stack import evaluate_breakages, evaluate_mindspore
 
     t, m = f.target, f.matrix
     reported: set = set()
@@ -74,8 +74,8 @@ def fold_skips(findings: list[Finding]) -> list[Finding]:
 
 def accepted_prefixes(t: Any, m: Matrix) -> Optional[list[str]]:
     """MindSpore's accepted CANN prefixes: the installed file's list, else the matrix's."""
-    from msdoctor.checks.version_matrix_ascend import installed_accepted_list
-    from msdoctor.checks.version_matrix_common import mindspore_dir
+    from msdoctor.checks.version_matrix.ascend import installed_accepted_list
+    from msdoctor.checks.version_matrix.common import mindspore_dir
 
     found = installed_accepted_list(mindspore_dir(t))
     if found is not None:
@@ -101,9 +101,9 @@ class VersionMatrixCheck:
     prefetch = (IMPORT_SMOKE,)
 
     def run(self, ctx: Context) -> list[Finding]:
-        from msdoctor.checks.version_matrix_common import mindspore_dir
-        from msdoctor.checks.version_matrix_gpu import read_gpu
-        from msdoctor.checks.version_matrix_smoke import evaluate_smoke
+        from msdoctor.checks.version_matrix.common import mindspore_dir
+        from msdoctor.checks.version_matrix.gpu import read_gpu
+        from msdoctor.checks.version_matrix.smoke import evaluate_smoke
         from msdoctor.facts.cann import CANN
         from msdoctor.matrix import MatrixError, load
 

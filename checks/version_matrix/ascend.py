@@ -12,7 +12,7 @@ import os
 import re
 from typing import Any, Optional
 
-from msdoctor.checks.version_matrix_common import mindspore_dir, read_text
+from msdoctor.checks.version_matrix.common import mindspore_dir, read_text
 from msdoctor.facts.cann import CannFacts, CannInstall, in_range
 from msdoctor.matrix import Matrix, MindSporeRelease, cann_prefix
 from msdoctor.model import Finding, Location

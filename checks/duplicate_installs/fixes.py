@@ -8,7 +8,7 @@ from typing import Iterable, Optional
 
 from msdoctor.facts.target import Distribution, TargetFacts
 
-from msdoctor.checks.installs_scan import q, real, under
+from msdoctor.checks.duplicate_installs.scan import q, real, under
 
 
 def user_site(t: TargetFacts) -> Optional[str]:
