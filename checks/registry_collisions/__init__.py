@@ -10,9 +10,9 @@ from msdoctor.facts.registries import (
     INSTALLED_REGISTRATIONS, PROJECT_REGISTRATIONS, REGISTRY_BUILTINS, ProjectScan, added_versions,
 )
 from msdoctor.model import Finding, Location
-from msdoctor.registry_scan.builtins import Builtins
+from msdoctor.registry_scan.builtins import MF_NEW_PREFIX, Builtins
 from msdoctor.registry_scan.collide import Collision, find_collisions, free_name, taken_by_kind
-from msdoctor.registry_scan.sources import ScanResult
+from msdoctor.registry_scan.sources import Registration, ScanResult
 
 #: the ValueError each registry raises (installed source: transformers 4.57.1 configuration_auto.py /
 #: auto_factory.py, MindFormers 1.3.2 models/auto/configuration_auto.py, MindNLP 0.4.1 the same as transformers)
@@ -44,6 +44,44 @@ def _pin(name: str, c: Collision, py: str, added: dict[str, str], baseline: str)
     return f" (transformers has shipped '{name}' since {baseline} or earlier: pinning an older release is no way out)"
 
 
+def _mf_fix(c: Collision, reg: Registration, taken: set[str]) -> str:
+    """Rename through alias= (or search_names=), keeping legacy= and the other arguments as written."""
+    mf = reg.mf
+    legacy = mf.legacy if mf is not None else True
+    # free_name compares plain names: strip the new-style prefix from the keys taken by that style
+    plain = {k[len(MF_NEW_PREFIX):] for k in taken if k.startswith(MF_NEW_PREFIX)} if legacy is False else {
+        k for k in taken if not k.startswith(MF_NEW_PREFIX)}
+    plain |= {r for r in taken if not r.startswith(MF_NEW_PREFIX)} if legacy is None else set()
+    args = [f"MindFormerModuleType.{reg.target}"]
+    if c.code == "mindformers-search-name" and mf is not None:
+        name = (c.key or "")[len(MF_NEW_PREFIX):] if legacy is False and (c.key or "").startswith(MF_NEW_PREFIX) else (c.key or "")
+        new = free_name(name, plain)
+        kept = [n for n in mf.search_names if n != name] + [new]
+        if reg.mf and reg.mf.alias:
+            args.append(f'alias="{reg.mf.alias}"')
+        if legacy is not True:
+            args.append("legacy=False" if legacy is False else f"legacy={mf.legacy_text if mf else '...'}")
+        args.append("search_names=" + (repr(kept[0]) if len(kept) == 1 else repr(kept)))
+        return (f"look it up by a search name of its own: @MindFormerRegister.register({', '.join(args)}) at "
+                f"{reg.at} ('{new}' is free; '{name}' is dropped), and write '{new}' where your YAML names this "
+                f"{reg.target.lower()} (model_type in model_config for a CONFIG), so MindFormers' own '{name}' still "
+                f"finds its class")
+    new = free_name(reg.name or "", plain, class_style=True)
+    args.append(f'alias="{new}"')
+    if legacy is not True:
+        args.append("legacy=False" if legacy is False else f"legacy={mf.legacy_text if mf else '...'}")
+    if mf is not None and mf.search_names_text:
+        args.append(f"search_names={mf.search_names_text}")
+    if legacy is False and reg.target == "MODELS":
+        yaml = f"and name it in your YAML as architectures: {new} (model_config; use_legacy: False)"
+    elif legacy is False and reg.target == "CONFIG":
+        yaml = (f"and look it up by a model_type of its own (search_names) in your YAML, with use_legacy: False; "
+                f"the registry key becomes {MF_NEW_PREFIX}{new}")
+    else:
+        yaml = f"and write type: {new} in your YAML"
+    return (f"register it under a free name: @MindFormerRegister.register({', '.join(args)}) at {reg.at}, {yaml}")
+
+
 def _fix(c: Collision, ctx_names: dict[str, Any], py: str, added: dict[str, str], baseline: str) -> str:
     reg, cc = c.reg, c.config_class
     if cc is not None:
@@ -51,9 +89,7 @@ def _fix(c: Collision, ctx_names: dict[str, Any], py: str, added: dict[str, str]
         return f'set model_type = "{new}" in {cc.name} ({cc.at}) before registering it; "{new}" is free'
     assert reg is not None
     if reg.kind == "mindformers":
-        new = free_name(reg.name or "", ctx_names.get(("mf", reg.target), set()), class_style=True)
-        return (f'register it under a free name: @MindFormerRegister.register(MindFormerModuleType.{reg.target}, '
-                f'alias="{new}") at {reg.at}, and write type: {new} in your YAML')
+        return _mf_fix(c, reg, ctx_names.get(("mf", reg.target), set()))
     if reg.kind == "auto":
         new = free_name(reg.name or "", ctx_names["auto"], class_style=True)
         if (reg.key_id or "").split(".", 1)[0].split(":", 1)[0] == (c.registry.library if c.registry else ""):
@@ -115,12 +151,31 @@ def _finding(c: Collision, root: str, names: dict[str, Any], py: str, added: dic
             f"{reg.api}('{reg.name}', {reg.cls}) but {reg.cls}.model_type is '{reg.cls_model_type}'",
             detail=f"At {where} this raises `{RAISES['model-type-mismatch']}` before the name is even registered.",
             fix=fix, location=loc, code=c.code, evidence={**evidence, "class_model_type": reg.cls_model_type})
-    if c.code == "mindformers-builtin":
+    if c.code in ("mindformers-builtin", "mindformers-search-name"):
+        mf = reg.mf
+        style = ("legacy=False" if mf is not None and mf.legacy is False else
+                 "legacy=<expression>" if mf is not None and mf.legacy is None else "legacy=True (the default)")
+        evidence = {**evidence, "registry_key": c.key, "legacy": None if mf is None else mf.legacy,
+                    "search_names": list(mf.search_names) if mf else []}
+        if c.code == "mindformers-search-name":
+            looked = (c.key or "")
+            return Finding.warn(
+                f"{where}: search_names takes '{looked}' from MindFormers' own {reg.target} {owner.cls} ({owner.label})",
+                detail=(f"MindFormerRegister keeps search_names in search_names_map, which get_cls consults before "
+                        f"the registry; registering {reg.cls} with {style} maps the lookup key '{looked}' to it, "
+                        f"so every YAML that names '{looked}' (MindFormers' own configs included) builds "
+                        f"{reg.cls} instead of {owner.cls} ({owner.path}:{owner.line})."),
+                fix=fix, location=loc, code=c.code, evidence=evidence)
+        unknown = (" legacy= is an expression msdoctor cannot evaluate: this is the key it gets when the "
+                   "expression is " + ("False" if (c.key or "").startswith(MF_NEW_PREFIX) else "True") + ".") \
+            if c.exist_ok_unknown else ""
         return Finding.warn(
-            f"{where} replaces MindFormers' own {reg.target} '{reg.name}' ({owner.label})",
-            detail=(f"MindFormerRegister.register never raises: it overwrites the entry, so every YAML with "
-                    f"`type: {reg.name}` ({reg.target}) now builds {reg.cls} instead of {owner.cls} "
-                    f"({owner.path}:{owner.line}), MindFormers' own configs included."),
+            f"{where} replaces MindFormers' own {reg.target} '{c.key or reg.name}' ({owner.label})",
+            detail=(f"With {style}, MindFormers files {reg.cls} under the registry key '{c.key or reg.name}', "
+                    f"the key of its own {owner.cls} ({owner.path}:{owner.line}). MindFormerRegister.register never "
+                    f"raises: it overwrites the entry, so every YAML that looks up that name "
+                    f"({'use_legacy: False' if (c.key or '').startswith(MF_NEW_PREFIX) else 'use_legacy: True, the default'}) "
+                    f"now builds {reg.cls}, MindFormers' own configs included.{unknown}"),
             fix=fix, location=loc, code=c.code, evidence=evidence)
     model = reg.kind == "auto"
     raises = RAISES["builtin-model" if model else "builtin-name"].format(name=reg.name, brand=brand)

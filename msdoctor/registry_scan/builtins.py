@@ -18,6 +18,12 @@ Sources (the installed code is the reference; read, never imported):
   "already used by a Mindformers config") and ``@MindFormerRegister.register(MindFormerModuleType.X,
   alias=...)`` decorators / ``register_cls`` calls, whose ``register`` silently replaces an existing
   entry (``mindformers/tools/register/register.py``).
+* MindFormers 1.6+ / 2.x (2.1.0 read): ``register(module_type, alias=None, legacy=True, search_names=None)``.
+  ``_add_class_name_prefix`` keys a MODELS or CONFIG class registered with ``legacy=False`` as
+  ``"mcore_" + name``; ``search_names`` (and the name itself) go, prefixed the same way, into
+  ``search_names_map[(module_type, key)] -> registry key``, which ``get_cls`` consults first, after
+  prefixing the looked-up name by the run's ``use_legacy`` setting. So ``Qwen3ForCausalLM`` registered
+  with the default ``legacy=True`` does not touch MindFormers' own ``mcore_Qwen3ForCausalLM``.
 """
 
 from __future__ import annotations
@@ -41,6 +47,80 @@ AUTO_DIRS = {
 
 #: MindFormerRegister.register's default module type (mindformers/tools/register/register.py)
 MF_DEFAULT_TYPE = "TOOLS"
+#: MindFormerRegister._add_class_name_prefix (mindformers 2.1.0 tools/register/register.py): NEW_CLASS_PREFIX,
+#: applied when legacy=False and the module type is MODELS or CONFIG
+MF_NEW_PREFIX = "mcore_"
+MF_PREFIXED_TYPES = ("MODELS", "CONFIG")
+
+
+def mf_key(module_type: str, name: str, legacy: Optional[bool] = True) -> str:
+    """The registry key MindFormers files ``name`` under (``mcore_<name>`` for new-style MODELS / CONFIG)."""
+    if legacy is False and module_type in MF_PREFIXED_TYPES:
+        return MF_NEW_PREFIX + name
+    return name
+
+
+def mf_keys(module_type: str, name: str, legacy: Optional[bool]) -> tuple[str, ...]:
+    """Every key a registration may land under: both when ``legacy`` is an expression (None)."""
+    if legacy is None:
+        return tuple(dict.fromkeys((mf_key(module_type, name, True), mf_key(module_type, name, False))))
+    return (mf_key(module_type, name, legacy),)
+
+
+@dataclass(frozen=True)
+class MFCall:
+    """One ``MindFormerRegister.register`` decorator or ``register_cls`` call, as far as it reads statically.
+
+    legacy: the literal given (default True); None when it is an expression.
+    search_names: the literal names given (a str, or a list / tuple / set of str).
+    """
+
+    module_type: str
+    alias: Optional[str]
+    cls_text: Optional[str]
+    legacy: Optional[bool] = True
+    search_names: tuple[str, ...] = ()
+    search_names_text: Optional[str] = None
+    legacy_text: Optional[str] = None
+
+    @property
+    def name(self) -> Optional[str]:
+        if self.alias:
+            return self.alias
+        return self.cls_text.rsplit(".", 1)[-1] if self.cls_text else None
+
+    def keys(self) -> tuple[str, ...]:
+        return mf_keys(self.module_type, self.name, self.legacy) if self.name else ()
+
+    def search_keys(self) -> tuple[str, ...]:
+        """The ``search_names_map`` keys this registration sets (its own name included)."""
+        if not self.name:
+            return ()
+        out: list[str] = []
+        for n in (*self.search_names, self.name):
+            out.extend(mf_keys(self.module_type, n, self.legacy))
+        return tuple(dict.fromkeys(out))
+
+
+def _literal_names(text: Optional[str]) -> tuple[str, ...]:
+    """``'qwen3'`` / ``['a', 'b']`` as written -> names; anything not a literal -> ()."""
+    if not text:
+        return ()
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return tuple(sorted(v for v in value if isinstance(v, str)))
+    return ()
+
+
+def _legacy_of(literal: object, given: bool) -> Optional[bool]:
+    if not given:
+        return True
+    return literal if isinstance(literal, bool) else None
 
 
 @dataclass(frozen=True)
@@ -70,7 +150,9 @@ class LibraryRegistry:
         config_types: config class name -> model_type (the library's reverse map: last row wins).
         auto: auto class ("AutoModelForCausalLM") or mapping variable ("MODEL_FOR_CAUSAL_LM_MAPPING")
             -> model_type -> owner (the model / tokenizer class of that row).
-        decorated: MindFormers module type ("CONFIG") -> registered name -> owner.
+        decorated: MindFormers module type ("CONFIG") -> registry key -> owner (the key as MindFormers files
+            it: ``mcore_<name>`` for a new-style class, see :func:`mf_key`).
+        search_names: (module type, search key) -> registry key, MindFormers' ``search_names_map``.
         files_read: files parsed to build this.
         unreadable: files that should have been read and could not be (path, reason).
     """
@@ -83,6 +165,7 @@ class LibraryRegistry:
     config_types: dict[str, str] = field(default_factory=dict)
     auto: dict[str, dict[str, Owner]] = field(default_factory=dict)
     decorated: dict[str, dict[str, Owner]] = field(default_factory=dict)
+    search_names: dict[tuple[str, str], str] = field(default_factory=dict)
     files_read: int = 0
     unreadable: list[tuple[str, str]] = field(default_factory=list)
 
@@ -181,21 +264,33 @@ def _mf_module_type(expr_text: Optional[str], literal: object) -> str:
     return MF_DEFAULT_TYPE
 
 
-def mindformers_name(call) -> Optional[tuple[str, Optional[str], Optional[str]]]:
-    """(module type, alias or None, class expression or None) of a MindFormerRegister call, else None."""
+def mindformers_name(call) -> Optional[MFCall]:
+    """What a MindFormerRegister call registers, else None.
+
+    Signatures (mindformers 2.1.0): ``register(module_type, alias, legacy, search_names)`` and
+    ``register_cls(register_class, module_type, alias, legacy, search_names)``; 1.3.2 has the first three
+    of each.
+    """
     if call.receiver.rsplit(".", 1)[-1] != "MindFormerRegister":
         return None
     if call.method == "register" and call.decorated:
-        mt, alias = call.arg(0, "module_type"), call.arg(1, "alias")
+        first = 0
         cls_text = call.decorated
     elif call.method == "register_cls":
-        cls_expr, mt, alias = call.arg(0, "register_class"), call.arg(1, "module_type"), call.arg(2, "alias")
+        cls_expr = call.arg(0, "register_class")
+        first = 1
         cls_text = cls_expr.ref if cls_expr is not None else None
     else:
         return None
+    mt, alias = call.arg(first, "module_type"), call.arg(first + 1, "alias")
+    legacy, names = call.arg(first + 2, "legacy"), call.arg(first + 3, "search_names")
     module_type = _mf_module_type(mt.text if mt else None, mt.literal if mt else None) if mt else MF_DEFAULT_TYPE
     alias_name = alias.literal if alias is not None and isinstance(alias.literal, str) else None
-    return module_type, alias_name, cls_text
+    return MFCall(module_type, alias_name, cls_text,
+                  legacy=_legacy_of(legacy.literal if legacy is not None else None, legacy is not None),
+                  search_names=_literal_names(names.text if names is not None else None),
+                  search_names_text=names.text if names is not None else None,
+                  legacy_text=legacy.text if legacy is not None else None)
 
 
 #: ``@MindFormerRegister.register(<args without parentheses>)`` [more decorators] ``class Name``: the form every
@@ -207,8 +302,8 @@ _MF_DECORATOR = re.compile(
 )
 
 
-def _fast_decorators(data: bytes) -> Optional[list[tuple[str, Optional[str], str, int]]]:
-    """(module type, alias, class, line) of every decorator, or None when some registration has another form."""
+def _fast_decorators(data: bytes) -> Optional[list[tuple[MFCall, int]]]:
+    """(registration, line) of every decorator, or None when some registration has another form."""
     found = []
     for m in _MF_DECORATOR.finditer(data):
         try:
@@ -221,6 +316,8 @@ def _fast_decorators(data: bytes) -> Optional[list[tuple[str, Optional[str], str
         kw = {k.arg: k.value for k in call.keywords}
         mt = args.get(0, kw.get("module_type"))
         alias = args.get(1, kw.get("alias"))
+        legacy = args.get(2, kw.get("legacy"))
+        names = args.get(3, kw.get("search_names"))
         mt_name = MF_DEFAULT_TYPE
         if isinstance(mt, ast.Constant) and isinstance(mt.value, str):
             mt_name = mt.value.upper()
@@ -228,7 +325,11 @@ def _fast_decorators(data: bytes) -> Optional[list[tuple[str, Optional[str], str
             mt_name = (dotted(mt) or MF_DEFAULT_TYPE).rsplit(".", 1)[-1]
         alias_name = alias.value if isinstance(alias, ast.Constant) and isinstance(alias.value, str) else None
         line = data.count(b"\n", 0, m.start()) + 1
-        found.append((mt_name, alias_name, m.group("cls").decode(), line))
+        legacy_value = _legacy_of(legacy.value if isinstance(legacy, ast.Constant) else None, legacy is not None)
+        names_text = ast.unparse(names) if names is not None else None
+        found.append((MFCall(mt_name, alias_name, m.group("cls").decode(), legacy=legacy_value,
+                             search_names=_literal_names(names_text), search_names_text=names_text,
+                             legacy_text=ast.unparse(legacy) if legacy is not None else None), line))
     if len(found) != data.count(b"MindFormerRegister.register"):
         return None  # register_cls calls or unusual decorators: let the full parse read them
     return found
@@ -248,22 +349,27 @@ def read_mindformers_decorated(reg: LibraryRegistry, cache: ParseCache = CACHE) 
         fast = _fast_decorators(data)
         if fast is not None:
             reg.files_read += 1
-            for module_type, alias, cls, line in fast:
-                reg.decorated.setdefault(module_type, {})[alias or cls] = Owner(reg.dist, reg.version, cls, path, line)
+            for mf, line in fast:
+                _add_builtin(reg, mf, mf.cls_text or "", path, line)
             continue
         facts = _parse(path, _module_name(reg.root, path, reg.library), reg, cache, tables=False, data=data)
         if facts is None:
             continue
         for call in facts.calls:
             found = mindformers_name(call)
-            if found is None:
-                continue
-            module_type, alias, cls_text = found
-            name = alias or (cls_text.rsplit(".", 1)[-1] if cls_text else None)
-            if name:
-                reg.decorated.setdefault(module_type, {})[name] = Owner(
-                    reg.dist, reg.version, (cls_text or name).rsplit(".", 1)[-1], path, call.line
-                )
+            if found is not None and found.name:
+                _add_builtin(reg, found, (found.cls_text or found.name).rsplit(".", 1)[-1], path, call.line)
+
+
+def _add_builtin(reg: LibraryRegistry, mf: MFCall, cls: str, path: str, line: int) -> None:
+    """File one built-in registration as MindFormers does: its registry key(s) and its search names."""
+    owner = Owner(reg.dist, reg.version, cls, path, line)
+    keys = mf.keys()
+    for key in keys:
+        reg.decorated.setdefault(mf.module_type, {})[key] = owner
+    if keys:
+        for skey in mf.search_keys():
+            reg.search_names[(mf.module_type, skey)] = keys[0]
 
 
 def iter_py_files(root: str) -> Iterable[str]:

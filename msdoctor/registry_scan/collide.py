@@ -10,7 +10,11 @@ What raises and what silently replaces (read in the installed transformers 4.57.
 * ``AutoModel*.register`` / ``AutoTokenizer.register`` raise when the config class's ``__name__`` is a
   built-in config class name whose model_type is in that auto class's mapping (``exist_ok=False``).
 * The same custom name registered twice never raises: the registration imported last wins.
-* ``MindFormerRegister.register`` never raises: it replaces whatever had the name.
+* ``MindFormerRegister.register`` never raises: it replaces whatever had the same registry key. The key
+  is ``mcore_<name>`` for a MODELS / CONFIG class registered with ``legacy=False`` (MindFormers 2.1.0
+  ``_add_class_name_prefix``), so a legacy registration of ``Qwen3ForCausalLM`` leaves the built-in
+  ``mcore_Qwen3ForCausalLM`` alone, and ``search_names=`` that equal a built-in's search key redirect
+  its lookups (``search_names_map`` is consulted before the registry).
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ class Collision:
     """One problem: a registration against a built-in, two registrations of one name, or a latent clash.
 
     code: "builtin-name" | "builtin-name-exist-ok" | "builtin-model" | "builtin-model-exist-ok" |
-    "mindformers-builtin" | "model-type-mismatch" | "duplicate" | "builtin-model-type-unregistered".
+    "mindformers-builtin" | "mindformers-search-name" | "model-type-mismatch" | "duplicate" |
+    "builtin-model-type-unregistered".
+    key: for MindFormers, the registry (or search) key that collides.
     """
 
     code: str
@@ -38,6 +44,7 @@ class Collision:
     others: tuple[Registration, ...] = ()
     config_class: Optional[ConfigClass] = None
     exist_ok_unknown: bool = False
+    key: Optional[str] = None
 
 
 def registry_of(builtins: Builtins, reg: Registration) -> Optional[LibraryRegistry]:
@@ -60,10 +67,7 @@ def _against_builtin(reg: Registration, registry: LibraryRegistry) -> list[Colli
         owner = table.get(model_type) if model_type else None
         code = "builtin-model"
     elif reg.kind == "mindformers":
-        owner = (registry.decorated.get(reg.target) or {}).get(reg.name)
-        if owner is not None:
-            out.append(Collision("mindformers-builtin", "warn", reg, owner, registry))
-        return out
+        return _against_mindformers(reg, registry)
     if owner is not None:
         if reg.exist_ok is False:
             out.append(Collision(code, "fail", reg, owner, registry))
@@ -73,6 +77,31 @@ def _against_builtin(reg: Registration, registry: LibraryRegistry) -> list[Colli
     if (reg.kind == "config" and reg.target == "AutoConfig" and reg.cls_model_type is not None
             and reg.cls_model_type != reg.name):
         out.append(Collision("model-type-mismatch", "fail", reg, None, registry))
+    return out
+
+
+def _against_mindformers(reg: Registration, registry: LibraryRegistry) -> list[Collision]:
+    """A registry key or search key the registration takes from a built-in (MindFormers' own keying)."""
+    out: list[Collision] = []
+    table = registry.decorated.get(reg.target) or {}
+    keys = reg.mf.keys() if reg.mf is not None else ((reg.name,) if reg.name else ())
+    hit = set()
+    for key in keys:
+        owner = table.get(key)
+        if owner is not None:
+            hit.add(key)
+            out.append(Collision("mindformers-builtin", "warn", reg, owner, registry, key=key,
+                                 exist_ok_unknown=reg.mf is not None and reg.mf.legacy is None))
+    if reg.mf is None:
+        return out
+    own = set(keys)
+    for skey in reg.mf.search_keys():
+        target = registry.search_names.get((reg.target, skey))
+        if target is None or target in own:
+            continue
+        owner = table.get(target)
+        if owner is not None:
+            out.append(Collision("mindformers-search-name", "warn", reg, owner, registry, key=skey))
     return out
 
 
@@ -152,7 +181,10 @@ def taken_names(registry: Optional[LibraryRegistry], registrations: Iterable[Reg
     else:
         if registry is not None:
             taken |= set(registry.decorated.get(target, {}))
-        taken |= {r.name for r in registrations if r.kind == "mindformers" and r.target == target and r.name}
+            taken |= {k for (mt, k) in registry.search_names if mt == target}
+        for r in registrations:
+            if r.kind == "mindformers" and r.target == target and r.name:
+                taken |= {r.name, *(r.mf.keys() if r.mf else ())}
     return taken
 
 

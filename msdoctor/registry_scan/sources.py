@@ -10,11 +10,11 @@ from __future__ import annotations
 import csv
 import io
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Optional, Sequence
 from urllib.parse import unquote, urlparse
 
-from msdoctor.registry_scan.builtins import LIBRARIES, mindformers_name
+from msdoctor.registry_scan.builtins import LIBRARIES, MFCall, mindformers_name
 from msdoctor.registry_scan.parse import CACHE, Call, Expr, ModuleFacts, ParseCache, ParseError
 
 #: directories never part of a project: VCS, caches, build output, dependencies
@@ -75,6 +75,8 @@ class Registration:
         cls_model_type / cls_model_type_at: the registered config class's own model_type, if known.
         exist_ok: the literal value given; None when it is an expression.
         at: the call's file and line. origin: "project" or "<distribution> <version>".
+        mf: for a MindFormers registration, the call as read (legacy=, search_names=); its registry
+            key is ``key_id`` (``mcore_<name>`` for a new-style MODELS / CONFIG class).
     """
 
     kind: str
@@ -92,6 +94,7 @@ class Registration:
     cls_model_type: Optional[str] = None
     cls_model_type_at: Optional[Loc] = None
     exist_ok: Optional[bool] = False
+    mf: Optional[MFCall] = None
 
 
 @dataclass(frozen=True)
@@ -384,15 +387,18 @@ class SourceSet:
             found = mindformers_name(call)
             if found is None:
                 return None
-            module_type, alias, cls_text = found
+            cls_text = found.cls_text
             cls_name, cls_id, _ = self._class_ref(m.module, Expr(cls_text or "", call.line, ref=cls_text))
             if call.decorated:
                 cls_name, cls_id = call.decorated, self.class_id(m.module, call.decorated)
-            name = alias or cls_name
+            if not found.alias and cls_name:  # MindFormers keys by register_class.__name__
+                found = replace(found, cls_text=cls_name)
+            name = found.alias or cls_name
+            keys = found.keys() if name else ()
             # MindFormerRegister.register has no exist_ok: it always replaces (exist_ok stays False)
-            return Registration("mindformers", "mindformers", api, module_type, name,
-                                repr(alias) if alias else str(cls_name), at, self.origin, key_id=name,
-                                cls=cls_name, cls_id=cls_id)
+            return Registration("mindformers", "mindformers", api, found.module_type, name,
+                                repr(found.alias) if found.alias else str(cls_name), at, self.origin,
+                                key_id=keys[0] if keys else name, cls=cls_name, cls_id=cls_id, mf=found)
         if call.method != "register":
             return None
         exist_index = 3 if symbol == "AutoTokenizer" else 2
