@@ -3,15 +3,15 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 extras="$1"
-# MindSpore 2.7.0 has wheels for CPython 3.9-3.11 only: prefer 3.11.
-py=""
-for cand in python3.11 python3.10 python3.9 python3; do
-  if command -v "$cand" >/dev/null 2>&1; then py="$cand"; break; fi
-done
-[ -n "$py" ] || { echo "no python3 found; install Python 3.9-3.11 first" >&2; exit 2; }
+. scripts/_python.sh
+# .venv gets MindSpore 2.7.0 (scripts/constraints/oldest.txt), whose wheels are for CPython 3.9-3.11:
+# prefer 3.11. The newest supported release is tested in .venv-newest (scripts/_venv_newest.sh).
+py="$(pick_python 3.11 3.10 3.9)" || { echo "no Python 3.9-3.11 found; install one first" >&2; exit 2; }
 if [ ! -x .venv/bin/python ]; then
-  echo "creating .venv with $($py --version 2>&1)" >&2
+  echo "creating .venv with $("$py" --version 2>&1)" >&2
   "$py" -m venv .venv
 fi
-# pip keeps downloaded wheels in its cache, so the 750 MB MindSpore wheel is fetched once per machine.
-.venv/bin/python -m pip install --disable-pip-version-check -q -e ".[${extras}]"
+# About 750 MB on the first run (MindSpore and its dependencies), and pip -q prints nothing meanwhile.
+echo "installing msdoctor[${extras}] into .venv (the first time takes a few minutes)" >&2
+.venv/bin/python -m pip install --disable-pip-version-check -q \
+  -c scripts/constraints/oldest.txt -e ".[${extras}]"
