@@ -8,7 +8,7 @@ conventions, every precision, flash on and off, dropout on and off.
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from msdoctor.memory import GIB, Device, ModelShape, Setup, estimate
@@ -68,7 +68,14 @@ def test_more_recompute_never_increases(cfg):
 @settings(max_examples=150, deadline=None)
 @given(configs())
 def test_more_sharding_never_increases(cfg):
+    """ZeRO-3 / level3 keeps two whole gathered blocks, so it saves memory once a stage has more than
+    a few blocks (DeepSpeed's own estimate 4 x largest layer + 18P/N is above ZeRO-2's 2P + 18P/N when
+    the largest layer is over half the model)."""
     model, setup, device = cfg
+    from msdoctor.memory import layer_params, total_params
+
+    largest = max(layer_params(model, 1).whole, model.padded_vocab(setup.tensor_parallel) * model.hidden_size)
+    assume(4 * largest * setup.pipeline_stages <= total_params(model, setup.tensor_parallel))
     totals = [estimate(model, setup.with_(optimizer_sharding=s), device).total for s in SHARDING]
     assert totals == sorted(totals, reverse=True), totals
 

@@ -245,7 +245,7 @@ def test_msdoctor_yaml(tmp_path):
     assert src.cap.bytes == 58 * GIB and src.cap.line == _line(path, "device_memory")
     est = estimate(src.model, s, make_device("Ascend", Detected(), src.cap))
     assert est.verdict == "fits"
-    assert 36 * GIB < est.total < 42 * GIB  # the worked example of the msdoctor.memory docstring: 38.6 GiB
+    assert 27 * GIB < est.total < 30 * GIB  # the worked example of the msdoctor.memory docstring: 28.7 GiB
 
 
 def test_msdoctor_yaml_errors_come_with_file_and_line(tmp_path):

@@ -12,6 +12,7 @@ import click
 from msdoctor.errors import UserError
 
 _POS = click.IntRange(min=1)
+RECOMPUTE_CHOICES = ["none", "selective", "selective-attention", "selective-ffn", "full"]
 
 
 @click.command("memory")
@@ -28,10 +29,29 @@ _POS = click.IntRange(min=1)
 @click.option("--data-parallel", type=_POS, metavar="N")
 @click.option("--tensor-parallel", type=_POS, metavar="N")
 @click.option("--pipeline-stages", type=_POS, metavar="N")
-@click.option("--recompute", type=click.Choice(["none", "selective", "full"]))
-@click.option("--optimizer-sharding", type=click.Choice(["none", "optimizer", "grads", "params"]))
+@click.option("--micro-batch-num", type=_POS, metavar="N", help="Micro-batches per step through the pipeline.")
+@click.option("--sequence-parallel/--no-sequence-parallel", default=None,
+              help="Shard the norm and dropout activations over the tensor-parallel ranks.")
+@click.option("--flash-attention/--no-flash-attention", default=None,
+              help="Fused attention (no materialised scores); --no-flash-attention counts the s x s scores.")
+@click.option("--dropout/--no-dropout", default=None, help="Hidden and attention dropout on (1-byte masks kept).")
+@click.option("--recompute", type=click.Choice(RECOMPUTE_CHOICES),
+              help="selective-attention: the attention core only (Megatron, Korthikanti et al.); selective-ffn: "
+                   "also the FFN activation (MindFormers select_recompute: True); selective: the config's own "
+                   "convention (MindFormers / msdoctor: selective-ffn).")
+@click.option("--optimizer-sharding", type=click.Choice(["none", "optimizer", "grads", "params"]),
+              help="ZeRO-1/2/3, MindSpore parallel optimizer level1/2/3.")
 @click.option("--precision", type=click.Choice(["fp32", "bf16", "fp16"]), help="Compute (activation) dtype.")
 @click.option("--param-dtype", type=click.Choice(["fp32", "bf16", "fp16"]), help="Dtype of the stored weights.")
+@click.option("--grad-dtype", type=click.Choice(["fp32", "bf16", "fp16"]),
+              help="Dtype of the gradients (default: the framework's convention).")
+@click.option("--master-weights/--no-master-weights", default=None,
+              help="An fp32 master copy of 16-bit weights (default: the framework's convention).")
+@click.option("--framework", type=click.Choice(["mindspore", "megatron", "deepspeed", "zero-paper"]),
+              help="Accounting convention: mindspore (default), megatron, deepspeed (its ZeRO estimators), "
+                   "zero-paper (Rajbhandari et al. 2020 Figure 1: 2 + 2 + 12 B/param).")
+@click.option("--pretrained-model-dir", metavar="DIR",
+              help="MindFormers pretrained_model_dir (the Hugging Face model directory with config.json).")
 @click.option("--suggestions", type=click.IntRange(min=0), default=3, show_default=True, metavar="N",
               help="How many changes that fit to show when it does not fit or is tight.")
 @click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True)
@@ -39,8 +59,11 @@ _POS = click.IntRange(min=1)
 def memory(config: Path, device_memory: Optional[str], devices: Optional[int], device_target: Optional[str],
            seq_length: Optional[int], micro_batch_size: Optional[int], grad_accumulation: Optional[int],
            data_parallel: Optional[int], tensor_parallel: Optional[int], pipeline_stages: Optional[int],
-           recompute: Optional[str], optimizer_sharding: Optional[str], precision: Optional[str],
-           param_dtype: Optional[str], suggestions: int, fmt: str, verbose: bool) -> int:
+           micro_batch_num: Optional[int], sequence_parallel: Optional[bool], flash_attention: Optional[bool],
+           dropout: Optional[bool], recompute: Optional[str], optimizer_sharding: Optional[str],
+           precision: Optional[str], param_dtype: Optional[str], grad_dtype: Optional[str],
+           master_weights: Optional[bool], framework: Optional[str], pretrained_model_dir: Optional[str],
+           suggestions: int, fmt: str, verbose: bool) -> int:
     """Estimate training memory per device and compare it with the device.
 
     \b
@@ -54,6 +77,8 @@ def memory(config: Path, device_memory: Optional[str], devices: Optional[int], d
       msdoctor memory --config train.yaml
       msdoctor memory --config pretrain_llama2_7b.yaml --device-memory 64GiB -v
       msdoctor memory --config config.json --seq-length 4096 --devices 8 --recompute full
+      msdoctor memory --config config.json --framework zero-paper --param-dtype fp16 \\
+          --devices 64 --optimizer-sharding grads        # ZeRO paper Figure 1, P_os+g
     """
     from msdoctor.context import Context, Options
     from msdoctor.facts.config import load_config
@@ -70,8 +95,14 @@ def memory(config: Path, device_memory: Optional[str], devices: Optional[int], d
         except SizeError as exc:
             raise click.BadParameter(str(exc), param_hint="--device-memory") from None
     target = {"ascend": "Ascend", "gpu": "GPU", "cpu": "CPU"}[device_target.lower()] if device_target else None
+    selective_ffn = {"selective-attention": False, "selective-ffn": True}.get(recompute or "")
     overrides = Overrides(seq_length, micro_batch_size, grad_accumulation, data_parallel, tensor_parallel,
-                          pipeline_stages, devices, recompute, optimizer_sharding, precision, param_dtype, target)
+                          pipeline_stages, devices, "selective" if recompute and "selective" in recompute
+                          else recompute, optimizer_sharding, precision, param_dtype, target,
+                          micro_batch_num=micro_batch_num, sequence_parallel=sequence_parallel,
+                          flash_attention=flash_attention, dropout=dropout, framework=framework,
+                          master_weights=master_weights, grad_dtype=grad_dtype, selective_ffn=selective_ffn,
+                          pretrained_model_dir=pretrained_model_dir)
     facts = load_config(config)
     try:
         source = load_source(facts, overrides)

@@ -290,3 +290,15 @@ def _compute(ctx: Context) -> Optional[NvidiaInfo]:
 
 #: GPUs, driver, CUDA runtime and cuDNN; None when the host shows no sign of NVIDIA.
 NVIDIA: FactSpec[Optional[NvidiaInfo]] = FactSpec("nvidia", _compute, description="NVIDIA GPUs and CUDA libraries")
+
+
+def _compute_host(ctx: Context) -> Optional[NvidiaInfo]:
+    if ctx.has(NVIDIA):
+        return ctx.get(NVIDIA)
+    timeout = float(ctx.options.extra.get("nvidia_smi_timeout_s", NVIDIA_SMI_TIMEOUT_S))
+    return gather(ctx.environ, ctx.environ, timeout)
+
+
+#: The same from msdoctor's own environment, without the target probe (``msdoctor memory``).
+NVIDIA_HOST: FactSpec[Optional[NvidiaInfo]] = FactSpec("nvidia-host", _compute_host,
+                                                        description="NVIDIA GPUs seen from msdoctor's environment")

@@ -11,11 +11,23 @@ Public API::
 
     from msdoctor.memory import load_source, make_plan
     plan = make_plan(load_source("train.yaml"), ctx)   # a config file -> estimate + suggestions
+    est.model_states     # weights + gradients + master + optimizer states + accumulation buffer
 
 ``msdoctor memory --config FILE`` and the ``memory-fit`` check are thin layers on these.
-Formulas, unit conventions and reference values: research/memory.md; module docstrings
-of msdoctor.memory.estimate (formulas), .capacity (what is compared against), .search
-(suggestions and their costs), .reference (Megatron and Korthikanti cross-checks).
+Formulas and their public sources: the module docstrings of msdoctor.memory.estimate
+(formulas), .capacity (what is compared against), .search (suggestions and their costs),
+.reference (Megatron, Korthikanti, ZeRO, DeepSpeed and accelerate cross-checks); config
+readers: .mindformers, .hf, .runconfig with their key tables in .keys.
+
+Reading a MindFormers YAML (what ``trainconf`` and other callers need)::
+
+    from msdoctor.memory import load_source, total_params
+    src = load_source("finetune_qwen2_5_7b_8k.yaml")          # or load_source(path, Overrides(...))
+    src.model            # ModelShape: layers, hidden, heads, kv heads, ffn, vocab, tie, bias, ...
+    src.setup            # Setup: data/tensor/pipeline/context parallel, micro_batch_num, seq_split_num,
+                         #        precision, param_dtype, optimizer_sharding, recompute per stage, ...
+    total_params(src.model)                                    # parameters (vocabulary as configured)
+    msdoctor.memory.keys.MF_MODEL_INTS / MF_PARALLEL_INTS       # which YAML keys feed which field
 
 How an msdoctor training config is estimated (for sizing training/configs/*.yaml)
 ---------------------------------------------------------------------------------
@@ -34,9 +46,9 @@ device. MindSpore conventions apply (``framework="mindspore"``):
   accumulation buffer (MindSpore's ``accu_grads``).
 * ``parallel.optimizer_sharding`` over d = data_parallel devices: ``optimizer`` (MindSpore
   parallel optimizer, level1) stores weights / d, gradients / d (reduce-scattered) and
-  optimizer states / d, but keeps the all-gathered weights (the other (d-1)/d of every
-  weight) from forward to backward; ``grads`` also shards the accumulation buffer;
-  ``params`` (level3) keeps only two gathered layers at a time.
+  optimizer states / d, but keeps the all-gathered weights (in the compute dtype when fp32
+  weights are cast) from forward to backward; ``grads`` (level2) also shards the
+  accumulation buffer; ``params`` (level3) keeps only two gathered layers at a time.
 * activations: see msdoctor.memory.estimate (Korthikanti et al. per-layer terms with
   GQA / SwiGLU); ``train.recompute: full`` keeps 2*s*b*h per layer plus one layer's
   working set while it is recomputed; ``selective`` drops the attention core and the FFN
@@ -51,9 +63,9 @@ device. MindSpore conventions apply (``framework="mindspore"``):
 
 Worked example: Llama-2-7B shape (P = 6.74e9, V = 32000), seq 4096, micro-batch 1, 8 x 910B
 (``device_memory: 58GB``), bf16 compute, fp32 weights, optimizer_sharding optimizer, flash
-attention, recompute full: weights 3.1 GiB + the gathered rest of the weights 22.0 + gradients
-3.1 + Adam 6.3, activations, recompute working set and logits 2.3, fragmentation 1.8: 38.6 GiB
-of 58, it fits. Without recompute the activations add ~15 GiB (54.0 GiB: tight).
+attention, recompute full: weights 3.1 GiB + the all-gathered bf16 copy of the weights 12.6 +
+gradients 3.1 + Adam 6.3, activations, recompute working set and logits 2.3, fragmentation 1.4:
+28.7 GiB of 58, it fits. Without recompute the activations add ~15 GiB (44.1 GiB: fits).
 ``msdoctor memory --config FILE -v`` prints every term with its formula.
 """
 

@@ -7,13 +7,14 @@ Sources, strongest first:
    memory from ``nvidia-smi`` (``NVIDIA`` fact), CPU: available RAM from psutil, shared
    by the workers of one host.
 3. The config's cap: MindSpore ``max_device_memory`` / msdoctor ``runtime.device_memory``
-   ("58GB" on a 64 GB 910B, MindFormers' recommendation; research/memory.md 7.1).
+   ("58GB" on a 64 GB 910B, MindFormers' recommendation: docs advanced_development/
+   performance_optimization.md).
 
 A cap is MindSpore's memory pool: the runtime (CANN) lives outside it, so no reserve is
 counted against a cap, unless the cap exceeds the device's total minus that reserve, in
 which case the device is the limit. Reserves: Ascend 4.5 GiB (MindSpeed's fixed
-"cann_memory", research/memory.md 7.6); GPU 2 GiB (CUDA context + NCCL buffers, "1-2 GiB",
-research/memory.md 11); CPU none (available RAM is already net of what runs).
+"cann_memory", Ascend/MindSpeed mindspeed/core/auto_parallel/search/memory_model.py); GPU
+2 GiB (CUDA context + NCCL buffers, 1-2 GiB); CPU none (available RAM is already net of what runs).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from msdoctor.memory.units import GIB, MIB, fmt_gib
 
 RESERVE = {"Ascend": int(4.5 * GIB), "GPU": 2 * GIB, "CPU": 0}
 RESERVE_WHY = {
-    "Ascend": "CANN runtime outside MindSpore's pool: 4.5 GiB (MindSpeed memory_model.py cann_memory)",
-    "GPU": "CUDA context + NCCL buffers: 2 GiB (research/memory.md 11: 1-2 GiB)",
+    "Ascend": "CANN runtime outside MindSpore's pool: 4.5 GiB (Ascend/MindSpeed "
+              "mindspeed/core/auto_parallel/search/memory_model.py cann_memory)",
+    "GPU": "CUDA context + NCCL buffers: 2 GiB (observed 1-2 GiB: torch.cuda.mem_get_info before and after "
+           "init_process_group)",
     "CPU": "",
 }
 FRAGMENTATION = 0.05
@@ -102,15 +105,38 @@ def detect(ctx: Any, target: str, workers: int = 1, *, probe: bool = True) -> De
             return from_npu_smi(ctx.get(NPU_SMI))
         except FactUnavailable as exc:
             return Detected(notes=[f"npu-smi failed: {exc.message}"])
-    from msdoctor.facts.nvidia import NVIDIA, gather
-
     try:
-        if probe or ctx.has(NVIDIA):
-            return from_nvidia(ctx.get(NVIDIA))
-        # without the target probe (msdoctor memory): msdoctor's own environment is enough for nvidia-smi
-        return from_nvidia(gather(ctx.environ, ctx.environ))
+        return from_nvidia(ctx.get(_nvidia_spec(ctx, probe)))
     except FactUnavailable as exc:
         return Detected(notes=[f"nvidia-smi failed: {exc.message}"])
+
+
+def _nvidia_spec(ctx: Any, probe: bool) -> Any:
+    """The NVIDIA fact: the target's (runs the target probe) or, without the probe, msdoctor's own
+    environment (enough for nvidia-smi; ``msdoctor memory``)."""
+    from msdoctor.facts.nvidia import NVIDIA, NVIDIA_HOST
+
+    return NVIDIA if probe or ctx.has(NVIDIA) else NVIDIA_HOST
+
+
+def machine_target(ctx: Any, probe: bool = False) -> Optional[str]:
+    """Ascend or GPU when the Context's device facts show such devices here, else None."""
+    from msdoctor.context import FactUnavailable
+    from msdoctor.facts.ascend import NPU_SMI
+
+    try:
+        info = ctx.get(NPU_SMI)
+        if info is not None and getattr(info, "chips", None):
+            return "Ascend"
+    except FactUnavailable:
+        pass
+    try:
+        nv = ctx.get(_nvidia_spec(ctx, probe))
+        if nv is not None and nv.gpus:
+            return "GPU"
+    except FactUnavailable:
+        pass
+    return None
 
 
 def make_device(target: str, detected: Detected, cap: Any = None, override: Optional[int] = None,

@@ -88,6 +88,7 @@ class StageParams:
     output: float
     largest_unit: float  # biggest block gathered at once under ZeRO-3 (a layer or the embedding)
     why: str
+    small: float = 0.0  # params in tensors under the parallel optimizer's threshold (norm weights)
 
 
 def stage_params(m: ModelShape, s: Setup, stage: int, layers: int, lp: LayerParams) -> StageParams:
@@ -111,7 +112,14 @@ def stage_params(m: ModelShape, s: Setup, stage: int, layers: int, lp: LayerPara
         parts.append("final norm")
     total = layers * lp.per_device + embedding + output
     largest = max(lp.per_device, embedding, output)
-    return StageParams(layers, total, embedding, output, largest, " + ".join(parts))
+    # norm weights are h (or head_dim) wide: below MindSpore's parallel_optimizer_threshold they stay whole
+    norm_w = 1 if m.norm == "rmsnorm" else 2
+    small = 0.0
+    if h * DTYPE_BYTES[s.param_dtype] < s.shard_threshold:
+        small = layers * (2 * h * norm_w + (2 * m.head_width * norm_w if m.qk_norm else 0))
+        if stage == p - 1:
+            small += h * norm_w
+    return StageParams(layers, total, embedding, output, largest, " + ".join(parts), small)
 
 
 # -- model states -----------------------------------------------------------------
@@ -128,25 +136,30 @@ class Widths:
 
 
 def widths(s: Setup) -> Widths:
+    """Bytes per parameter by convention (Setup's docstring says which framework keeps what)."""
     w = DTYPE_BYTES[s.param_dtype]
     half = s.param_dtype in ("bf16", "fp16")
-    megatron = s.framework == "megatron"
-    master = s.master_weights if s.master_weights is not None else (megatron and half)
+    fw = s.framework
+    master = s.master_weights if s.master_weights is not None else (fw != "mindspore" and half)
     if s.grad_dtype is not None:
         g = DTYPE_BYTES[s.grad_dtype]
-    elif megatron and s.param_dtype == "bf16":
-        g = 4  # fp32 main gradients (Megatron's bf16 default, research/memory.md 3.1)
+    elif fw == "megatron" and s.param_dtype == "bf16":
+        g = 4  # fp32 main gradients (Megatron's bf16 default, theoretical_memory_usage.py: 18 B/param)
     else:
         g = w
     state = DTYPE_BYTES[s.optimizer_state_dtype]
     opt = 2 * state if s.optimizer == "adamw" else state
     why = f"{'Adam m, v' if s.optimizer == 'adamw' else 'SGD momentum'} in {s.optimizer_state_dtype} = {opt} B/param"
-    if megatron and s.param_dtype == "fp16" and s.grad_dtype is None:
+    if fw == "megatron" and s.param_dtype == "fp16" and s.grad_dtype is None:
         opt += 4  # the fp32 copy of the fp16 gradients the optimizer steps on (20 B/param in total)
         why += " + fp32 main-grad copy 4 B/param"
+    if fw == "deepspeed" and half:
+        # stage_1_and_2.py: single_partition_of_fp32_groups' gradients (the 18 of 2P + 18P/N)
+        opt += 4
+        why += " + fp32 gradient partition 4 B/param (DeepSpeed stage_1_and_2.py)"
     accumulate = s.accumulation_buffer
     if accumulate is None:
-        accumulate = s.framework == "mindspore" and (s.grad_accumulation > 1 or s.pipeline_stages > 1)
+        accumulate = fw == "mindspore" and (s.grad_accumulation > 1 or s.pipeline_stages > 1)
     return Widths(w, g, 4 if master else 0, opt, w if accumulate else 0, why)
 
 
@@ -157,52 +170,90 @@ def shard_degree(s: Setup) -> int:
     return max(1, s.optimizer_shard_size or s.data_parallel * s.context_parallel)
 
 
+#: what MindSpore's parallel optimizer keeps per level (MindSpore 2.7 ``mindspore/context.py``,
+#: ``set_auto_parallel_context`` parallel_optimizer_config; docs features/parallel/optimizer_parallel.md)
+MS_LEVEL_SOURCE = {
+    1: "level1 shards weights and optimizer states (mindspore/context.py parallel_optimizer_config)",
+    2: "level2 also shards gradients, i.e. the accumulated ones (= gradient_accumulation_shard)",
+    3: "level3 also all-gathers the weights again before backward, freeing the forward copy",
+}
+GATHER_AFTER_CAST = ("MindSpore all-gathers after the fp32 -> 16-bit Cast (step_parallel.cc "
+                     "InsertAllGatherAfterCast / FindChildCastWithFP32ToFP16)")
+
+
+def gather_dtype_bytes(s: Setup) -> int:
+    """Width of the all-gathered weights: the compute dtype when 32-bit weights are cast for use."""
+    if s.framework == "mindspore" and s.param_dtype == "fp32" and s.precision in ("bf16", "fp16"):
+        return DTYPE_BYTES[s.precision]
+    return DTYPE_BYTES[s.param_dtype]
+
+
 def state_components(m: ModelShape, s: Setup, sp: StageParams) -> list[Component]:
     """Weights, gathered weights, gradients, master, optimizer states, accumulation buffer."""
     wd = widths(s)
     n = sp.params
     d = shard_degree(s)
     level = SHARD_LEVEL[s.optimizer_sharding] if d > 1 else 0
-    ms = s.framework == "mindspore"
+    fw = s.framework
+    ms = fw == "mindspore"
+    small = sp.small if ms and level else 0.0
     out: list[Component] = []
     pn = f"{round(n):,} params"
 
-    def div(shard: bool) -> tuple[int, str]:
-        return (d, f" / {d} (sharded)") if shard else (1, "")
+    def part(width: float, shard: bool) -> tuple[float, str]:
+        if not shard:
+            return n * width, ""
+        if small:
+            return ((n - small) * width / d + small * width,
+                    f" / {d} (sharded; {round(small):,} in tensors under the {s.shard_threshold // 1024} KB "
+                    "parallel_optimizer_threshold stay whole)")
+        return n * width / d, f" / {d} (sharded)"
 
     # weights: the stored copy; ZeRO-3 and MindSpore's parallel optimizer store a 1/d shard
-    k, note = div(level >= 3 or (ms and level >= 1))
-    out.append(Component("parameters", "parameters", round(n * wd.weights / k),
-                         f"{pn} x {wd.weights} B ({s.param_dtype}){note}"))
-    # gathered weights: what the all-gather adds to this device's own 1/d shard, (1 - 1/d) of each block
+    b, note = part(wd.weights, level >= 3 or (ms and level >= 1))
+    src = f"; {MS_LEVEL_SOURCE[level]}" if ms and level else ""
+    out.append(Component("parameters", "parameters", round(b), f"{pn} x {wd.weights} B ({s.param_dtype}){note}{src}"))
+    # gathered weights: the all-gather's output is a whole tensor next to the own shard
     gathered, gwhy = 0.0, ""
-    rest = 1 - 1 / d
+    gb = gather_dtype_bytes(s)
+    gdt = {2: "16-bit", 4: "fp32"}.get(gb, f"{gb} B")
     if level >= 3 or (ms and level >= 1 and s.comm_recompute):
-        block = min(n, 2 * sp.largest_unit)
-        gathered = block * wd.weights * rest
-        gwhy = (f"two blocks of {round(sp.largest_unit):,} params gathered at a time x {wd.weights} B x (1 - 1/{d}) "
-                "beyond the own shard (ZeRO-3 / gathered again in backward)")
+        block = min(n - small, 2 * sp.largest_unit)
+        gathered = block * gb
+        why_free = ("level3: gathered again before backward" if level >= 3 and ms else
+                    "parallel_optimizer_comm_recompute: gathered again in backward" if ms else
+                    "ZeRO-3: gathered per block")
+        gwhy = (f"two blocks of {round(sp.largest_unit):,} params gathered at a time x {gb} B ({gdt}), "
+                f"freed per layer ({why_free})" + (f"; {GATHER_AFTER_CAST}" if ms and gb < wd.weights else ""))
     elif ms and level >= 1:
-        gathered = n * wd.weights * rest
-        gwhy = (f"{pn} x {wd.weights} B x (1 - 1/{d}): MindSpore's parallel optimizer all-gathers the weights "
-                "for forward and keeps them until backward in graph mode (research/memory.md 7.4)")
+        gathered = (n - small) * gb
+        gwhy = (f"{round(n - small):,} params x {gb} B ({gdt}): the all-gathered weights are kept from forward to "
+                "backward in graph mode (set parallel_optimizer_comm_recompute or optimizer_level level3 to free "
+                "them per layer)" + (f"; {GATHER_AFTER_CAST}" if gb < wd.weights else ""))
     if gathered:
         out.append(Component("gathered_parameters", "gathered weights", round(gathered), gwhy))
-    # gradients: ZeRO-2 and MindSpore's parallel optimizer (ReduceScatter) keep a 1/d shard
-    k, note = div(level >= 2 or (ms and level >= 1))
-    gdt = "fp32" if wd.grads == 4 else "16-bit"
-    out.append(Component("gradients", "gradients", round(n * wd.grads / k), f"{pn} x {wd.grads} B ({gdt}){note}"))
+    # gradients: a sliced MindSpore weight's gradient is its slice (the AllGather's backward is a
+    # ReduceScatter); ZeRO-2 keeps a 1/d partition; DeepSpeed ZeRO-3 reduces straight into the fp32 partition
+    if not (fw == "deepspeed" and level >= 3):
+        b, note = part(wd.grads, level >= 2 or (ms and level >= 1))
+        gname = "fp32" if wd.grads == 4 else "16-bit"
+        why = f"{pn} x {wd.grads} B ({gname}){note}"
+        if ms and level >= 1:
+            why += " (a sliced weight's gradient is reduce-scattered to its slice)"
+        out.append(Component("gradients", "gradients", round(b), why))
     if wd.master:
-        k, note = div(level >= 1)
-        out.append(Component("master_weights", "master weights", round(n * wd.master / k),
+        b, note = part(wd.master, level >= 1)
+        out.append(Component("master_weights", "master weights", round(b),
                              f"{pn} x 4 B (fp32 master copy of 16-bit weights){note}"))
-    k, note = div(level >= 1)
-    out.append(Component("optimizer_states", "optimizer states", round(n * wd.optimizer / k),
+    b, note = part(wd.optimizer, level >= 1)
+    out.append(Component("optimizer_states", "optimizer states", round(b),
                          f"{pn} x {wd.optimizer} B ({wd.why_optimizer}){note}"))
     if wd.accumulation:
-        k, note = div(level >= 2 or (level >= 1 and s.accumulation_shard))
+        b, note = part(wd.accumulation, level >= 2 or (level >= 1 and s.accumulation_shard))
         reason = "gradient accumulation" if s.grad_accumulation > 1 else "pipeline micro-batches"
-        out.append(Component("accumulation", "accumulation buffer", round(n * wd.accumulation / k),
+        if level == 1 and not s.accumulation_shard:
+            note += " (whole at level1: gradient_accumulation_shard / level2 shard it)"
+        out.append(Component("accumulation", "accumulation buffer", round(b),
                              f"{pn} x {wd.accumulation} B (accu_grads for {reason}){note}"))
     return out
 
@@ -214,10 +265,11 @@ class LayerActivation:
     why: str
 
 
-def layer_activation(m: ModelShape, s: Setup, mode: str) -> LayerActivation:
-    """Activation bytes one layer keeps for backward, for one micro-batch.
+def layer_activation(m: ModelShape, s: Setup, mode: str, comm: bool = False) -> LayerActivation:
+    """Activation bytes one layer keeps for backward, for one micro-batch (or SeqPipe chunk).
 
     mode: "none" | "selective" | "full" (full: only the checkpointed layer input).
+    comm: the layer's gathered norm outputs are recomputed (MindFormers select_comm_recompute).
     """
     seq = s.seq_length / s.context_parallel
     b, h, t = s.micro_batch_size, m.hidden_size, s.tensor_parallel
@@ -230,14 +282,20 @@ def layer_activation(m: ModelShape, s: Setup, mode: str) -> LayerActivation:
         return LayerActivation(full, f"layer input only: 2*s*b*h{'/t' if sp else ''} = 2*{seq:g}*{b}*{h}"
                                + (f"/{t}" if sp else "") + (" (fp32)" if scale == 2 else ""))
     drop = 2 if m.dropout else 0
-    r = 8 * scale + drop
+    # R: norm inputs (4) + QKV and FC1 inputs (4) + dropout masks. With sequence parallel Megatron
+    # stashes the sequence shard of the QKV/FC1 inputs and gathers again in backward (Korthikanti
+    # Table 2: all of R / t); MindSpore graph mode keeps the all-gathered input of the matmul unless
+    # select_comm_recompute recomputes the norm and its gather.
+    gathered_kept = sp and s.framework == "mindspore" and not comm
+    r_sharded = 4 * scale + drop + (0 if gathered_kept else 4 * scale)
+    r_full = 4 * scale if gathered_kept else 0.0
     qf = m.num_heads * m.head_width / h
     kvf = m.kv_heads * m.head_width / h
     k = 6 if m.activation == "swiglu" else 4
     ffn_note = f"{m.activation} k={k}"
-    if mode == "selective" and s.framework == "mindspore":
+    if mode == "selective" and s.ffn_selective:
         k -= 2  # the FFN activation output (FC2 input) is recomputed
-        ffn_note += "-2 (FFN activation recomputed)"
+        ffn_note += "-2 (FFN activation recomputed: MindFormers select_recompute)"
     s_coef = (2 * qf + 4 * kvf + 2 * qf + k * m.ffn / h) * scale
     if s.flash_attention:
         core = 4 * m.num_heads / h  # fp32 softmax statistics (log-sum-exp) only
@@ -249,25 +307,41 @@ def layer_activation(m: ModelShape, s: Setup, mode: str) -> LayerActivation:
         a_drop = 1 if m.attention_dropout else 0
         core = (2 * scale + a_drop * (1 + 2 * scale)) * m.num_heads * seq / h
         core_note = f"materialised attention scores {core * h / (m.num_heads * seq):g}*a*s/h"
-    per = sbh * (r / tr + s_coef / t + core / t)
-    why = (f"s*b*h*(R/{tr} + S/{t} + core/{t}) = {seq:g}*{b}*{h}*({r:g}/{tr} + {s_coef:.3f}/{t} + {core:.3f}/{t}) "
-           f"[R: norm, QKV and FC1 inputs{', dropout masks' if drop else ''}; S: Q, K, V, attention output, "
-           f"FFN ({ffn_note}); core: {core_note}]")
+    per = sbh * (r_sharded / tr + r_full + s_coef / t + core / t)
+    r_txt = f"{r_sharded:g}/{tr}" + (f" + {r_full:g}" if r_full else "")
+    why = (f"s*b*h*(R/{tr} + S/{t} + core/{t}) = {seq:g}*{b}*{h}*({r_txt} + {s_coef:.3f}/{t} + {core:.3f}/{t}) "
+           f"[R: norm, QKV and FC1 inputs{', dropout masks' if drop else ''}"
+           + ("; the gathered QKV/FC1 inputs are kept whole (MindSpore graph mode, no select_comm_recompute)"
+              if r_full else "")
+           + f"; S: Q, K, V, attention output, FFN ({ffn_note}); core: {core_note}]")
     return LayerActivation(per, why)
 
 
+def units(s: Setup) -> int:
+    """Pieces a micro-batch goes through the pipeline as: SeqPipe chunks, else 1."""
+    return max(1, s.seq_split_num) if s.pipeline_scheduler == "seqpipe" else 1
+
+
 def in_flight(s: Setup, stage: int) -> float:
-    """Micro-batches whose activations stage `stage` holds at its peak (1F1B schedule)."""
+    """Units (micro-batches, or SeqPipe chunks) whose activations stage `stage` holds at its peak.
+
+    1F1B (and SeqPipe, whose units are sequence chunks): min(p - stage, units); GPipe: all of
+    them; interleaved (virtual chunks m): x (1 + (p - 1)/(p m)) (Korthikanti et al. section 2.3).
+    """
     p = s.pipeline_stages
     if p == 1:
         return 1.0
-    n = float(min(p - stage, max(1, s.micro_batch_num)))
+    total = max(1, s.micro_batch_num) * units(s)
+    if s.pipeline_scheduler == "gpipe":
+        return float(total)
+    n = float(min(p - stage, total))
     if s.virtual_pipeline_chunks > 1:
         n *= 1 + (p - 1) / (p * s.virtual_pipeline_chunks)
     return n
 
 
 def recomputed_layers(s: Setup, stage: int, layers: int) -> int:
+    """Layers of the stage with full recompute (MindFormers: the first n of each stage)."""
     if s.recompute != "full":
         return 0
     if s.recompute_layers is None:
@@ -276,42 +350,78 @@ def recomputed_layers(s: Setup, stage: int, layers: int) -> int:
     return min(layers, int(counts[stage])) if stage < len(counts) else 0
 
 
+def _per_stage(counts: Optional[tuple], stage: int, layers: int, default: int) -> int:
+    if counts is None:
+        return default
+    return min(layers, int(counts[stage])) if stage < len(counts) else 0
+
+
+def layer_plan(s: Setup, stage: int, layers: int) -> tuple[int, int, int]:
+    """(full, selective-only, comm-recomputed among the rest) layers of a stage, combined as
+    MindFormers' LayerSetting.set applies them (mindformers/models/utils.py): the first n layers of
+    each stage get full recompute; select_recompute applies to its first m layers except the fully
+    recomputed ones; select_comm_recompute likewise."""
+    full = recomputed_layers(s, stage, layers)
+    if s.recompute == "selective":
+        sel = _per_stage(s.selective_layers, stage, layers, layers)
+    elif s.recompute == "full":
+        sel = _per_stage(s.selective_layers, stage, layers, 0)
+    else:
+        sel = 0
+    comm = _per_stage(s.comm_recompute_layers, stage, layers, 0)
+    return full, max(0, sel - full), max(0, comm - full)
+
+
 def activation_components(m: ModelShape, s: Setup, stage: int, layers: int,
                           cache: Optional[dict] = None) -> list[Component]:
     cache = cache if cache is not None else {}
+    u = units(s)
+    unit = s.with_(seq_length=max(1, s.seq_length // u)) if u > 1 else s
 
-    def act(mode: str) -> LayerActivation:
-        if mode not in cache:
-            cache[mode] = layer_activation(m, s, mode)
-        return cache[mode]
+    def act(mode: str, comm: bool = False) -> LayerActivation:
+        key = (mode, comm)
+        if key not in cache:
+            cache[key] = layer_activation(m, unit, mode, comm)
+        return cache[key]
 
     p, t = s.pipeline_stages, s.tensor_parallel
-    seq = s.seq_length / s.context_parallel
+    seq = unit.seq_length / s.context_parallel
     b, h = s.micro_batch_size, m.hidden_size
     sbh = seq * b * h
     scale = DTYPE_BYTES[s.precision] / 2
     tr = t if (s.sequence_parallel and t > 1) else 1
     flight = in_flight(s, stage)
-    full_n = recomputed_layers(s, stage, layers)
-    other_mode = "selective" if s.recompute == "selective" else "none"
-    other = act(other_mode)
-    out: list[Component] = []
-    stored = flight * (full_n * act("full").bytes + (layers - full_n) * other.bytes)
-    flight_txt = f"{flight:g} micro-batch{'es' if flight != 1 else ''} in flight"
-    if full_n:
-        why = (f"{full_n} layers x {flight_txt} x {fmt_bytes(act('full').bytes)} ({act('full').why})")
-        if layers - full_n:
-            why += f" + {layers - full_n} layers x {fmt_bytes(other.bytes)} ({other_mode}: {other.why})"
-    else:
-        why = f"{layers} layers x {flight_txt} x {fmt_bytes(other.bytes)}/layer ({other_mode}: {other.why})"
-    out.append(Component("activations", "activations", round(stored), why, "activation"))
+    full_n, sel_n, comm_n = layer_plan(s, stage, layers)
+    none_n = layers - full_n - sel_n
+    comm_sel = min(comm_n, sel_n)
+    comm_none = min(comm_n - comm_sel, none_n)
+    groups = [(full_n, act("full"), "full"),
+              (sel_n - comm_sel, act("selective"), "selective"), (comm_sel, act("selective", True), "selective+comm"),
+              (none_n - comm_none, act("none"), "none"), (comm_none, act("none", True), "none+comm")]
+    groups = [g for g in groups if g[0]]
+    stored = flight * sum(n * a.bytes for n, a, _ in groups)
+    what = "SeqPipe chunk" if u > 1 else "micro-batch"
+    flight_txt = f"{flight:g} {what}{'es' if flight != 1 and u == 1 else 's' if flight != 1 else ''} in flight"
+    sched = ""
+    if p > 1:
+        sched = f"; scheduler {s.pipeline_scheduler}" + (f", {u} chunks of {unit.seq_length} tokens" if u > 1 else "")
+    why = f"{flight_txt} x (" + " + ".join(f"{n} layers x {fmt_bytes(a.bytes)} ({name}: {a.why})"
+                                            for n, a, name in groups) + ")" + sched
+    out: list[Component] = [Component("activations", "activations", round(stored), why, "activation")]
     # while one layer is recomputed in backward, it briefly holds what the recompute had dropped
-    kept = act("full") if full_n else (other if other_mode == "selective" else None)
-    if kept is not None and act("none").bytes > kept.bytes:
-        work = act("none").bytes - kept.bytes
+    kept = min((a.bytes for n, a, name in groups if name != "none"), default=None)
+    if kept is not None and act("none").bytes > kept:
+        work = act("none").bytes - kept
         out.append(Component("recompute_working_set", "recompute working set", round(work),
                              f"one layer recomputed in backward: {fmt_bytes(act('none').bytes)} without recompute "
-                             f"- {fmt_bytes(kept.bytes)} kept", "activation"))
+                             f"- {fmt_bytes(kept)} kept", "activation"))
+    if u > 1:
+        # SeqPipe keeps K/V of the whole sequence and their gradients per layer (MindFormers r1.5.0
+        # mindformers/models/llama/llama_transformer.py: key_cache, value_cache, key/value_cache_grad)
+        kv = 4 * b * (m.kv_heads / t) * (s.seq_length / s.context_parallel) * m.head_width * DTYPE_BYTES[s.precision]
+        out.append(Component("seqpipe_kv_cache", "SeqPipe K/V caches", round(layers * kv),
+                             f"{layers} layers x 4 x b*(g/t)*s*d*{DTYPE_BYTES[s.precision]} = 4*{b}*{m.kv_heads}/{t}"
+                             f"*{s.seq_length}*{m.head_width} (key/value caches and their gradients)", "activation"))
     extras, parts = 0.0, []
     if stage == 0:
         ids = flight * 8 * seq * b
@@ -375,7 +485,8 @@ def estimate(model: ModelShape, setup: Setup, device: Optional[Device] = None) -
     notes = []
     if setup.pipeline_stages > 1:
         notes.append(f"pipeline stage {stage} of {setup.pipeline_stages} is the most loaded "
-                     f"({sp.layers} layers: {sp.why})")
+                     f"({sp.layers} layers: {sp.why}); schedule modelled: {setup.pipeline_scheduler}"
+                     + (f" with {units(setup)} sequence chunks per micro-batch" if units(setup) > 1 else ""))
     return Estimate(model, setup, device, stage, tuple(comps), total_params(model, setup.tensor_parallel),
                     round(sp.params), tuple(stages), tuple(notes))
 
@@ -386,7 +497,8 @@ def _candidate_stages(m: ModelShape, s: Setup) -> list[int]:
     p = s.pipeline_stages
     if p == 1:
         return [0]
-    if s.stage_offsets or s.recompute_layers is not None or m.num_layers % p:
+    if (s.stage_offsets or s.recompute_layers is not None or s.selective_layers is not None
+            or s.comm_recompute_layers is not None or m.num_layers % p):
         return list(range(p))
     return [0, p - 1]
 

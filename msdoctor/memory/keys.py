@@ -1,12 +1,15 @@
 """Key catalogues of the config formats the estimator reads, so unknown keys can be listed.
 
 A key listed here is known: either read by the estimator or known not to change the
-memory estimate. A key not listed is reported with a did-you-mean. Sources:
-mindspore-lab/mindformers r1.5.0 ``configs/llama2/pretrain_llama2_{7b,13b}.yaml`` and
-``mindformers/models/llama/llama_config.py``, master ``configs/qwen3/pretrain_qwen3_32b_4k.yaml``,
-docs ``feature/configuration.md`` and ``feature/memory_optimization.md`` (research/memory.md
-7.2-7.4); Hugging Face ``PretrainedConfig`` and the Llama / Qwen2 / Mistral / GPT-2 configs
-of transformers 4.57.
+memory estimate. A key not listed is reported with a did-you-mean. The alias tables say
+which key names (legacy ``LlamaConfig`` / ``ChatGLM2Config`` / ``InternLM2Config`` and the mcore
+``TransformerConfig``) feed each estimator field, and the family tables give the defaults
+each config class uses when a key is absent. Sources: mindspore-lab/mindformers r1.5.0
+``configs/llama2/*.yaml``, ``configs/glm3/*.yaml``, ``mindformers/models/llama/llama_config.py``,
+``mindformers/models/glm2/glm2_config.py``, ``mindformers/modules/transformer/transformer.py``,
+r1.7.0 ``configs/qwen3/*.yaml`` and ``mindformers/parallel_core/transformer_config.py``, docs
+``feature/configuration.md`` and ``feature/memory_optimization.md``; Hugging Face
+``PretrainedConfig`` and the per-model ``configuration_*.py`` of transformers 4.57.1.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ profile_output layer_scale layer_decay lr_scale_factor remote_save_url moe_confi
 tensorboard load_ckpt_async transform_process_num ignore_data_skip data_skip_steps stop_step resume_by_meta
 device_num local_rank model_name check_for_nan_in_loss_and_grad print_separate_loss train_precision_sync
 infer_precision_sync postprocess_use_numpy use_graceful_exit ckpt_use_legacy_format exclude_cann_cpu mstx
-src_strategy_path_or_dir pipeline_config
+src_strategy_path_or_dir pipeline_config pretrained_model_dir profiler_level generation_config
 """.split())
 
 #: top-level sections whose content changes the memory estimate
@@ -46,7 +49,11 @@ initializer_range use_cache rope_theta rope_scaling attention_bias add_bias_line
 hidden_dropout input_sliced_sig untie_embeddings_and_output_weights position_embedding_type qk_layernorm
 use_contiguous_weight_layout_attention params_dtype layernorm_compute_dtype softmax_compute_dtype
 fp32_residual_connection model_type architectures normalization gated_linear_unit add_qkv_bias
-mlp_has_gate ffn_concat kv_channels
+mlp_has_gate ffn_concat kv_channels padded_vocab_size ffn_hidden_size multi_query_attention multi_query_group_num
+layernorm_epsilon rmsnorm apply_residual_connection_post_layernorm post_layer_norm bias_dropout_fusion
+apply_query_key_layer_scaling attention_softmax_in_fp32 quantization_bit pre_seq_len prefix_projection
+mlp_concat rope_ratio has_bias auto_register emb_dropout_prob rotary_emb_base num_query_groups use_legacy
+moe_config
 """.split())
 
 MF_PARALLEL_CONFIG = frozenset("""
@@ -60,6 +67,8 @@ parallel_mode gradients_mean enable_alltoall full_batch search_mode enable_paral
 strategy_ckpt_save_file strategy_ckpt_load_file strategy_ckpt_config parallel_optimizer_config dataset_strategy
 pipeline_config loss_repeated_mean device_num dump_local_norm dump_device_local_norm auto_pipeline
 """.split())
+
+MF_PIPELINE = frozenset("pipeline_interleave pipeline_scheduler".split())
 
 MF_OPTIMIZER_PARALLEL = frozenset("""
 gradient_accumulation_shard parallel_optimizer_threshold optimizer_weight_shard_size optimizer_level
@@ -87,6 +96,7 @@ MF_SECTIONS = {
     ("parallel_config",): MF_PARALLEL_CONFIG,
     ("parallel",): MF_PARALLEL,
     ("parallel", "parallel_optimizer_config"): MF_OPTIMIZER_PARALLEL,
+    ("parallel", "pipeline_config"): MF_PIPELINE,
     ("recompute_config",): MF_RECOMPUTE,
     ("runner_config",): MF_RUNNER,
     ("context",): MF_CONTEXT,
@@ -123,3 +133,79 @@ residual_multiplier
 
 HF_KNOWN = HF_READ | HF_IGNORED
 HF_MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
+
+
+# MindFormers: which keys feed which estimator field (first present wins) ----------------------
+#: model.model_config integer fields
+MF_MODEL_INTS = {
+    "num_layers": ("num_layers", "num_hidden_layers"),
+    "hidden_size": ("hidden_size",),
+    "num_heads": ("num_heads", "num_attention_heads"),
+    "vocab_size": ("padded_vocab_size", "vocab_size"),  # ChatGLM2Config names the embedding size padded_vocab_size
+    "num_kv_heads": ("n_kv_heads", "num_key_value_heads", "num_query_groups"),
+    "head_dim": ("head_dim", "kv_channels"),
+    "ffn_size": ("intermediate_size", "ffn_hidden_size"),
+    "seq_length": ("seq_length", "max_position_embeddings"),
+}
+#: ChatGLM2Config: multi_query_group_num KV groups when multi_query_attention (default True, 2 groups)
+MF_GLM_KV = ("multi_query_attention", "multi_query_group_num")
+MF_BIAS_KEYS = ("add_bias_linear", "attention_bias", "qkv_has_bias", "add_qkv_bias", "has_bias")
+MF_DTYPE_KEYS = {
+    "precision": ("compute_dtype",),
+    "param_dtype": ("param_init_type", "params_dtype"),
+}
+#: keys that only the legacy (use_legacy: True) model configs have
+MF_LEGACY_MARKERS = ("num_layers", "num_heads", "param_init_type", "n_kv_heads", "padded_vocab_size")
+#: keys that only the mcore TransformerConfig has
+MF_MCORE_MARKERS = ("num_hidden_layers", "params_dtype", "untie_embeddings_and_output_weights")
+
+#: parallel_config fields: estimator field -> (key, default)
+MF_PARALLEL_INTS = {
+    "data_parallel": ("data_parallel", 1),
+    "tensor_parallel": ("model_parallel", 1),
+    "pipeline_stages": ("pipeline_stage", 1),
+    "context_parallel": ("context_parallel", 1),
+    "micro_batch_num": ("micro_batch_num", 1),
+    "seq_split_num": ("seq_split_num", 1),
+}
+
+
+#: Per config family, the defaults MindFormers applies when the key is absent.
+#: legacy: TransformerOpParallelConfig(vocab_emb_dp=True) (mindformers/modules/transformer/transformer.py),
+#:   LlamaConfig(tie_word_embeddings=False, param_init_type float16, compute_dtype float16)
+#:   (mindformers/models/llama/llama_config.py);
+#: mcore: ModelParallelConfig vocab_emb_dp False, and TransformerConfig turns a True into False
+#:   ("vocab_emb_dp is not supported in MCore", mindformers/parallel_core/transformer_config.py r1.7.0),
+#:   params_dtype float32, compute_dtype bfloat16 (the configs/qwen3 defaults); TransformerConfig
+#:   use_flash_attention True and seq_length 4096 (mindformers 2.1.0 parallel_core/transformer_config.py).
+MF_FAMILY_DEFAULTS = {
+    "legacy": {"vocab_emb_dp": True, "param_dtype": "fp16", "precision": "fp16", "tie_embeddings": False,
+               "flash_attention": False, "seq_length": None},
+    "mcore": {"vocab_emb_dp": False, "param_dtype": "fp32", "precision": "bf16", "tie_embeddings": False,
+              "flash_attention": True, "seq_length": 4096},
+}
+
+#: MindFormers recompute_config: select_recompute True means these patterns (LayerSetting's
+#: default_patterns, mindformers/models/utils.py r1.5.0); select_comm_recompute True: the norms.
+MF_SELECT_DEFAULT = (r"feed_forward\.mul", r"feed_forward\.w1\.activation\.silu")
+MF_SELECT_COMM_DEFAULT = (r".*\.norm",)
+#: a select_recompute pattern that names one of these recomputes the FFN activation
+MF_FFN_PATTERN_WORDS = ("mul", "silu", "activat", "gelu", "swiglu")
+
+#: pipeline_config.pipeline_scheduler values MindSpore accepts (mindspore/context.py 2.7:
+#: gpipe/1f1b/seqpipe/seqvpp/seqsmartvpp/zero_bubble_v) -> what the estimate models
+MF_SCHEDULERS = {"1f1b": "1f1b", "gpipe": "gpipe", "seqpipe": "seqpipe", "seqvpp": "seqpipe",
+                 "seqsmartvpp": "seqpipe", "zero_bubble_v": "1f1b"}
+
+
+# Hugging Face: tie_word_embeddings when config.json does not say (the config class default) ----
+#: transformers 4.57.1 models/<type>/configuration_<type>.py; PretrainedConfig's own default is True.
+#: tests/test_memory_mindformers.py reads these defaults from the installed transformers' source.
+HF_TIE_DEFAULT = {
+    "llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen2_moe": False, "qwen3": False,
+    "qwen3_moe": False, "phi": False, "phi3": False, "olmo": False, "olmo2": False, "glm": False, "glm4": False,
+    "deepseek_v2": False, "deepseek_v3": False, "gemma": True, "gemma2": True, "gemma3_text": True,
+}
+#: remote-code models transformers does not ship (their config.json files say it when they tie)
+HF_TIE_DEFAULT_REMOTE = {"internlm2": False, "chatglm": False, "baichuan": False}
+HF_TIE_FALLBACK = True  # PretrainedConfig.__init__ tie_word_embeddings=True

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from msdoctor.memory.capacity import Detected, detect, make_device
+from msdoctor.memory.capacity import Detected, detect, machine_target, make_device
 from msdoctor.memory.estimate import estimate
 from msdoctor.memory.search import Suggestion, search
 from msdoctor.memory.sources import Source
@@ -25,25 +25,11 @@ class Plan:
         return self.estimate.verdict
 
 
-def _default_target(ctx: Any, device_memory: Optional[str], notes: list) -> str:
-    """The device a config that names none will run on: what the machine has, else a guess."""
-    from msdoctor.context import FactUnavailable
-    from msdoctor.facts.ascend import NPU_SMI
-
-    try:
-        info = ctx.get(NPU_SMI)
-        if info is not None and getattr(info, "chips", None):
-            return "Ascend"
-    except FactUnavailable:
-        pass
-    try:
-        from msdoctor.facts.nvidia import gather
-
-        nv = gather(ctx.environ, ctx.environ)
-        if nv is not None and nv.gpus:
-            return "GPU"
-    except Exception:  # noqa: BLE001 - detection is best effort; CPU is the fallback
-        pass
+def _default_target(ctx: Any, device_memory: Optional[str], probe: bool, notes: list) -> str:
+    """The device a config that names none will run on: what the Context's device facts show, else a guess."""
+    found = machine_target(ctx, probe)
+    if found:
+        return found
     if device_memory:
         notes.append("the config names no device and none was found here: Ascend assumed "
                      "(pass --device-target to change)")
@@ -66,7 +52,7 @@ def make_plan(source: Source, ctx: Any, *, device_memory: Optional[str] = None, 
         msdoctor.memory.units.SizeError: device_memory is not a size.
     """
     notes: list[str] = []
-    target = source.target or _default_target(ctx, device_memory, notes)
+    target = source.target or _default_target(ctx, device_memory, probe, notes)
     override = parse_size(device_memory) if device_memory else None
     if detected is None:
         if override is not None and target != "CPU":

@@ -10,7 +10,7 @@ from msdoctor.memory.search import Suggestion
 from msdoctor.memory.sources import MSDOCTOR_ORIGINS, OPTION_OF
 from msdoctor.memory.units import GIB, fmt_count, fmt_gib
 
-#: estimator field -> MindFormers key (research/memory.md 7.3)
+#: estimator field -> MindFormers key (docs feature/configuration.md)
 MINDFORMERS_KEY = {
     "data_parallel": "parallel_config.data_parallel", "tensor_parallel": "parallel_config.model_parallel",
     "pipeline_stages": "parallel_config.pipeline_stage", "micro_batch_num": "parallel_config.micro_batch_num",
@@ -82,6 +82,7 @@ def to_json(plan: Plan) -> dict:
             for c in est.components
         ],
         "allocated_bytes": est.allocated,
+        "model_states_bytes": est.model_states,
         "total_bytes": est.total,
         "capacity": {
             "bytes": dev.capacity, "gib": None if dev.capacity is None else round(dev.capacity / GIB, 4),
@@ -140,12 +141,16 @@ def render_terminal(plan: Plan, console: Any, verbose: bool = False) -> None:
         + (f" x cp {s.context_parallel}" if s.context_parallel > 1 else "")
         + f", {s.precision} compute / {s.param_dtype} weights, {s.optimizer}, recompute {s.recompute}, "
         f"sharding {s.optimizer_sharding}, flash {'on' if s.flash_attention else 'off'}"
-        + (", SP" if s.sequence_parallel else ""), style="dim")
+        + (", SP" if s.sequence_parallel else "")
+        + (f", {s.pipeline_scheduler} schedule" if s.pipeline_stages > 1 else "")
+        + (f" ({s.seq_split_num} sequence chunks)" if s.pipeline_scheduler == "seqpipe" and s.seq_split_num > 1 else "")
+        + (f", {s.framework} convention" if s.framework != "mindspore" else ""), style="dim")
     where = f" (stage {est.stage} of {s.pipeline_stages})" if s.pipeline_stages > 1 else ""
     console.print(f"memory per device{where}:")
     rows = [("component", "GiB", "bytes")]
     rows += [(c.label, f"{c.bytes / GIB:.2f}", f"{c.bytes:,}") for c in est.components]
     rows.append(("total", f"{est.total / GIB:.2f}", f"{est.total:,}"))
+    rows.append(("  of which model states", f"{est.model_states / GIB:.2f}", f"{est.model_states:,}"))
     if est.capacity is not None:
         rows.append(("capacity", f"{est.capacity / GIB:.2f}", f"{est.capacity:,}"))
     lines = _table(rows)
@@ -182,5 +187,6 @@ def render_terminal(plan: Plan, console: Any, verbose: bool = False) -> None:
     for note in list(src.notes) + list(est.notes) + list(plan.notes):
         console.print(f"  note: {note}", style="dim")
     if verbose:
-        console.print("  the estimate is a formula (research/memory.md); for an exact figure on Ascend compile "
-                      "once with MS_SIMULATION_LEVEL=1 (MindSpore DryRun)", style="dim")
+        console.print("  the estimate is a formula (msdoctor.memory.estimate names each term's source); for an exact "
+                      "figure on Ascend compile once with MS_SIMULATION_LEVEL=1 or msrun --sim_level=1 "
+                      "(MindSpore DryRun)", style="dim")

@@ -15,7 +15,8 @@ SHARDING = ("none", "optimizer", "grads", "params")
 OPTIMIZERS = ("adamw", "sgd")
 ACTIVATIONS = ("swiglu", "gelu")
 NORMS = ("rmsnorm", "layernorm")
-FRAMEWORKS = ("mindspore", "megatron")
+FRAMEWORKS = ("mindspore", "megatron", "deepspeed", "zero-paper")
+SCHEDULERS = ("1f1b", "gpipe", "seqpipe", "interleaved")
 TARGETS = ("Ascend", "GPU", "CPU")
 
 #: headroom below which a config that fits is called tight (issue 8: "< 10% headroom")
@@ -85,20 +86,32 @@ class ModelShape:
 class Setup:
     """How the model is trained: batch, parallel layout, precision, optimizer, recompute.
 
-    ``framework`` selects the conventions that differ between MindSpore and Megatron
-    (research/memory.md 3.1, 7.4, 9, 11):
+    ``framework`` selects the accounting conventions (each term's source is in
+    msdoctor.memory.estimate):
 
     * ``mindspore``: weights are stored in ``param_dtype`` and are the optimizer's
       master copy (no separate fp32 master); gradients have the weights' dtype;
       gradient accumulation over micro-steps or pipeline micro-batches keeps one more
-      weight-sized buffer (``accu_grads``); the parallel optimizer stores a 1/d shard
-      of each weight, reduce-scatters gradients, and keeps the all-gathered weights
-      from forward to backward in graph mode (unless ``comm_recompute``); selective
-      recompute also drops the FFN activation (MindFormers' default select_recompute
-      is ``feed_forward.mul`` and ``feed_forward.w1.activation.silu``).
+      weight-sized buffer (``accu_grads``); the parallel optimizer (``optimizer`` =
+      level1, ``grads`` = level2, ``params`` = level3) stores a 1/d shard of every
+      weight above ``shard_threshold`` bytes, its gradient shard and optimizer states,
+      and all-gathers the weights for use (in the compute dtype when the weights are
+      cast); level1/level2 keep the gathered copy from forward to backward, level3 and
+      ``comm_recompute`` gather again in backward and keep about two layers at a time.
     * ``megatron``: 16-bit weights with an fp32 master copy and fp32 main gradients
       (18 B/param for bf16, 20 for fp16); the distributed optimizer (ZeRO-1) shards
-      master weights and Adam states only; selective recompute drops the attention core.
+      master weights and Adam states only.
+    * ``deepspeed``: DeepSpeed's own estimators (``estimate_zero2_model_states_mem_needs``,
+      ``..._zero3_...``): 16-bit weights and gradients, fp32 master, Adam m/v and an fp32
+      gradient partition (18 B/param sharded); ZeRO-3 keeps two gathered blocks.
+    * ``zero-paper``: Rajbhandari et al. 2020 (arXiv 1910.02054) Figure 1: (2 + 2 + K)
+      B/param with K = 12, partitioned per stage P_os / P_os+g / P_os+g+p.
+
+    Selective recompute has two meanings: Megatron / Korthikanti et al. recompute the
+    attention core only; MindFormers' ``select_recompute: True`` (and msdoctor's trainer)
+    also recompute the FFN activation (``feed_forward.mul``, ``feed_forward.w1.activation.silu``,
+    the default patterns of ``LayerSetting`` in mindformers/models/utils.py).
+    ``selective_ffn`` picks one (None: True for mindspore, False otherwise).
 
     Attributes:
         micro_batch_num: micro-batches per step through the pipeline (pp > 1; Megatron:
@@ -121,6 +134,17 @@ class Setup:
         embedding_tp_sharded: False for MindFormers ``vocab_emb_dp: True``.
         stage_offsets: MindFormers ``offset``: extra layers per stage (sums to 0 when
             the layers divide evenly).
+        pipeline_scheduler: 1f1b | gpipe | seqpipe (MindSpore ``pipeline_config.pipeline_scheduler``)
+            | interleaved; seqpipe splits each micro-batch's sequence into ``seq_split_num``
+            chunks that go through the pipeline as units and keeps a K/V cache per layer.
+        selective_layers: per stage, layers with selective recompute (MindFormers
+            ``select_recompute: [n, ...]``); None: every layer that is not fully recomputed
+            when recompute is selective, or the layers a full-recompute list leaves over when
+            ``recompute_layers`` is set with selective on.
+        comm_recompute_layers: per stage, layers whose gathered norm outputs are recomputed
+            (MindFormers ``select_comm_recompute``); None: none.
+        shard_threshold: parameters smaller than this many bytes are not sharded by the
+            parallel optimizer (MindSpore ``parallel_optimizer_threshold``, 64 KB).
     """
 
     seq_length: int
@@ -150,10 +174,20 @@ class Setup:
     embedding_tp_sharded: bool = True
     stage_offsets: Optional[tuple] = None
     framework: str = "mindspore"
+    pipeline_scheduler: str = "1f1b"
+    seq_split_num: int = 1
+    selective_ffn: Optional[bool] = None
+    selective_layers: Optional[tuple] = None
+    comm_recompute_layers: Optional[tuple] = None
+    shard_threshold: int = 64 * 1024
 
     @property
     def devices(self) -> int:
         return self.data_parallel * self.tensor_parallel * self.pipeline_stages * self.context_parallel
+
+    @property
+    def ffn_selective(self) -> bool:
+        return self.selective_ffn if self.selective_ffn is not None else self.framework == "mindspore"
 
     @property
     def pipeline_micro_batches(self) -> int:
@@ -210,6 +244,9 @@ class Component:
         return self.bytes / GIB
 
 
+MODEL_STATE_KEYS = ("parameters", "gradients", "master_weights", "optimizer_states", "accumulation")
+
+
 @dataclass(frozen=True)
 class StageTotal:
     stage: int
@@ -235,6 +272,12 @@ class Estimate:
     @property
     def total(self) -> int:
         return sum(c.bytes for c in self.components)
+
+    @property
+    def model_states(self) -> int:
+        """Weights, gradients, master weights, optimizer states and accumulation buffer: the ZeRO
+        paper's "model states" (no gathered working copies, no activations)."""
+        return sum(self.bytes_of(k) for k in MODEL_STATE_KEYS)
 
     @property
     def allocated(self) -> int:

@@ -1,0 +1,134 @@
+"""Command-line values applied to a Source, and the checks that reject impossible layouts (file:line)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Optional
+
+from msdoctor.memory.reader import target_of
+from msdoctor.memory.source import Overrides, Source
+from msdoctor.training.config import ConfigError, Problem
+
+OPTION_OF = {
+    "seq_length": "--seq-length", "micro_batch_size": "--micro-batch-size", "grad_accumulation": "--grad-accumulation",
+    "data_parallel": "--data-parallel", "tensor_parallel": "--tensor-parallel", "pipeline_stages": "--pipeline-stages",
+    "devices": "--devices", "recompute": "--recompute", "optimizer_sharding": "--optimizer-sharding",
+    "precision": "--precision", "param_dtype": "--param-dtype", "device_target": "--device-target",
+    "micro_batch_num": "--micro-batch-num", "sequence_parallel": "--sequence-parallel",
+    "flash_attention": "--flash-attention", "dropout": "--dropout", "framework": "--framework",
+    "master_weights": "--master-weights", "grad_dtype": "--grad-dtype", "selective_ffn": "--recompute",
+    "pretrained_model_dir": "--pretrained-model-dir",
+}
+#: options that change the model rather than the setup
+MODEL_OPTIONS = ("dropout",)
+NOT_SETUP = ("devices", "device_target", "pretrained_model_dir") + MODEL_OPTIONS
+
+
+def apply_overrides(src: Source, ov: Optional[Overrides]) -> Source:
+    """The source with command-line values applied; --devices alone re-derives data parallel."""
+    if ov is None or not ov.given():
+        return src
+    given = ov.given()
+    setup_fields = {k: v for k, v in given.items() if k not in NOT_SETUP}
+    if "framework" in setup_fields and setup_fields["framework"] != "mindspore":
+        setup_fields.setdefault("accumulation_buffer", False)  # accu_grads is MindSpore's
+    if "recompute" in setup_fields:  # the option replaces the config's per-stage recompute lists
+        setup_fields.update(recompute_layers=None, selective_layers=None)
+    setup = replace(src.setup, **setup_fields)
+    model = src.model
+    if ov.dropout is not None:
+        model = replace(model, dropout=ov.dropout, attention_dropout=ov.dropout)
+    origins = dict(src.origins)
+    for k in given:
+        origins[k] = (OPTION_OF[k],)
+    devices = src.devices
+    if ov.devices is not None:
+        devices = ov.devices
+        if ov.data_parallel is None:
+            rest = setup.tensor_parallel * setup.pipeline_stages * setup.context_parallel
+            if rest and ov.devices % rest == 0:
+                new_dp = ov.devices // rest
+                if new_dp != setup.data_parallel:
+                    # keep the global batch when the accumulation steps allow it
+                    gb = setup.global_batch
+                    per = setup.micro_batch_size * new_dp * setup.pipeline_micro_batches
+                    ga = gb // per if per and gb % per == 0 else setup.grad_accumulation
+                    setup = replace(setup, data_parallel=new_dp, grad_accumulation=max(1, ga))
+                    origins["data_parallel"] = ("--devices",)
+    if setup.tensor_parallel == 1 and setup.sequence_parallel:
+        setup = replace(setup, sequence_parallel=False)
+    target = target_of(ov.device_target) if ov.device_target else src.target
+    if target == "CPU" and setup.flash_attention:
+        setup = replace(setup, flash_attention=False)
+    return replace(src, model=model, setup=setup, origins=origins, devices=devices, target=target)
+
+
+def validate(src: Source) -> list[Problem]:
+    """Impossible values, each pointing at the key (or the option) it came from."""
+    m, s = src.model, src.setup
+    out: list[Problem] = []
+
+    def bad(fieldname: str, msg: str, value: Any) -> None:
+        keys = src.key_of(fieldname)
+        out.append(Problem(keys, msg, value, src.line_of(keys) if not keys[0].startswith("--") else None))
+
+    positive = (("num_layers", m.num_layers), ("hidden_size", m.hidden_size), ("num_heads", m.num_heads),
+                ("vocab_size", m.vocab_size), ("seq_length", s.seq_length),
+                ("micro_batch_size", s.micro_batch_size), ("grad_accumulation", s.grad_accumulation),
+                ("data_parallel", s.data_parallel), ("tensor_parallel", s.tensor_parallel),
+                ("pipeline_stages", s.pipeline_stages), ("context_parallel", s.context_parallel),
+                ("micro_batch_num", s.micro_batch_num), ("virtual_pipeline_chunks", s.virtual_pipeline_chunks))
+    for name, value in positive:
+        if value is None or value < 1:
+            bad(name, "must be a positive integer", value)
+    for name, value in (("num_kv_heads", m.num_kv_heads), ("ffn_size", m.ffn_size), ("head_dim", m.head_dim)):
+        if value is not None and value < 1:
+            bad(name, "must be a positive integer", value)
+    if src.devices is not None and src.devices < 1:
+        bad("devices", "must be a positive integer", src.devices)
+    if out:
+        return out  # the divisibility rules below assume positive sizes
+    t, p = s.tensor_parallel, s.pipeline_stages
+    if m.num_heads % m.kv_heads:
+        bad("num_kv_heads", f"must divide the attention heads ({m.num_heads})", m.kv_heads)
+    if m.head_dim is None and m.hidden_size % m.num_heads:
+        bad("hidden_size", f"must be divisible by the attention heads ({m.num_heads})", m.hidden_size)
+    if m.num_heads % t:
+        bad("tensor_parallel", f"must divide the attention heads ({m.num_heads})", t)
+    elif m.kv_heads % t:
+        bad("tensor_parallel", f"must divide the KV heads ({m.kv_heads})", t)
+    elif m.ffn % t:
+        bad("tensor_parallel", f"must divide the FFN size ({m.ffn})", t)
+    if s.stage_offsets:
+        offs = list(s.stage_offsets)
+        counts = [m.num_layers // p + o for o in offs]
+        if len(offs) != p:
+            bad("stage_offsets", f"needs one entry per pipeline stage ({p}), has {len(offs)}", list(offs))
+        elif sum(counts) != m.num_layers or min(counts) < 1:
+            bad("stage_offsets", f"gives stages of {counts} layers; they must be >= 1 and add up to "
+                f"{m.num_layers}", list(offs))
+    elif m.num_layers % (p * s.virtual_pipeline_chunks):
+        what = "pipeline stages" if s.virtual_pipeline_chunks == 1 else "pipeline stages x interleaved chunks"
+        bad("pipeline_stages", f"{what} ({p * s.virtual_pipeline_chunks}) must divide the layers ({m.num_layers})", p)
+    if p > 1 and s.micro_batch_num < p:
+        bad("micro_batch_num", f"must be >= the pipeline stages ({p}) so every stage has work", s.micro_batch_num)
+    if s.pipeline_scheduler == "seqpipe" and s.seq_split_num > 1 and s.seq_length % s.seq_split_num:
+        bad("seq_split_num", f"must divide the sequence length ({s.seq_length})", s.seq_split_num)
+    if s.seq_length % s.context_parallel:
+        bad("context_parallel", f"must divide the sequence length ({s.seq_length})", s.context_parallel)
+    if s.recompute_layers and (len(s.recompute_layers) > p or min(s.recompute_layers) < 0):
+        bad("recompute", f"needs at most one non-negative layer count per pipeline stage ({p})",
+            list(s.recompute_layers))
+    if src.devices is not None and s.devices != src.devices:
+        bad("devices" if "devices" in src.origins else "data_parallel",
+            f"data x tensor x pipeline x context parallel = {s.data_parallel} x {t} x {p} x {s.context_parallel} "
+            f"= {s.devices}, not the {src.devices} devices", src.devices)
+    return out
+
+
+def check(src: Source) -> Source:
+    """The source, or ConfigError listing every impossible value with file:line."""
+    problems = validate(src)
+    if problems:
+        raise ConfigError(src.path, problems)
+    return src
