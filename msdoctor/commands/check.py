@@ -57,6 +57,22 @@ def make_context(options: Any) -> Any:
     return Context(options, facts=facts)
 
 
+def training_config_options(fn: Any) -> Any:
+    """The training-config check's options (docs/training-config-check.md); also `# msdoctor: key=value` comments."""
+    for flag, kind, what in reversed((
+        ("--devices", click.IntRange(min=1), "Devices in the whole job (checks data x model x pipeline parallel)."),
+        ("--devices-per-node", click.IntRange(min=1), "Devices of one node (default: npu-smi / nvidia-smi here)."),
+        ("--base-global-batch", click.IntRange(min=1), "Global batch the config's learning rate was tuned for."),
+        ("--tokens-per-second", click.FloatRange(min=0, min_open=True), "Throughput of the whole job, for the "
+         "time between checkpoints (default: measured from an earlier run in the output directory)."),
+        ("--max-lost-hours", click.FloatRange(min=0, min_open=True), "Most training time a crash may lose "
+         "(default 2)."),
+    )):
+        name = flag.lstrip("-").replace("-", "_")
+        fn = click.option(flag, name, type=kind, default=None, metavar="N", help=what)(fn)
+    return fn
+
+
 @click.command("check")
 @target_options
 @click.option("--config", "config", type=click.Path(path_type=Path), metavar="FILE",
@@ -84,6 +100,7 @@ def make_context(options: Any) -> Any:
               help="The most the live probe (imports, device init, matmul) may take; device init can hang on a busy NPU.")
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: auto, honours NO_COLOR).")
 @click.option("-v", "--verbose", is_flag=True, help="Show details, evidence and tracebacks.")
+@training_config_options
 def check(
     python: Optional[str],
     conda_env: Optional[str],
@@ -103,6 +120,7 @@ def check(
     live_timeout: float,
     color: Optional[bool],
     verbose: bool,
+    **training: Any,
 ) -> int:
     """Run the checks against the target interpreter and report.
 
@@ -125,7 +143,8 @@ def check(
         output = ensure_writable(output)
     python_path = resolve_target(python, conda_env)
     options = build_options(python_path, project, config, device_target, quick, verbose, probe_timeout,
-                            live_timeout=live_timeout)
+                            live_timeout=live_timeout,
+                            extra={"training_config": {k: v for k, v in training.items() if v is not None}})
     ctx = make_context(options)
     plugins = not (no_plugins or autoload_disabled())
     selection = Selection(only=split_ids(only), skip=split_ids(skip), plugins=plugins)

@@ -1,0 +1,140 @@
+"""Check ``training-config``: the pretraining pitfalls, caught in the --config file before the job is queued.
+
+For msdoctor's training YAML and MindFormers YAML: the resolved global batch and optimizer
+steps (and what warmup means in them), learning rate vs global batch, warmup share, effective
+batch range, fp16 loss scaling and bf16 on CPU, the parallel layout against the devices,
+checkpoint size vs free disk and the time between checkpoints, and the dataset paths.
+The rules are pure functions (:mod:`.rules`) of the resolved config (:mod:`.resolve`) and of
+what :mod:`.gather` read around it; this class only gathers and calls them.
+
+Options (``Options.extra["training_config"]``, from ``msdoctor check`` options, or
+``# msdoctor: key=value`` comments in the file): ``devices``, ``devices_per_node``,
+``base_global_batch``, ``tokens_per_second``, ``max_lost_hours``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from msdoctor.context import Context
+from msdoctor.facts.config import CONFIG
+from msdoctor.model import Finding
+
+from .resolve import Resolved, resolve
+from .rules import DEFAULT_MAX_LOST_HOURS, Env, Fact, evaluate
+
+__all__ = ["TrainingConfigCheck", "Env", "Fact", "Resolved", "evaluate", "gather_env", "resolve"]
+
+
+def _option(ctx: Context, name: str) -> Any:
+    extra = ctx.options.extra.get("training_config") or {}
+    return extra.get(name)
+
+
+def _first(*facts: Optional[Fact]) -> Optional[Fact]:
+    return next((f for f in facts if f is not None), None)
+
+
+def _directive(res: Resolved, name: str) -> Optional[Fact]:
+    v = res.directives.get(name)
+    return Fact(v.value, f"`# msdoctor: {name}` at {res.path}:{v.line}") if v is not None else None
+
+
+def _opt(ctx: Context, name: str, flag: str) -> Optional[Fact]:
+    value = _option(ctx, name)
+    return Fact(value, flag) if value is not None else None
+
+
+def _local_devices(ctx: Context) -> Optional[Fact]:
+    """Devices of this node: npu-smi's chips, else nvidia-smi's GPUs (None when neither is here)."""
+    from msdoctor.facts.ascend import NPU_SMI
+
+    try:
+        info = ctx.get(NPU_SMI)
+    except Exception:  # npu-smi problems are the device checks' to report
+        info = None
+    if info is not None and info.chips:
+        return Fact(len(info.chips), f"npu-smi info: {len(info.chips)} chips on this node")
+    try:
+        from msdoctor.facts.nvidia import NVIDIA
+
+        gpus = ctx.get(NVIDIA)
+        count = len(getattr(gpus, "gpus", None) or []) if gpus is not None else 0
+    except Exception:
+        count = 0
+    if count:
+        return Fact(count, f"nvidia-smi: {count} GPUs on this node")
+    return None
+
+
+def gather_env(ctx: Context, cfg: Any, res: Resolved) -> Env:
+    """Everything outside the file that the rules read (I/O happens here, not in the rules)."""
+    from msdoctor.facts.config import requested_device_target
+
+    from . import gather
+
+    base = ctx.project_dir
+    env = Env()
+    env.devices = _first(_opt(ctx, "devices", "--devices"), _directive(res, "devices"))
+    local = None if _option(ctx, "devices_per_node") or "devices_per_node" in res.directives else _local_devices(ctx)
+    layout = None
+    if res.kind == "msdoctor" and res.devices is not None and res.num_nodes is not None:
+        layout = Fact(int(res.devices.value) // max(1, int(res.num_nodes.value)),
+                      f"runtime.device_num / runtime.num_nodes in {res.path}")
+    env.devices_per_node = _first(_opt(ctx, "devices_per_node", "--devices-per-node"),
+                                  _directive(res, "devices_per_node"), local, layout)
+    if ctx.options.device_target:
+        env.device_target = Fact(requested_device_target(ctx), "--device-target")
+    env.base_global_batch = _opt(ctx, "base_global_batch", "--base-global-batch")
+    env.max_lost_hours = _first(_opt(ctx, "max_lost_hours", "--max-lost-hours"), _directive(res, "max_lost_hours"),
+                                Fact(DEFAULT_MAX_LOST_HOURS, "msdoctor's default"))  # type: ignore[assignment]
+    max_files = int(getattr(getattr(cfg.run, "data", None), "max_files", 400)) if cfg.run is not None else 400
+    env.data = gather.inspect_data(res, base, max_files)
+    ckpt_dir = gather.resolve_path(str(res.ckpt_dir.value), base)
+    env.ckpt_dir = str(ckpt_dir)
+    env.disk_free, env.ckpt_existing = gather.free_space(ckpt_dir)
+    try:
+        from msdoctor.memory import load_source
+        from msdoctor.memory.estimate import total_params
+
+        source = load_source(cfg)
+        env.params = total_params(source.model)
+        total = res.layout_product
+        dpn = env.devices_per_node
+        ranks = min(total, int(dpn.value)) if dpn is not None else total
+        env.ckpt_size = gather.checkpoint_size(res, source, ranks)
+        if dpn is None and res.kind == "mindformers" and total > 1:
+            env.ckpt_size = type(env.ckpt_size)(env.ckpt_size.bytes, env.ckpt_size.why
+                                                + " (devices per node unknown: all ranks counted on one disk)")
+    except Exception as exc:  # the memory-fit check reports config problems with their lines
+        env.ckpt_size_problem = f"the model shape could not be read ({str(exc).splitlines()[0]}); see memory-fit"
+    tps = _first(_opt(ctx, "tokens_per_second", "--tokens-per-second"), _directive(res, "tokens_per_second"))
+    if tps is not None and float(tps.value) > 0:
+        tokens = res.global_batch * int(res.seq_length.value or 0)
+        env.step_time = Fact(tokens / float(tps.value), f"{tokens:,} tokens per step at {float(tps.value):g} "
+                             f"tokens/s ({tps.source})")
+    else:
+        env.step_time = gather.measured_step_time(res, base)
+    return env
+
+
+class TrainingConfigCheck:
+    id = "training-config"
+    title = "Training config pitfalls"
+    description = ("Global batch, optimizer steps, lr vs batch, warmup, precision, parallel layout, checkpoints and "
+                   "data of the --config training run")
+    order = 75  # after memory-fit
+    needs_config = True
+
+    def run(self, ctx: Context) -> list[Finding]:
+        cfg = ctx.get(CONFIG)
+        if cfg is None:
+            return [Finding.skipped("no training config",
+                                    reason="pass --config FILE (msdoctor or MindFormers YAML) to check it")]
+        if cfg.kind not in ("msdoctor", "mindformers"):
+            return [Finding.skipped(f"{Path(cfg.path).name} is a {cfg.kind} config",
+                                    reason="a model config.json has no training setup to check; pass the training "
+                                    "YAML (msdoctor or MindFormers)")]
+        res = resolve(cfg)
+        return evaluate(res, gather_env(ctx, cfg, res))

@@ -1,0 +1,501 @@
+"""A training config, resolved: every number the rules need, each with the key it came from.
+
+Two readers fill the same :class:`Resolved`: :func:`from_msdoctor` (msdoctor's training YAML,
+``training/config.py``) and :func:`from_mindformers` (a MindFormers YAML, with the keys as
+MindFormers names them). Neither imports a framework or runs anything; both are pure
+functions of the parsed document (``msdoctor.docfile.Document`` knows the line of every key).
+
+How MindFormers resolves the batch, from ``mindformers/trainer/base_trainer.py``
+(``_check_global_batch_size_for_auto_parallel`` and ``_check_grad_accumulation_steps``,
+mindspore-lab/mindformers r1.5.0):
+
+* semi-auto / auto parallel (``use_parallel: True``, ``parallel.parallel_mode`` 1 or 2), no
+  pipeline: global batch = ``runner_config.batch_size`` x ``parallel_config.data_parallel`` x
+  ``micro_batch_interleave_num`` x ``runner_config.gradient_accumulation_steps``;
+* with a pipeline (``pipeline_stage`` > 1): batch_size x data_parallel x ``micro_batch_num`` x
+  micro_batch_interleave_num; gradient_accumulation_steps is reset to 1;
+* data-parallel mode (``parallel_mode: 0``) or stand-alone: batch_size x devices;
+  gradient_accumulation_steps is reset to 1 ("currently need to be used in semi_auto_parallel mode").
+
+The learning-rate schedule counts optimizer steps: ``lr_schedule.total_steps`` (-1 or absent:
+``runner_config.epochs`` x the dataset size in global batches), ``warmup_ratio`` x total_steps
+(it takes precedence over ``warmup_steps``), ``warmup_epochs`` x the dataset size
+(``BaseTrainer.create_lr_scheduler``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from msdoctor.docfile import Document
+
+DTYPES = {"float16": "fp16", "fp16": "fp16", "half": "fp16", "bfloat16": "bf16", "bf16": "bf16",
+          "float32": "fp32", "fp32": "fp32", "float": "fp32"}
+
+#: comment directives: ``# msdoctor: base_global_batch=1024 devices=8`` anywhere in the file
+DIRECTIVE_RE = re.compile(r"#\s*msdoctor\s*:\s*(.+)$")
+DIRECTIVES = {
+    "base_global_batch": int,  # the global batch the learning rate was tuned for
+    "devices": int,  # devices in the whole job
+    "devices_per_node": int,  # devices (NPUs/GPUs) of one node
+    "tokens_per_second": float,  # throughput of the whole job
+    "max_lost_hours": float,  # the most training time a crash may lose (checkpoint interval)
+}
+
+
+@dataclass(frozen=True)
+class Val:
+    """A value and where it came from.
+
+    Attributes:
+        value: the value as the framework uses it (a default when the key is absent).
+        keys: the key path that sets it (dotted in messages), or an option / directive name.
+        line: 1-based line of the key in the file, None when absent (a default) or not from the file.
+        given: False when the key is absent and ``value`` is the framework's default.
+    """
+
+    value: Any
+    keys: tuple
+    line: Optional[int] = None
+    given: bool = True
+
+    @property
+    def key(self) -> str:
+        return ".".join(str(k) for k in self.keys)
+
+    def said(self) -> str:
+        """``runner_config.batch_size = 1`` (or ``... = 1 (default)``)."""
+        return f"{self.key} = {self.value}" + ("" if self.given else " (default)")
+
+
+@dataclass
+class Resolved:
+    """What the rules read from one config; numbers that MindFormers or the trainer derive are
+    resolved here the way they derive them, with the keys involved."""
+
+    path: Path
+    kind: str  # "msdoctor" | "mindformers"
+    doc: Document
+    micro_batch: Val
+    data_parallel: Val
+    tensor_parallel: Val
+    pipeline_stages: Val
+    micro_batch_num: Val
+    grad_accumulation: Val
+    seq_length: Val
+    lr: Val
+    optimizer: Val
+    compute_dtype: Val
+    param_dtype: Val
+    loss_scale: Val  # value: "dynamic" | "static" | "none"
+    device_target: Val
+    num_heads: Val
+    num_kv_heads: Val
+    num_layers: Val
+    ckpt_keep: Val
+    ckpt_dir: Val  # a path string as written (relative to the launch directory)
+    context_parallel: Val = field(default_factory=lambda: Val(1, ("parallel_config", "context_parallel"), None, False))
+    interleave: Optional[Val] = None  # MindFormers micro_batch_interleave_num
+    vpp: Optional[Val] = None  # virtual pipeline chunks (MindFormers pp_interleave_num)
+    offset: Optional[Val] = None  # MindFormers model_config.offset
+    total_steps: Optional[Val] = None  # optimizer steps, when the file states them
+    epochs: Optional[Val] = None  # MindFormers runner_config.epochs (total = epochs x dataset size)
+    warmup_steps: Optional[Val] = None
+    warmup_ratio: Optional[Val] = None
+    warmup_epochs: Optional[Val] = None
+    lr_scale: Optional[Val] = None  # MindFormers lr_scale / lr_scale_factor
+    lr_scale_factor: Optional[Val] = None
+    base_global_batch: Optional[Val] = None
+    devices: Optional[Val] = None
+    num_nodes: Optional[Val] = None
+    ckpt_every: Optional[Val] = None  # optimizer steps between checkpoints (None: none periodic)
+    ckpt_network_copy: bool = False  # MindFormers save_network_params: weights saved once more
+    ckpt_per_rank: bool = False  # every rank writes its own shard (MindFormers) vs rank 0 only (msdoctor)
+    ckpt_dedup: bool = False  # MindFormers remove_redundancy
+    data_paths: list = field(default_factory=list)  # Vals of path strings / globs
+    data_kind: str = "unknown"  # text-glob | stdlib | mindrecord | megatron | unknown
+    data_tokenizer: Optional[str] = None  # msdoctor data.tokenizer
+    mode: str = "semi_auto"  # MindFormers parallel mode: semi_auto | data_parallel | stand_alone
+    batch_terms: list = field(default_factory=list)  # the Vals multiplied into the global batch
+    notes: list = field(default_factory=list)  # keys the framework ignores or resets, with why
+    directives: dict = field(default_factory=dict)  # name -> Val (from comments)
+    directive_problems: list = field(default_factory=list)  # (line, message)
+
+    @property
+    def global_batch(self) -> int:
+        out = 1
+        for v in self.batch_terms:
+            out *= int(v.value)
+        return out
+
+    def batch_formula(self) -> str:
+        return " x ".join(f"{v.key} {v.value}" for v in self.batch_terms) + f" = {self.global_batch}"
+
+    @property
+    def layout_product(self) -> int:
+        return (int(self.data_parallel.value) * int(self.tensor_parallel.value) * int(self.pipeline_stages.value)
+                * int(self.context_parallel.value))
+
+    def where(self, v: Optional[Val]) -> str:
+        """file:line of a value's key (the file alone when the key is absent)."""
+        if v is not None and v.line:
+            return f"{self.path}:{v.line}"
+        return str(self.path)
+
+    def line_of(self, *keys: Any) -> Optional[int]:
+        return self.doc.line_of(*keys)
+
+
+# -- reading values ------------------------------------------------------------------
+def _num(value: Any) -> Optional[float]:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(str(value).strip())  # YAML 1.1 reads 3e-4 as a string
+    except ValueError:
+        return None
+
+
+def _int(value: Any) -> Optional[int]:
+    f = _num(value)
+    return int(f) if f is not None and f.is_integer() else None
+
+
+def _get(data: Any, keys: tuple) -> tuple[bool, Any]:
+    node = data
+    for k in keys:
+        if isinstance(node, dict) and k in node:
+            node = node[k]
+        elif isinstance(node, list) and isinstance(k, int) and 0 <= k < len(node):
+            node = node[k]
+        else:
+            return False, None
+    return True, node
+
+
+class _Reader:
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        self.problems: list[tuple[tuple, str, Any]] = []
+
+    def val(self, keys: tuple, default: Any, kind: str = "int", alts: tuple = ()) -> Val:
+        """The first of keys / alts present in the file (None counts as absent), else the default."""
+        for path in (keys,) + alts:
+            found, raw = _get(self.doc.data, path)
+            if not found or raw is None:
+                continue
+            line = self.doc.lines.get(path)
+            if kind == "int":
+                got = _int(raw)
+                if got is None:
+                    self.problems.append((path, "expected an integer", raw))
+                    return Val(default, path, line, False)
+                return Val(got, path, line)
+            if kind == "num":
+                got_f = _num(raw)
+                if got_f is None:
+                    self.problems.append((path, "expected a number", raw))
+                    return Val(default, path, line, False)
+                return Val(got_f, path, line)
+            if kind == "bool":
+                if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
+                    raw = raw.strip().lower() == "true"
+                return Val(bool(raw), path, line)
+            if kind == "dtype":
+                return Val(DTYPES.get(str(raw).strip().lower(), str(raw)), path, line)
+            return Val(raw, path, line)
+        return Val(default, keys, None, False)
+
+
+def read_directives(path: Path, text: Optional[str] = None) -> tuple[dict, list]:
+    """``# msdoctor: key=value ...`` comments: {name: Val}, [(line, problem)]."""
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return {}, []
+    found: dict = {}
+    problems: list = []
+    for i, line in enumerate(text.splitlines(), 1):
+        m = DIRECTIVE_RE.search(line)
+        if not m:
+            continue
+        for item in re.split(r"[,\s]+", m.group(1).strip()):
+            if not item:
+                continue
+            name, sep, raw = item.partition("=")
+            name = name.strip()
+            if name not in DIRECTIVES or not sep:
+                import difflib
+
+                close = difflib.get_close_matches(name, list(DIRECTIVES), n=1, cutoff=0.6)
+                problems.append((i, f"unknown msdoctor directive {item!r}"
+                                 + (f"; did you mean {close[0]}=...?" if close else
+                                    f"; known: {', '.join(k + '=N' for k in DIRECTIVES)}")))
+                continue
+            try:
+                value = DIRECTIVES[name](raw.strip())
+                if value <= 0:
+                    raise ValueError
+            except ValueError:
+                problems.append((i, f"msdoctor directive {name}: expected a positive number, got {raw!r}"))
+                continue
+            found[name] = Val(value, (f"# msdoctor: {name}",), i)
+    return found, problems
+
+
+# -- msdoctor's own training YAML ----------------------------------------------------------
+def _ms_line(doc: Document, keys: tuple) -> Optional[int]:
+    line = doc.lines.get(keys)
+    if line is None and len(keys) == 2:  # top-level shortcuts: device_target, device_num, output_dir, seed
+        line = doc.lines.get((keys[1],))
+    return line
+
+
+def from_msdoctor(run: Any, doc: Document, text: Optional[str] = None) -> Resolved:
+    """msdoctor's training YAML, validated into ``run`` (a ``msdoctor.training.config.RunConfig``)."""
+    def v(section: str, key: str, value: Any) -> Val:
+        keys = (section, key)
+        line = _ms_line(doc, keys)
+        return Val(value, keys, line, line is not None)
+
+    m, p, t, rt, c = run.model, run.parallel, run.train, run.runtime, run.checkpoint
+    directives, dproblems = read_directives(doc.path, text)
+    loss = t.loss_scale
+    out_dir = rt.output_dir or str(Path("runs") / run.name)
+    out_line = _ms_line(doc, ("runtime", "output_dir"))
+    ckpt_dir = Val(str(Path(out_dir) / "checkpoints"), ("runtime", "output_dir"), out_line, out_line is not None)
+    paths = [Val(pat, ("data", "paths", i), doc.lines.get(("data", "paths", i)) or _ms_line(doc, ("data", "paths")))
+             for i, pat in enumerate(run.data.paths)]
+    base = None
+    if t.base_global_batch:
+        base = v("train", "base_global_batch", t.base_global_batch)
+    elif "base_global_batch" in directives:
+        base = directives["base_global_batch"]
+    res = Resolved(
+        path=doc.path, kind="msdoctor", doc=doc,
+        micro_batch=v("train", "micro_batch_size", t.micro_batch_size),
+        data_parallel=v("parallel", "data_parallel", p.data_parallel),
+        tensor_parallel=v("parallel", "tensor_parallel", p.tensor_parallel),
+        pipeline_stages=v("parallel", "pipeline_stages", p.pipeline_stages),
+        micro_batch_num=v("parallel", "micro_batch_num", p.micro_batch_num),
+        grad_accumulation=v("train", "grad_accumulation", t.grad_accumulation),
+        seq_length=v("train", "seq_length", t.seq_length),
+        lr=v("train", "lr", t.lr),
+        optimizer=v("train", "optimizer", t.optimizer),
+        compute_dtype=v("train", "precision", t.precision),
+        param_dtype=v("train", "param_dtype", t.param_dtype),
+        loss_scale=v("train", "loss_scale", loss),
+        device_target=v("runtime", "device_target", rt.device_target),
+        num_heads=v("model", "num_heads", m.num_heads),
+        num_kv_heads=v("model", "num_kv_heads", m.kv_heads),
+        num_layers=v("model", "num_layers", m.num_layers),
+        ckpt_keep=v("checkpoint", "keep_last", c.keep_last),
+        ckpt_dir=ckpt_dir,
+        vpp=v("parallel", "virtual_pipeline_chunks", p.virtual_pipeline_chunks),
+        total_steps=v("train", "max_steps", t.max_steps),
+        warmup_steps=v("train", "warmup_steps", t.warmup_steps),
+        base_global_batch=base,
+        devices=v("runtime", "device_num", rt.device_num),
+        num_nodes=v("runtime", "num_nodes", rt.num_nodes),
+        ckpt_every=v("checkpoint", "every_steps", c.every_steps) if c.every_steps else None,
+        data_paths=paths,
+        data_kind="text-glob" if paths else "stdlib",
+        data_tokenizer=run.data.tokenizer,
+        directives=directives, directive_problems=dproblems,
+    )
+    # training/train.py: global batch = micro_batch_size x data_parallel x grad_accumulation
+    res.batch_terms = [res.micro_batch, res.data_parallel, res.grad_accumulation]
+    if rt.device_target == "CPU" and t.precision != "fp32" and not t.half_on_cpu:
+        res.notes.append(f"train.precision = {t.precision} runs as fp32 on CPU (train.half_on_cpu is false)")
+        res.compute_dtype = Val("fp32", ("train", "precision"), res.compute_dtype.line)
+    return res
+
+
+# -- MindFormers YAML --------------------------------------------------------------------
+PLACEHOLDER_RE = re.compile(r"(^$|/path/to|path/to/|^/path/|^path_to|<[^>]+>|\{[^}]*\}|\byour[_ -]|^xxx|/xxx|"
+                            r"please input|todo)", re.IGNORECASE)
+
+
+def is_placeholder(path: str) -> bool:
+    """``""``, ``/path/to/dataset``, ``/path/data``, ``/{path}/x``, ``<your data>``, ``xxx``, "Please input ...":
+    a value to fill in (the forms MindFormers' shipped configs use)."""
+    return bool(PLACEHOLDER_RE.search(str(path).strip()))
+
+
+def _callbacks(doc: Document) -> tuple[Optional[int], Optional[dict]]:
+    cbs = doc.data.get("callbacks") if isinstance(doc.data, dict) else None
+    if not isinstance(cbs, list):
+        return None, None
+    for i, cb in enumerate(cbs):
+        if isinstance(cb, dict) and cb.get("type") == "CheckpointMonitor":
+            return i, cb
+    return None, None
+
+
+def _loss_scale(r: _Reader) -> Val:
+    """runner_wrapper.scale_sense: a number (a fixed scale; 1.0 is none), or a loss-scale update cell."""
+    keys = ("runner_wrapper", "scale_sense")
+    found, raw = _get(r.doc.data, keys)
+    line = r.doc.lines.get(keys)
+    if not found or raw is None:
+        # MFTrainOneStepCell's scale_sense defaults to 1.0: no loss scaling
+        return Val("none", keys, None, False)
+    if isinstance(raw, dict):
+        kind = str(raw.get("type", ""))
+        if "Dynamic" in kind:
+            return Val("dynamic", keys + ("type",), r.doc.lines.get(keys + ("type",)) or line)
+        return Val("static", keys + ("type",), r.doc.lines.get(keys + ("type",)) or line)
+    n = _num(raw)
+    return Val("none" if n in (None, 1.0) else "static", keys, line)
+
+
+def _data_paths(r: _Reader) -> tuple[list, str]:
+    dl = ("train_dataset", "data_loader")
+    found, loader = _get(r.doc.data, dl)
+    if not found or not isinstance(loader, dict):
+        return [], "unknown"
+    kind = str(loader.get("type", ""))
+    out = []
+    for key in ("dataset_dir", "dataset_files", "path", "data_files"):
+        if key in loader:
+            raw = loader[key]
+            items = raw if isinstance(raw, list) else [raw]
+            for i, item in enumerate(items):
+                keys = dl + ((key, i) if isinstance(raw, list) else (key,))
+                out.append(Val("" if item is None else str(item), keys,
+                               r.doc.lines.get(keys) or r.doc.lines.get(dl + (key,))))
+    cfg_paths = ("train_dataset", "data_loader", "config", "data_path")
+    found, raw = _get(r.doc.data, cfg_paths)
+    if found and isinstance(raw, list):  # BlendedMegatronDatasetDataLoader: [weight, prefix, weight, prefix, ...]
+        for i, item in enumerate(raw):
+            if _num(item) is None:
+                keys = cfg_paths + (i,)
+                out.append(Val(str(item), keys, r.doc.lines.get(keys) or r.doc.lines.get(cfg_paths)))
+    if "Megatron" in kind:
+        return out, "megatron"
+    if kind in ("MindDataset", "") or "mindrecord" in kind.lower():
+        return out, "mindrecord"
+    return out, "unknown"
+
+
+def from_mindformers(doc: Document, text: Optional[str] = None) -> Resolved:
+    """A MindFormers YAML (legacy ``num_layers``/``param_init_type`` or mcore ``num_hidden_layers``/``params_dtype``)."""
+    r = _Reader(doc)
+    directives, dproblems = read_directives(doc.path, text)
+    mc = ("model", "model_config")
+    pc = ("parallel_config",)
+    rn = ("runner_config",)
+    lr_s = ("lr_schedule",)
+    mbs = r.val(rn + ("batch_size",), 1)
+    dp = r.val(pc + ("data_parallel",), 1)
+    tp = r.val(pc + ("model_parallel",), 1, alts=(pc + ("tensor_model_parallel_size",),))
+    pp = r.val(pc + ("pipeline_stage",), 1, alts=(pc + ("pipeline_model_parallel_size",),))
+    cp = r.val(pc + ("context_parallel",), 1)
+    mbn = r.val(pc + ("micro_batch_num",), 1)
+    ga = r.val(rn + ("gradient_accumulation_steps",), 1)
+    mbi = r.val(("micro_batch_interleave_num",), 1)
+    heads = r.val(mc + ("num_heads",), 0, alts=(mc + ("num_attention_heads",),))
+    kv = r.val(mc + ("n_kv_heads",), None, alts=(mc + ("num_key_value_heads",), mc + ("multi_query_group_num",)))
+    if kv.value is None:
+        kv = Val(heads.value, kv.keys, None, False)
+    layers = r.val(mc + ("num_layers",), 0, alts=(mc + ("num_hidden_layers",),))
+    legacy = bool(_get(doc.data, mc + ("param_init_type",))[0] or _get(doc.data, mc + ("num_layers",))[0])
+    compute = r.val(mc + ("compute_dtype",), "fp16" if legacy else "bf16", "dtype")
+    param = r.val(mc + ("param_init_type",), "fp16" if legacy else "fp32", "dtype", alts=(mc + ("params_dtype",),))
+    seq = r.val(mc + ("seq_length",), 0, alts=(mc + ("max_position_embeddings",),))
+    lr = r.val(lr_s + ("learning_rate",), None, "num", alts=(("optimizer", "learning_rate"),))
+    opt = r.val(("optimizer", "type"), "AdamWeightDecay", "str")
+    use_parallel = r.val(("use_parallel",), False, "bool")
+    pmode = r.val(("parallel", "parallel_mode"), 1)
+    target = r.val(("context", "device_target"), "Ascend", "str")
+    vpp = r.val(mc + ("pp_interleave_num",), 1)
+    off_found, off_raw = _get(doc.data, mc + ("offset",))
+    offset = Val(off_raw, mc + ("offset",), doc.lines.get(mc + ("offset",))) if off_found else None
+    total = r.val(lr_s + ("total_steps",), None, "int")
+    if total.value is not None and total.value <= 0:
+        total = Val(None, total.keys, total.line, False)  # -1: epochs x dataset size
+    warm_ratio = r.val(lr_s + ("warmup_ratio",), None, "num")
+    warm_steps = r.val(lr_s + ("warmup_steps",), None, "int")
+    warm_epochs = r.val(lr_s + ("warmup_epochs",), None, "num")
+    epochs = r.val(rn + ("epochs",), 1)
+    lr_scale = r.val(("lr_scale",), False, "bool")
+    lr_factor = r.val(("lr_scale_factor",), 256, "num")
+    idx, cb = _callbacks(doc)
+    cbk = ("callbacks", idx) if idx is not None else ("callbacks",)
+    if cb is not None:
+        every = r.val(cbk + ("save_checkpoint_steps",), 1)  # CheckpointMonitor's default
+        keep = r.val(cbk + ("keep_checkpoint_max",), 5)
+        network_copy = r.val(cbk + ("save_network_params",), False, "bool")
+        dedup = r.val(cbk + ("remove_redundancy",), False, "bool")
+        directory = r.val(cbk + ("directory",), None, "str")
+    else:
+        every = keep = None  # type: ignore[assignment]
+        network_copy = dedup = directory = None  # type: ignore[assignment]
+    out_dir = r.val(("output_dir",), "./output", "str")
+    if directory is not None and directory.value:
+        ckpt_dir = Val(str(directory.value), directory.keys, directory.line)
+    else:
+        ckpt_dir = Val(str(Path(str(out_dir.value)) / "checkpoint"), out_dir.keys, out_dir.line, out_dir.given)
+    paths, data_kind = _data_paths(r)
+    base = directives.get("base_global_batch")
+    res = Resolved(
+        path=doc.path, kind="mindformers", doc=doc,
+        micro_batch=mbs, data_parallel=dp, tensor_parallel=tp, pipeline_stages=pp, micro_batch_num=mbn,
+        grad_accumulation=ga, seq_length=seq,
+        lr=lr if lr.value is not None else Val(None, lr_s + ("learning_rate",), None, False),
+        optimizer=opt, compute_dtype=compute, param_dtype=param, loss_scale=_loss_scale(r), device_target=target,
+        num_heads=heads, num_kv_heads=kv, num_layers=layers,
+        ckpt_keep=keep if keep is not None else Val(0, ("callbacks",), doc.lines.get(("callbacks",)), False),
+        ckpt_dir=ckpt_dir, context_parallel=cp, interleave=mbi, vpp=vpp, offset=offset,
+        total_steps=total if total.value is not None else None, epochs=epochs,
+        warmup_steps=warm_steps if warm_steps.value is not None else None,
+        warmup_ratio=warm_ratio if warm_ratio.value is not None else None,
+        warmup_epochs=warm_epochs if warm_epochs.value is not None else None,
+        lr_scale=lr_scale, lr_scale_factor=lr_factor, base_global_batch=base,
+        devices=directives.get("devices"),
+        ckpt_every=every if every is not None else None,
+        ckpt_network_copy=bool(network_copy.value) if network_copy is not None else False,
+        ckpt_per_rank=True, ckpt_dedup=bool(dedup.value) if dedup is not None else False,
+        data_paths=paths, data_kind=data_kind, directives=directives, directive_problems=dproblems,
+    )
+    if not use_parallel.value:
+        res.mode = "stand_alone"
+    elif pmode.value == 0:
+        res.mode = "data_parallel"
+    if res.mode == "semi_auto":
+        if int(pp.value) > 1:
+            res.batch_terms = [mbs, dp, mbn, mbi]
+            if int(ga.value) > 1:
+                res.notes.append(f"{ga.key} = {ga.value} is reset to 1 by MindFormers with pipeline_stage > 1 "
+                                 "(the micro_batch_num micro-batches are the accumulation)")
+        else:
+            res.batch_terms = [mbs, dp, mbi, ga]
+    else:
+        devices = directives.get("devices") or Val(1 if res.mode == "stand_alone" else int(dp.value),
+                                                    dp.keys, dp.line, dp.given)
+        res.batch_terms = [mbs, devices]
+        if int(ga.value) > 1:
+            why = "use_parallel is false" if res.mode == "stand_alone" else "parallel.parallel_mode is 0 (data parallel)"
+            res.notes.append(f"{ga.key} = {ga.value} is reset to 1 by MindFormers because {why}: gradient "
+                             "accumulation needs semi_auto_parallel (parallel_mode: 1)")
+    for keys, msg, raw in r.problems:
+        res.notes.append(f"{'.'.join(str(k) for k in keys)} = {raw!r}: {msg}")
+    return res
+
+
+def resolve(config: Any) -> Resolved:
+    """A ``msdoctor.facts.config.ConfigFacts`` (kind msdoctor or mindformers) resolved."""
+    text = None
+    try:
+        text = config.path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass
+    if config.kind == "msdoctor":
+        return from_msdoctor(config.run, config.doc, text)
+    return from_mindformers(config.doc, text)
