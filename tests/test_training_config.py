@@ -302,6 +302,33 @@ def test_time_between_checkpoints_against_the_hours_a_crash_may_lose(tmp_path):
     assert only(judge(LLAMA7, 8, 8), "checkpoint-interval").status is Status.SKIP
 
 
+def test_step_time_is_measured_from_an_earlier_run_in_the_output_directory(tmp_path):
+    from msdoctor.training.logs import COLUMNS
+
+    # msdoctor: the run directory's metrics.csv (training/logs.py columns)
+    cfg = load_config(TINY)
+    res = resolve(cfg)
+    run = tmp_path / "runs" / "tiny-cpu"
+    run.mkdir(parents=True)
+    rows = [",".join(COLUMNS)] + [f"{i},2.0,0.003,1.0,1.0,9000,{t},0.01" for i, t in enumerate([0.5, 0.7, 0.6])]
+    (run / "metrics.csv").write_text("\n".join(rows) + "\n")
+    got = gather.measured_step_time(res, tmp_path)
+    assert got.value == pytest.approx(0.6) and "metrics.csv" in got.source
+    # MindFormers: MFLossMonitor's line in output_dir/log/rank_0/info.log (mindformers/core/callback/callback.py)
+    mf = resolve(load_config(LLAMA7))
+    log = tmp_path / "output" / "log" / "rank_0"
+    log.mkdir(parents=True)
+    (log / "info.log").write_text("".join(
+        # the file handler's format (mindformers/tools/logger.py DEFAULT_FILEHANDLER_FORMAT) around
+        # MFLossMonitor's message (mindformers/core/callback/callback.py print_output_info), r1.5.0
+        f"[INFO] 2025-01-01 10:00:0{i},000 [mindformers/core/callback/callback.py:531] print_output_info: "
+        f"{{ Epoch:[  1/  2], "
+        f"step:[    {i}/ 1000], loss: 10.385, per_step_time: {ms}ms, lr: 1e-05, overflow cond: False, loss_scale: 1.0, "
+        "global_norm: [2.0]\n" for i, ms in enumerate([9000, 11000], 1)))
+    got = gather.measured_step_time(mf, tmp_path)
+    assert got.value == pytest.approx(10.0) and "per_step_time" in got.source
+
+
 def test_throughput_directive_sets_the_step_time(tmp_path):
     v = variant(tmp_path, LLAMA7, "# lr schedule\n", "# lr schedule\n# msdoctor: tokens_per_second=2184.5\n")
     cfg = load_config(v)
@@ -329,6 +356,19 @@ def test_data_paths_missing_placeholder_and_too_small(tmp_path):
                     '    shuffle: True', "small.yaml")
     f = only(judge(small, 8, 8), "data-too-small")
     assert f.status is Status.FAIL and "40 sequences" in f.title and "(64)" in f.title
+    # enough records: the optimizer steps follow from them (total_steps -1: epochs 2 x 6400 // 64)
+    write_mindrecord_index(ds / "wiki.mindrecord1", rows=6360)
+    findings = judge(small, 8, 8)
+    assert only(findings, "data").status is Status.PASS
+    resolved = only(findings, "resolved").evidence
+    assert resolved["total_steps"] == 200 and resolved["warmup_steps"] == 6  # warmup_ratio 0.03
+    assert only(findings, "warmup-share").status is Status.PASS
+
+
+def test_no_warmup_is_a_warning_even_when_the_total_is_unknown():
+    f = only(judge(DEEPSEEK, 16, 8), "warmup-share")  # warmup_steps: 0, total_steps: -1
+    assert f.status is Status.WARN and f.location.line == line_of(DEEPSEEK, "lr_schedule", "warmup_steps")
+    assert "add warmup_ratio: 0.02 under lr_schedule" in f.fix
 
 
 def test_msdoctor_text_glob_that_matches_nothing_fails_before_the_trainer(tmp_path):

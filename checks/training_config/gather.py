@@ -287,12 +287,18 @@ def measured_step_time(res: Resolved, base: Path) -> Optional[Fact]:
         if times:
             return Fact(sum(times) / len(times), f"measured: mean step_time of the last {len(times)} rows of {metrics}")
         return None
+    # MindFormers' logger writes rank_N/info.log under LOG_MF_PATH, default ./output/log, and run_mindformer.py
+    # points the output root at output_dir (mindformers/tools/logger.py, tools/utils.py get_log_path)
     out_dir = resolve_path(str(Path(str(res.ckpt_dir.value)).parent), base)
-    log = out_dir / "log" / "rank_0" / "info.log"
-    try:
-        with open(log, errors="replace") as f:
-            tail = f.readlines()[-2000:]
-    except OSError:
+    tail: list = []
+    for log in (out_dir / "log" / "rank_0" / "info.log", base / "output" / "log" / "rank_0" / "info.log"):
+        try:
+            with open(log, errors="replace") as f:
+                tail = f.readlines()[-2000:]
+            break
+        except OSError:
+            continue
+    if not tail:
         return None
     times = [int(m.group(1)) / 1000 for line in tail if (m := re.search(r"per_step_time: (\d+)ms", line))]
     if times:

@@ -300,6 +300,20 @@ def rule_warmup(res: Resolved, env: Env) -> list[Finding]:
     total, total_why = total_steps(res, env)
     warm, warm_why = warmup_steps(res, env, total)
     lo, hi = WARMUP_RANGE
+    if warm == 0 and (total is None or total >= WARMUP_MIN_STEPS):
+        key0 = res.warmup_ratio or res.warmup_steps or Val(0, ("lr_schedule", "warmup_ratio") if res.kind ==
+                                                         "mindformers" else ("train", "warmup_steps"), None, False)
+        new0: Any = 0.02 if key0.keys[-1] == "warmup_ratio" else (max(1, round(0.02 * total)) if total else 0.02)
+        edit = key0
+        if key0.keys[-1] == "warmup_steps" and not total and res.kind == "mindformers":
+            edit = Val(0, key0.keys[:-1] + ("warmup_ratio",), None, False)  # it takes precedence over warmup_steps
+        return [Finding.warn(
+            f"no learning-rate warmup ({warm_why})",
+            detail="Starting at the peak learning rate lets the first updates, made while Adam's second-moment "
+            "estimates are still near zero, destabilise training; Pythia (arXiv:2304.01373) warms up over 1%, "
+            "MindFormers' pretraining configs over 3% of the optimizer steps.",
+            fix=_set(res, edit, new0) + " (2% of the optimizer steps)",
+            location=_loc(res, key0), code="warmup-share", evidence={"warmup_steps": 0, "total_steps": total})]
     if total is None or warm is None:
         return [Finding.skipped("warmup share unknown", reason=f"total: {total_why}; warmup: {warm_why}",
                                 code="warmup-share")]
