@@ -432,6 +432,24 @@ def test_check_class_reads_options_and_directives(tmp_path):
     assert f.status is Status.FAIL and "(--devices)" in f.title
 
 
+def test_devices_come_from_the_rank_table_or_msrun_variables(tmp_path):
+    # HCCL rank table as in https://www.mindspore.cn/tutorials/en/r2.7.2/_sources/parallel/rank_table.md.txt
+    servers = [{"server_id": f"10.0.0.{s}", "device": [{"device_id": str(d), "device_ip": f"192.168.{s}.{d}",
+                                                         "rank_id": str(8 * s + d)} for d in range(8)]}
+               for s in range(2)]
+    table = tmp_path / "rank_table_16pcs.json"
+    table.write_text(json.dumps({"version": "1.0", "server_count": "2", "server_list": servers,
+                                 "status": "completed"}))
+    total, per_node = gather.cluster_layout({"RANK_TABLE_FILE": str(table)})
+    assert (total.value, per_node.value) == (16, 8) and "rank table" in total.source
+    cfg = load_config(LLAMA7)  # laid out for 8 devices
+    ctx = make_ctx({CONFIG.name: cfg}, environ={"RANK_TABLE_FILE": str(table)}, project_dir=tmp_path)
+    f = only(TrainingConfigCheck().run(ctx), "layout-devices")
+    assert f.status is Status.FAIL and "rank table" in f.title
+    total, per_node = gather.cluster_layout({"MS_WORKER_NUM": "8", "MS_LOCAL_WORKER": "8"})
+    assert (total.value, per_node.value) == (8, 8)
+
+
 def test_msdoctor_check_config_runs_the_check(tmp_path):
     v = variant(tmp_path, LLAMA7, 'device_target: "Ascend"', 'device_target: "CPU"')
     res, report = run_json("check", "--quick", "--only", "training-config", "--config", str(v), "--devices", "8",

@@ -76,14 +76,16 @@ def gather_env(ctx: Context, cfg: Any, res: Resolved) -> Env:
 
     base = ctx.project_dir
     env = Env()
-    env.devices = _first(_opt(ctx, "devices", "--devices"), _directive(res, "devices"))
-    local = None if _option(ctx, "devices_per_node") or "devices_per_node" in res.directives else _local_devices(ctx)
+    cluster_total, cluster_node = gather.cluster_layout(ctx.environ)
+    env.devices = _first(_opt(ctx, "devices", "--devices"), _directive(res, "devices"), cluster_total)
+    stated = _option(ctx, "devices_per_node") or "devices_per_node" in res.directives or cluster_node
+    local = None if stated else _local_devices(ctx)
     layout = None
     if res.kind == "msdoctor" and res.devices is not None and res.num_nodes is not None:
         layout = Fact(int(res.devices.value) // max(1, int(res.num_nodes.value)),
                       f"runtime.device_num / runtime.num_nodes in {res.path}")
     env.devices_per_node = _first(_opt(ctx, "devices_per_node", "--devices-per-node"),
-                                  _directive(res, "devices_per_node"), local, layout)
+                                  _directive(res, "devices_per_node"), cluster_node, local, layout)
     if ctx.options.device_target:
         env.device_target = Fact(requested_device_target(ctx), "--device-target")
     env.base_global_batch = _opt(ctx, "base_global_batch", "--base-global-batch")

@@ -273,6 +273,37 @@ def checkpoint_size(res: Resolved, source: Any, ranks_here: int) -> CheckpointSi
     return CheckpointSize(n, why)
 
 
+# -- cluster layout ---------------------------------------------------------------------------
+def cluster_layout(environ: Any) -> tuple[Optional[Fact], Optional[Fact]]:
+    """(devices in the job, devices per node) from msrun's variables or the HCCL rank table, when set.
+
+    msrun exports MS_WORKER_NUM (all workers) and MS_LOCAL_WORKER (this node's); RANK_SIZE is the
+    rank-table launch's; a rank table (RANK_TABLE_FILE, HCCL JSON: server_list[].device[]) lists every
+    server's devices (https://www.mindspore.cn/tutorials/en/r2.7.2/_sources/parallel/rank_table.md.txt).
+    """
+    total = per_node = None
+    for name in ("MS_WORKER_NUM", "RANK_SIZE"):
+        raw = str(environ.get(name) or "").strip()
+        if raw.isdigit() and int(raw) > 0:
+            total = Fact(int(raw), f"{name}={raw} in the environment")
+            break
+    raw = str(environ.get("MS_LOCAL_WORKER") or "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        per_node = Fact(int(raw), f"MS_LOCAL_WORKER={raw} in the environment")
+    table = environ.get("RANK_TABLE_FILE")
+    if table:
+        try:
+            data = json.loads(Path(table).read_text(encoding="utf-8"))
+            servers = [s for s in data.get("server_list") or [] if isinstance(s, dict)]
+            counts = [len(s.get("device") or []) for s in servers]
+        except (OSError, ValueError, AttributeError, UnicodeDecodeError):
+            counts = []  # the device-target check reports an unreadable rank table
+        if counts and all(counts):
+            total = total or Fact(sum(counts), f"rank table {table}: {len(counts)} servers, {sum(counts)} devices")
+            per_node = per_node or Fact(max(counts), f"rank table {table}: up to {max(counts)} devices per server")
+    return total, per_node
+
+
 # -- throughput -----------------------------------------------------------------------------
 def measured_step_time(res: Resolved, base: Path) -> Optional[Fact]:
     """Seconds per optimizer step from an earlier run in the output directory, if there is one."""
