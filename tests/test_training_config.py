@@ -19,15 +19,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-
 from helpers import make_ctx, run_json, run_msdoctor
-from msdoctor.checks.training_config import TrainingConfigCheck, gather_env
-from msdoctor.checks.training_config import gather
+from msdoctor.checks.training_config import TrainingConfigCheck, gather, gather_env
 from msdoctor.checks.training_config.resolve import Val, is_placeholder, read_directives, resolve
 from msdoctor.checks.training_config.rules import Env, Fact, evaluate, stage_layers
+from msdoctor.training.config import ConfigError
+
 from msdoctor.facts.config import CONFIG, load_config
 from msdoctor.model import Status
-from msdoctor.training.config import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data" / "training_config"
@@ -199,8 +198,9 @@ def test_effective_batch_outside_the_usual_range_is_a_warning_with_its_source(tm
 
 def test_fp16_without_dynamic_loss_scaling_names_the_mindformers_keys(tmp_path):
     assert only(judge(GPT2, 32, 8), "precision").status is Status.PASS  # shipped: DynamicLossScaleUpdateCell
-    v = variant(tmp_path, GPT2, "  scale_sense:\n    type: DynamicLossScaleUpdateCell\n    loss_scale_value: 4294967296\n"
-                "    scale_factor: 2\n    scale_window: 1000\n", "  scale_sense: 1.0\n")
+    v = variant(tmp_path, GPT2, "  scale_sense:\n    type: DynamicLossScaleUpdateCell\n"
+                "    loss_scale_value: 4294967296\n    scale_factor: 2\n    scale_window: 1000\n",
+                "  scale_sense: 1.0\n")
     f = only(judge(v, 32, 8), "fp16-no-dynamic-scale")
     assert f.status is Status.WARN and "no loss scaling" in f.title
     assert f.location.line == line_of(v, "runner_wrapper", "scale_sense")
@@ -346,7 +346,8 @@ def test_data_paths_missing_placeholder_and_too_small(tmp_path):
     missing = variant(tmp_path, LLAMA7, '    dataset_dir: ""\n    shuffle: True', '    dataset_dir: "/no/such/dir"\n'
                       '    shuffle: True')
     f = only(judge(missing, 8, 8), "data-missing")
-    assert f.status is Status.FAIL and f.location.line == line_of(missing, "train_dataset", "data_loader", "dataset_dir")
+    assert f.status is Status.FAIL
+    assert f.location.line == line_of(missing, "train_dataset", "data_loader", "dataset_dir")
     assert "set train_dataset.data_loader.dataset_dir" in f.fix
     # a MindRecord set smaller than one global batch (64), counted from its .db index
     ds = tmp_path / "ds"

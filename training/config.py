@@ -463,11 +463,13 @@ def warnings(cfg: RunConfig) -> list[str]:
             f"{t.grad_accumulation} a warmup meant in micro-steps is {t.grad_accumulation}x too long."
         )
     if t.base_global_batch and t.base_global_batch != cfg.global_batch:
+        # the same rules as the training-config check: square root for Adam (arXiv:2205.10287), linear for SGD
+        ratio = cfg.global_batch / t.base_global_batch
+        scale, rule = (ratio ** 0.5, "square-root rule for AdamW") if t.optimizer == "adamw" else (ratio, "linear rule")
         out.append(
             f"global batch is {cfg.global_batch} (micro_batch_size {t.micro_batch_size} x data_parallel "
             f"{cfg.parallel.data_parallel} x grad_accumulation {t.grad_accumulation}) but the lr was tuned "
-            f"for {t.base_global_batch}: scale lr by {cfg.global_batch / t.base_global_batch:.3g} "
-            f"(linear rule) to {t.lr * cfg.global_batch / t.base_global_batch:.3g}"
+            f"for {t.base_global_batch}: scale lr by {scale:.3g} ({rule}) to {t.lr * scale:.3g}"
         )
     if cfg.runtime.device_target == "CPU" and t.precision != "fp32":
         out.append(

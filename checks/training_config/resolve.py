@@ -385,7 +385,8 @@ def _data_paths(r: _Reader) -> tuple[list, str]:
 
 
 def from_mindformers(doc: Document, text: Optional[str] = None) -> Resolved:
-    """A MindFormers YAML (legacy ``num_layers``/``param_init_type`` or mcore ``num_hidden_layers``/``params_dtype``)."""
+    """A MindFormers YAML: legacy (``num_layers``, ``param_init_type``) or mcore (``num_hidden_layers``,
+    ``params_dtype``) names."""
     r = _Reader(doc)
     directives, dproblems = read_directives(doc.path, text)
     mc = ("model", "model_config")
@@ -481,7 +482,8 @@ def from_mindformers(doc: Document, text: Optional[str] = None) -> Resolved:
                                                     dp.keys, dp.line, dp.given)
         res.batch_terms = [mbs, devices]
         if int(ga.value) > 1:
-            why = "use_parallel is false" if res.mode == "stand_alone" else "parallel.parallel_mode is 0 (data parallel)"
+            why = ("use_parallel is false" if res.mode == "stand_alone"
+                   else "parallel.parallel_mode is 0 (data parallel)")
             res.notes.append(f"{ga.key} = {ga.value} is reset to 1 by MindFormers because {why}: gradient "
                              "accumulation needs semi_auto_parallel (parallel_mode: 1)")
     for keys, msg, raw in r.problems:

@@ -42,7 +42,8 @@ BF16_CPU = ("MindSpore 2.7 has no bf16 CPU kernels for MatMul, Mul, Softmax, Sum
 FP16_SOURCE = ("fp16 has 5 exponent bits: small gradients underflow to 0 and large ones overflow to inf; loss "
                "scaling shifts them into range and dynamic scaling halves the scale on overflow (Micikevicius et al. "
                "2018, arXiv:1710.03740, section 3.2)")
-MF_DYNAMIC_SCALE = ("runner_wrapper:\n  type: MFTrainOneStepCell\n  scale_sense:\n    type: DynamicLossScaleUpdateCell\n"
+MF_DYNAMIC_SCALE = ("runner_wrapper:\n  type: MFTrainOneStepCell\n  scale_sense:\n"
+                    "    type: DynamicLossScaleUpdateCell\n"
                     "    loss_scale_value: 65536\n    scale_factor: 2\n    scale_window: 1000\n"
                     "(as mindspore-lab/mindformers configs/gpt2/pretrain_gpt2_13b_fp16.yaml ships it, with "
                     "loss_scale_value 4294967296)")
@@ -332,7 +333,8 @@ def rule_warmup(res: Resolved, env: Env) -> list[Finding]:
     new: Any = 0.02 if key.keys[-1] == "warmup_ratio" else good
     return [Finding.warn(
         f"warmup is {share:.1%} of the run ({warm} of {total} optimizer steps), outside {lo:.0%}-{hi:.0%}",
-        detail=f"{warm_why}; total {total_why}. Warmup counts optimizer steps (one per global batch of {res.global_batch}), "
+        detail=f"{warm_why}; total {total_why}. Warmup counts optimizer steps (one per global batch of "
+        f"{res.global_batch}), "
         "not micro-batches: " + ("too short a warmup lets the first large updates destabilise Adam's moments; "
                                  if share < lo else "too long a warmup spends the run at a low learning rate; ")
         + "Pythia (arXiv:2304.01373) warms up over 1%, MindFormers' pretraining configs over 3%.",
@@ -391,8 +393,9 @@ def rule_precision(res: Resolved, env: Env) -> list[Finding]:
             out.append(Finding.fail(
                 f"{v.key} is bf16 on CPU ({target_src}): MindSpore has no bf16 CPU kernels",
                 detail=f"{BF16_CPU}. The job would stop at its first step.",
-                fix=_set(res, v, new) + (" (or set train.half_on_cpu: false: the trainer then runs fp32 on CPU)"
-                                         if res.kind == "msdoctor" else " (fp16 also runs on CPU, 2-3x slower than fp32)"),
+                fix=_set(res, v, new) + (
+                    " (or set train.half_on_cpu: false: the trainer then runs fp32 on CPU)" if res.kind == "msdoctor"
+                    else " (fp16 also runs on CPU, 2-3x slower than fp32)"),
                 location=_loc(res, v), code="bf16-on-cpu",
             ))
     if comp.value == "fp16" and res.loss_scale.value != "dynamic":
@@ -478,7 +481,8 @@ def rule_layout(res: Resolved, env: Env) -> list[Finding]:
         if dpn is None:
             out.append(Finding.skipped(
                 f"{res.tensor_parallel.key} = {tp}: devices per node unknown",
-                reason="no npu-smi / nvidia-smi here; pass --devices-per-node N or add `# msdoctor: devices_per_node=N`",
+                reason="no npu-smi / nvidia-smi / rank table here; pass --devices-per-node N or add "
+                "`# msdoctor: devices_per_node=N`",
                 code="tp-node"))
         elif tp > int(dpn.value):
             out.append(Finding.warn(
@@ -637,7 +641,8 @@ def rule_checkpoint_disk(res: Resolved, env: Env) -> list[Finding]:
         return [Finding.passed(f"{copies} checkpoints of {_gib(size)} fit in {_gib(room)} at {where}",
                                proved=sized, location=_loc(res, res.ckpt_keep), evidence=ev, code="checkpoint-disk")]
     fits = max(0, room // size - (copies - keep)) if size else 0
-    fix = (_set(res, res.ckpt_keep, fits) + f" ({fits + copies - keep} copies fit), or free {_gib(need - room)} at {where}"
+    fix = (_set(res, res.ckpt_keep, fits) + f" ({fits + copies - keep} copies fit), or free "
+           f"{_gib(need - room)} at {where}"
            if fits >= 1 else f"free at least {_gib(need - room)} at {where}, or point "
            f"{res.ckpt_dir.key} at a larger disk ({res.where(res.ckpt_dir)})")
     return [Finding.fail(
@@ -702,7 +707,8 @@ def rule_data(res: Resolved, env: Env) -> list[Finding]:
                 f"{v.key} is a placeholder ({v.value!r}): set the dataset path before training",
                 detail="The shipped config leaves the dataset to fill in; the job would fail at dataset creation.",
                 fix=_set(res, v, "/your/dataset/path" if res.kind == "msdoctor" else
-                         "/your/dataset (a directory of *.mindrecord files, or one .mindrecord file)"), location=_loc(res, v), code="data-placeholder"))
+                         "/your/dataset (a directory of *.mindrecord files, or one .mindrecord file)"),
+                location=_loc(res, v), code="data-placeholder"))
         elif not d.exists:
             out.append(Finding.fail(
                 f"{v.key}: {d.resolved} " + ("matches no file" if d.kind == "text-glob" else "does not exist"),
