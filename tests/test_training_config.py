@@ -293,6 +293,33 @@ def test_msdoctor_checkpoints_count_keep_last_plus_one_and_existing_ones_as_room
     assert only(rule_checkpoint_disk(res, env), "checkpoint-disk").status is Status.PASS
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_a_checkpoint_directory_that_cannot_be_written_fails(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        assert gather.writable(locked / "run" / "checkpoints") is False
+    finally:
+        locked.chmod(0o755)
+    assert gather.writable(tmp_path / "run" / "checkpoints") is True
+
+
+def test_a_checkpoint_directory_under_a_file_cannot_be_created(tmp_path):
+    (tmp_path / "output").write_text("a file where the output directory should be")
+    assert gather.writable(tmp_path / "output" / "checkpoint") is False  # root cannot either
+    assert gather.writable(tmp_path / "fresh" / "checkpoint") is True
+
+
+def test_unwritable_checkpoint_directory_finding_names_the_key():
+    from msdoctor.checks.training_config.rules import rule_checkpoint_disk
+
+    res = resolve(load_config(LLAMA7))
+    f = only(rule_checkpoint_disk(res, Env(ckpt_writable=False, ckpt_dir="/ro/output/checkpoint")), "checkpoint-disk")
+    assert f.status is Status.FAIL and "cannot be written" in f.title
+    assert f.location.line == line_of(LLAMA7, "output_dir") and "set output_dir: <a writable directory>" in f.fix
+
+
 def test_time_between_checkpoints_against_the_hours_a_crash_may_lose(tmp_path):
     f = only(judge(LLAMA7, 8, 8, step_time=120.0), "checkpoint-interval")  # 100 steps x 120 s = 3.3 h
     assert f.status is Status.WARN and "3.3 h" in f.title

@@ -96,6 +96,7 @@ def gather_env(ctx: Context, cfg: Any, res: Resolved) -> Env:
     ckpt_dir = gather.resolve_path(str(res.ckpt_dir.value), base)
     env.ckpt_dir = str(ckpt_dir)
     env.disk_free, env.ckpt_existing = gather.free_space(ckpt_dir)
+    env.ckpt_writable = gather.writable(ckpt_dir)
     try:
         from msdoctor.memory import load_source
         from msdoctor.memory.estimate import total_params

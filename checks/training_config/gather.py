@@ -212,11 +212,22 @@ def inspect_data(res: Resolved, base: Path, max_files: int = 400) -> list[DataFa
 
 
 # -- disk -----------------------------------------------------------------------------------
-def free_space(path: Path) -> tuple[Optional[Fact], int]:
-    """(bytes free on the file system that will hold path, bytes of files already under path)."""
+def nearest_existing(path: Path) -> Path:
     probe = path
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
+    return probe
+
+
+def writable(path: Path) -> bool:
+    """Whether this user can create path (or write into it): the nearest existing directory is writable."""
+    probe = nearest_existing(path)
+    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+
+
+def free_space(path: Path) -> tuple[Optional[Fact], int]:
+    """(bytes free on the file system that will hold path, bytes of files already under path)."""
+    probe = nearest_existing(path)
     try:
         free = shutil.disk_usage(probe).free
     except OSError:

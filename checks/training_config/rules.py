@@ -104,6 +104,7 @@ class Env:
     ckpt_dir: Optional[str] = None  # the checkpoint directory, resolved
     disk_free: Optional[Fact] = None  # bytes free on the file system holding ckpt_dir
     ckpt_existing: int = 0  # bytes of checkpoints already in ckpt_dir (kept, so they count as room)
+    ckpt_writable: Optional[bool] = None  # this user can create / write the checkpoint directory
     ckpt_size: Optional[CheckpointSize] = None
     ckpt_size_problem: Optional[str] = None  # why the size is unknown
     params: Optional[int] = None  # parameters of the model (for the batch-range rule)
@@ -615,6 +616,14 @@ def rule_checkpoint_disk(res: Resolved, env: Env) -> list[Finding]:
             fix=f"{res.where(res.ckpt_keep)}: add to callbacks:\n  - type: CheckpointMonitor\n    prefix: \"model\"\n"
             "    save_checkpoint_steps: 500\n    keep_checkpoint_max: 3",
             location=_loc(res, res.ckpt_keep), code="checkpoint-disk")]
+    if env.ckpt_writable is False:
+        where = env.ckpt_dir or res.ckpt_dir.value
+        return [Finding.fail(
+            f"the checkpoint directory {where} cannot be written",
+            detail="Neither it nor its nearest existing parent is writable by this user: the first save fails, "
+            "after the first checkpoint interval of training.",
+            fix=f"{_set(res, res.ckpt_dir, '<a writable directory>')} (or make {where} writable)",
+            location=_loc(res, res.ckpt_dir), code="checkpoint-disk")]
     if env.ckpt_size is None:
         return [Finding.skipped("checkpoint size unknown",
                                 reason=env.ckpt_size_problem or "the model shape could not be read",
