@@ -9,6 +9,11 @@ Prints (median of N runs):
 * ``msdoctor memory --config <175B msdoctor YAML> --device-memory 80GiB``    target < 300 ms
 * ``python -c pass`` and ``msdoctor --help``                                 (anchors: interpreter and CLI start)
 
+Then the reference table (msdoctor.memory.crosscheck: Korthikanti Table 2, ZeRO Figure 1, DeepSpeed's
+estimators, Megatron's theoretical memory and CI measurement, accelerate, published parameter counts)
+side by side: reference, msdoctor, ratio; and every shipped MindFormers config
+(tests/data/memory/mindformers/SOURCES.toml) with its verdict on its documented hardware.
+
 Usage: python benchmarks/bench_memory.py [--runs N]
 """
 
@@ -106,6 +111,39 @@ def main() -> None:
         note = f"rc {rc}" + ("" if limit is None else f"; < {limit} ms: {'ok' if med < limit else 'MISSED'}")
         print(f"{name:<58} {med:>10.1f} {best:>8.1f} {cpu:>7.1f}  {note}")
     shutil.rmtree(cwd, ignore_errors=True)
+    print()
+    _reference_table()
+    print()
+    _shipped_configs()
+
+
+def _reference_table() -> None:
+    from msdoctor.memory.crosscheck import render, table
+
+    rows = table(REPO / "tests" / "data" / "memory" / "mindformers")
+    print("reference table (each reference under its own convention):")
+    print(render(rows))
+    worst = max(rows, key=lambda r: abs(r.ratio - 1))
+    print(f"worst: {worst.group}: {worst.case}, ratio {worst.ratio:.3f} (limit: 5%)")
+
+
+def _shipped_configs() -> None:
+    import tomllib
+
+    from msdoctor.context import Context
+    from msdoctor.memory import GIB, Overrides, load_source, make_plan
+
+    data = REPO / "tests" / "data" / "memory" / "mindformers"
+    print("shipped MindFormers configs on their documented hardware (--devices N --device-memory 64GiB "
+          "--device-target ascend):")
+    for row in tomllib.loads((data / "SOURCES.toml").read_text())["config"]:
+        pmd = row.get("pretrained_model_dir")
+        hf = str(data.parent / "hf" / Path(pmd).name) if pmd else None
+        src = load_source(data / row["file"], Overrides(devices=row["devices"], device_target="Ascend",
+                                                        pretrained_model_dir=hf))
+        est = make_plan(src, Context(facts={}), device_memory=row["device_memory"], probe=False, limit=0).estimate
+        print(f"  {row['file']:<70} {row['devices']:>3} cards  {est.verdict:<12} {est.total / GIB:6.2f} of "
+              f"{est.capacity / GIB:5.2f} GiB")
 
 
 if __name__ == "__main__":

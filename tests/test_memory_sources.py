@@ -187,12 +187,12 @@ def test_hf_unknown_keys_and_moe(tmp_path):
     assert "did you mean 'num_hidden_layers'?" in listed["num_hiden_layers"].message
     assert listed["num_hiden_layers"].line == _line(path, "num_hiden_layers")
     assert [p.keys[0] for p in src.relevant_unknown] == ["num_hiden_layers"]
-    data["num_local_experts"] = 8
+    data.update(num_local_experts=8, num_experts_per_tok=2, intermediate_size=32)
     path.write_text(json.dumps(data, indent=2))
-    with pytest.raises(ConfigError) as exc:
-        load_source(path)
-    p = _problems(exc)["num_local_experts"]
-    assert "mixture-of-experts" in p.message and p.line == _line(path, "num_local_experts")
+    moe = load_source(path).model  # Mixtral-style MoE: 8 SwiGLU experts and a router per layer
+    assert (moe.num_experts, moe.experts_per_token) == (8, 2)
+    dense = load_source(path).model.__class__(**{**moe.__dict__, "num_experts": 0})
+    assert total_params(moe) - total_params(dense) == 2 * (7 * 3 * 64 * 32 + 64 * 8)
 
 
 def test_hf_impossible_option_names_the_option(tmp_path):

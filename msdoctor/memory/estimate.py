@@ -41,20 +41,35 @@ SHARD_LEVEL = {"none": 0, "optimizer": 1, "grads": 2, "params": 3}
 class LayerParams:
     per_device: float  # this device's share (TP-sharded part / t + replicated part)
     whole: int  # the whole layer
+    expert: float = 0.0  # of per_device: expert FFN weights (split over expert parallel too)
 
 
-def layer_params(m: ModelShape, t: int) -> LayerParams:
-    """Parameters of one transformer layer: (this device's share under TP t, whole layer)."""
+def layer_params(m: ModelShape, t: int, ep: int = 1) -> LayerParams:
+    """Parameters of one transformer layer: (this device's share under TP t and expert parallel ep,
+    whole layer). Mixture of experts: num_experts FFNs and an h x E router."""
     h, d, f = m.hidden_size, m.head_width, m.ffn
     q, kv = m.num_heads * d, m.kv_heads * d
     norm_w = 1 if m.norm == "rmsnorm" else 2
-    sharded = h * q + 2 * h * kv + q * h + h * f * (3 if m.activation == "swiglu" else 2)
+    ffn = h * f * (3 if m.activation == "swiglu" else 2)
+    sharded = h * q + 2 * h * kv + q * h
     replicated = 2 * h * norm_w + (2 * d * norm_w if m.qk_norm else 0)
     if m.bias:
         # column-parallel biases (QKV, FC1) are sharded; row-parallel ones (O, FC2) replicated
-        sharded += q + 2 * kv + (2 * f if m.activation == "swiglu" else f)
-        replicated += 2 * h
-    return LayerParams(sharded / t + replicated, sharded + replicated)
+        sharded += q + 2 * kv
+        ffn += (2 * f if m.activation == "swiglu" else f)
+        replicated += h
+        ffn_replicated = h
+    else:
+        ffn_replicated = 0
+        if m.qkv_bias:
+            sharded += q + 2 * kv
+    if m.num_experts > 1:
+        experts = m.num_experts * (ffn + ffn_replicated)
+        expert_share = experts / (t * max(1, ep))
+        router = h * m.num_experts
+        return LayerParams(sharded / t + expert_share + replicated + router,
+                           sharded + experts + replicated + router, expert_share)
+    return LayerParams((sharded + ffn) / t + replicated + ffn_replicated, sharded + ffn + replicated + ffn_replicated)
 
 
 def total_params(m: ModelShape, tensor_parallel: int = 1) -> int:
@@ -89,6 +104,8 @@ class StageParams:
     largest_unit: float  # biggest block gathered at once under ZeRO-3 (a layer or the embedding)
     why: str
     small: float = 0.0  # params in tensors under the parallel optimizer's threshold (norm weights)
+    expert: float = 0.0  # expert weights on this device (their optimizer shard group is d / ep)
+    largest_tensor: float = 0.0  # biggest single weight (DeepSpeed gathers module by module)
 
 
 def stage_params(m: ModelShape, s: Setup, stage: int, layers: int, lp: LayerParams) -> StageParams:
@@ -119,7 +136,9 @@ def stage_params(m: ModelShape, s: Setup, stage: int, layers: int, lp: LayerPara
         small = layers * (2 * h * norm_w + (2 * m.head_width * norm_w if m.qk_norm else 0))
         if stage == p - 1:
             small += h * norm_w
-    return StageParams(layers, total, embedding, output, largest, " + ".join(parts), small)
+    tensor = max(m.hidden_size * m.ffn / t, m.hidden_size * m.num_heads * m.head_width / t, embedding, output)
+    return StageParams(layers, total, embedding, output, largest, " + ".join(parts), small, layers * lp.expert,
+                       tensor)
 
 
 # -- model states -----------------------------------------------------------------
@@ -197,17 +216,21 @@ def state_components(m: ModelShape, s: Setup, sp: StageParams) -> list[Component
     fw = s.framework
     ms = fw == "mindspore"
     small = sp.small if ms and level else 0.0
+    expert = sp.expert
+    de = max(1, d // max(1, s.expert_parallel))  # experts are already split over expert parallel
     out: list[Component] = []
     pn = f"{round(n):,} params"
 
     def part(width: float, shard: bool) -> tuple[float, str]:
         if not shard:
             return n * width, ""
+        dense = n - small - expert
+        note = f" / {d} (sharded"
+        if expert:
+            note += f"; the {round(expert):,} expert params / {de}"
         if small:
-            return ((n - small) * width / d + small * width,
-                    f" / {d} (sharded; {round(small):,} in tensors under the {s.shard_threshold // 1024} KB "
-                    "parallel_optimizer_threshold stay whole)")
-        return n * width / d, f" / {d} (sharded)"
+            note += f"; {round(small):,} in tensors under the {s.shard_threshold // 1024} KB parallel_optimizer_threshold stay whole"
+        return dense * width / d + expert * width / de + small * width, note + ")"
 
     # weights: the stored copy; ZeRO-3 and MindSpore's parallel optimizer store a 1/d shard
     b, note = part(wd.weights, level >= 3 or (ms and level >= 1))
@@ -218,12 +241,13 @@ def state_components(m: ModelShape, s: Setup, sp: StageParams) -> list[Component
     gb = gather_dtype_bytes(s)
     gdt = {2: "16-bit", 4: "fp32"}.get(gb, f"{gb} B")
     if level >= 3 or (ms and level >= 1 and s.comm_recompute):
-        block = min(n - small, 2 * sp.largest_unit)
+        unit = sp.largest_tensor if fw == "deepspeed" else sp.largest_unit
+        block = min(n - small, 2 * unit)
         gathered = block * gb
         why_free = ("level3: gathered again before backward" if level >= 3 and ms else
                     "parallel_optimizer_comm_recompute: gathered again in backward" if ms else
                     "ZeRO-3: gathered per block")
-        gwhy = (f"two blocks of {round(sp.largest_unit):,} params gathered at a time x {gb} B ({gdt}), "
+        gwhy = (f"two {'tensors' if fw == 'deepspeed' else 'blocks'} of {round(unit):,} params gathered at a time x {gb} B ({gdt}), "
                 f"freed per layer ({why_free})" + (f"; {GATHER_AFTER_CAST}" if ms and gb < wd.weights else ""))
     elif ms and level >= 1:
         gathered = (n - small) * gb
@@ -296,7 +320,14 @@ def layer_activation(m: ModelShape, s: Setup, mode: str, comm: bool = False) -> 
     if mode == "selective" and s.ffn_selective:
         k -= 2  # the FFN activation output (FC2 input) is recomputed
         ffn_note += "-2 (FFN activation recomputed: MindFormers select_recompute)"
-    s_coef = (2 * qf + 4 * kvf + 2 * qf + k * m.ffn / h) * scale
+    ffn_coef = k * m.ffn / h
+    if m.num_experts > 1:
+        # each token's FFN activations in each of its experts (up to capacity), plus the dispatched
+        # and combined hidden states (2 x h per routed copy)
+        routed = m.experts_per_token * max(1.0, m.capacity_factor)
+        ffn_coef = (ffn_coef + 4) * routed
+        ffn_note += f", MoE x{routed:g} routed copies"
+    s_coef = (2 * qf + 4 * kvf + 2 * qf + ffn_coef) * scale
     if s.flash_attention:
         core = 4 * m.num_heads / h  # fp32 softmax statistics (log-sum-exp) only
         core_note = "flash attention: LSE only"
@@ -467,7 +498,7 @@ def _stage_breakdown(m: ModelShape, s: Setup, lp: LayerParams, layers: list[int]
 def estimate(model: ModelShape, setup: Setup, device: Optional[Device] = None) -> Estimate:
     """Memory per device on the most loaded pipeline stage, every component with its why."""
     device = device or Device()
-    lp = layer_params(model, setup.tensor_parallel)
+    lp = layer_params(model, setup.tensor_parallel, setup.expert_parallel)
     layers = stage_layers(model, setup)
     cache: dict = {}
     best = None

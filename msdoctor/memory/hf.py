@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from msdoctor.docfile import Document
 from msdoctor.memory import keys as K
 from msdoctor.memory.reader import Reader, did_you_mean
@@ -58,18 +60,23 @@ def from_hf(doc: Document) -> Source:
     if "tie_embeddings" not in r.origins:
         notes.append(f"tie_word_embeddings not set: {tie_default} for model_type {model_type or '(none)'} "
                      "(the transformers config class default)")
-    bias = (r.bool("bias", top, ("attention_bias",), False) or r.bool("bias", top, ("mlp_bias",), False)
+    bias = (r.bool("bias", top, ("mlp_bias",), False)
             or r.bool("bias", top, ("bias",), model_type in ("gpt2", "gpt_neox", "gptj", "gpt_bigcode")))
+    qkv_bias = r.bool("qkv_bias", top, ("attention_bias",), model_type in K.HF_QKV_BIAS)
     layernorm = r.find(top, ("layer_norm_eps", "layer_norm_epsilon"))[1] is not None
     head_dim = r.int("head_dim", top, ("head_dim",))
     dropout = max(r.number("dropout", top, (k,), 0.0) for k in ("hidden_dropout", "resid_pdrop", "embd_pdrop"))
     attention_dropout = max(r.number("attention_dropout", top, (k,), 0.0) for k in ("attention_dropout",
                                                                                      "attn_pdrop"))
     qk_norm = model_type.startswith("qwen3") or r.bool("qk_norm", top, ("qk_norm",), False)
+    experts = 0
     for key in K.HF_MOE_KEYS:
         value, keys = r.find(top, (key,))
         if isinstance(value, int) and value > 1:
-            r.bad(keys, "mixture-of-experts models are not modelled by the memory estimate", value)
+            experts = value
+            r.origins["num_experts"] = keys
+    chosen = r.int("experts_per_token", top, ("num_experts_per_tok",), 1) or 1
+    moe_ffn = r.int("ffn_size", top, ("moe_intermediate_size",)) if experts else None
     if r.problems:
         raise ConfigError(doc.path, r.problems)
     if ffn is None:
@@ -77,11 +84,16 @@ def from_hf(doc: Document) -> Source:
                      + " assumed")
     model = ModelShape(
         num_layers=layers, hidden_size=hidden, num_heads=heads, vocab_size=vocab, num_kv_heads=kv, ffn_size=ffn,
-        activation=activation, head_dim=head_dim, tie_embeddings=tie, bias=bias,
+        activation=activation, head_dim=head_dim, tie_embeddings=tie, bias=bias, qkv_bias=qkv_bias,
         norm="layernorm" if layernorm else "rmsnorm", qk_norm=qk_norm,
         position_embeddings=max_pos if learned_positions else 0, dropout=dropout > 0,
-        attention_dropout=attention_dropout > 0,
+        attention_dropout=attention_dropout > 0, num_experts=experts, experts_per_token=chosen,
     )
+    if moe_ffn:
+        model = replace(model, ffn_size=moe_ffn)
+    if experts:
+        notes.append(f"mixture of experts: {experts} experts, {chosen} per token"
+                     + (" (shared experts and dense layers not modelled)" if "n_shared_experts" in doc.data else ""))
     seq = max_pos or 0
     notes.append(f"a config.json has no training setup: sequence {seq or '(none: pass --seq-length)'} "
                  "(max_position_embeddings), micro-batch 1, no parallelism, bf16 compute with fp32 weights, "

@@ -109,7 +109,8 @@ num_hidden_layers n_layer num_layers hidden_size n_embd d_model num_attention_he
 num_kv_heads multi_query intermediate_size n_inner ffn_dim vocab_size max_position_embeddings n_positions
 seq_length hidden_act activation_function tie_word_embeddings attention_bias mlp_bias bias head_dim torch_dtype
 dtype rms_norm_eps layer_norm_eps layer_norm_epsilon attention_dropout hidden_dropout resid_pdrop attn_pdrop
-embd_pdrop model_type architectures num_local_experts num_experts n_routed_experts qk_norm
+embd_pdrop model_type architectures num_local_experts num_experts n_routed_experts qk_norm num_experts_per_tok
+moe_intermediate_size n_shared_experts router_aux_loss_coef output_router_logits router_jitter_noise
 """.split())
 
 HF_IGNORED = frozenset("""
@@ -149,7 +150,8 @@ MF_MODEL_INTS = {
 }
 #: ChatGLM2Config: multi_query_group_num KV groups when multi_query_attention (default True, 2 groups)
 MF_GLM_KV = ("multi_query_attention", "multi_query_group_num")
-MF_BIAS_KEYS = ("add_bias_linear", "attention_bias", "qkv_has_bias", "add_qkv_bias", "has_bias")
+MF_BIAS_KEYS = ("add_bias_linear", "has_bias")  # every linear layer
+MF_QKV_BIAS_KEYS = ("qkv_has_bias", "add_qkv_bias", "attention_bias")  # Q, K, V projections
 MF_DTYPE_KEYS = {
     "precision": ("compute_dtype",),
     "param_dtype": ("param_init_type", "params_dtype"),
@@ -209,3 +211,5 @@ HF_TIE_DEFAULT = {
 #: remote-code models transformers does not ship (their config.json files say it when they tie)
 HF_TIE_DEFAULT_REMOTE = {"internlm2": False, "chatglm": False, "baichuan": False}
 HF_TIE_FALLBACK = True  # PretrainedConfig.__init__ tie_word_embeddings=True
+#: model types whose attention always has Q, K, V biases (transformers Qwen2Attention: bias=True on q/k/v)
+HF_QKV_BIAS = ("qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl")

@@ -13,6 +13,7 @@ key's line, saying that it is a placeholder to replace (or to pass ``--pretraine
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -33,10 +34,12 @@ LEVELS = {"level1": "optimizer", "level2": "grads", "level3": "params"}
 
 
 def llama_ffn(hidden: int, multiple_of: int, multiplier: Optional[float]) -> int:
-    """MindFormers LlamaFeedForward: int(2*4h/3), x ffn_dim_multiplier, rounded up to multiple_of."""
-    f = int(2 * 4 * hidden / 3)
+    """MindFormers LlamaFeedForward (r1.5.0 mindformers/models/llama/llama_layer.py): 4h, x (ffn_dim_multiplier
+    + 0.01), x 2/3, rounded up to multiple_of (Llama-2-70B: 28672)."""
+    f = 4 * hidden
     if multiplier:
-        f = int(multiplier * f)
+        f = int((multiplier + 0.01) * f)
+    f = int(2 * f / 3)
     return multiple_of * ((f + multiple_of - 1) // multiple_of)
 
 
@@ -251,12 +254,13 @@ def _model(r: Reader, doc: Document, fam: str, notes: list) -> Optional[ModelSha
     if untie_keys and isinstance(untie, bool):
         tie = not untie
     bias = any(r.bool("bias", MC, (k,), False) for k in K.MF_BIAS_KEYS)
+    qkv_bias = any(r.bool("qkv_bias", MC, (k,), False) for k in K.MF_QKV_BIAS_KEYS)
     norm_raw, _ = r.find(MC, ("normalization",))
     if r.problems or None in (hidden, heads, layers, vocab):
         return None
     return ModelShape(
         num_layers=layers, hidden_size=hidden, num_heads=heads, vocab_size=vocab, num_kv_heads=kv, ffn_size=ffn,
-        activation=activation, head_dim=ints["head_dim"], tie_embeddings=tie, bias=bias,
+        activation=activation, head_dim=ints["head_dim"], tie_embeddings=tie, bias=bias, qkv_bias=qkv_bias,
         norm="layernorm" if norm_raw is not None and "layer" in str(norm_raw).lower() else "rmsnorm",
         qk_norm=r.bool("qk_norm", MC, ("qk_layernorm",), False),
         dropout=r.number("dropout", MC, ("hidden_dropout",), 0.0) > 0,
@@ -316,9 +320,14 @@ def from_mindformers(doc: Document, pretrained_model_dir: Optional[str] = None) 
     if target_keys:
         r.origins["device_target"] = target_keys
     cap = cap_of(r, ("context",), ("max_device_memory",))
-    moe, moe_keys = r.find(("moe_config",), ("expert_num",))
-    if isinstance(moe, int) and moe > 1:
-        r.bad(moe_keys, "mixture-of-experts models are not modelled by the memory estimate", moe)
+    experts = r.int("num_experts", ("moe_config",), ("expert_num",), 0) or 0
+    if model is not None and experts > 1:
+        chosen = r.int("experts_per_token", ("moe_config",), ("num_experts_chosen",), 1) or 1
+        cf = r.number("capacity_factor", ("moe_config",), ("capacity_factor",), 1.0)
+        model = replace(model, num_experts=experts, experts_per_token=chosen, capacity_factor=cf)
+        notes.append(f"mixture of experts: {experts} experts, {chosen} per token, capacity factor {cf:g}; expert "
+                     f"weights split over expert_parallel, routed activations x{chosen * max(1.0, cf):g}")
+    ep = r.int("expert_parallel", PC, ("expert_parallel",), 1) or 1
     if r.problems or model is None:
         raise ConfigError(doc.path, r.problems)
     setup = Setup(
@@ -328,7 +337,7 @@ def from_mindformers(doc: Document, pretrained_model_dir: Optional[str] = None) 
         virtual_pipeline_chunks=vpp, sequence_parallel=sp, precision=compute, param_dtype=param, optimizer=opt,
         optimizer_state_dtype=state_dtype, flash_attention=flash and target != "CPU",
         embedding_tp_sharded=not vocab_dp, stage_offsets=offsets, framework="mindspore",
-        pipeline_scheduler=sched, seq_split_num=par["seq_split_num"] or 1, **popt, **rec,
+        pipeline_scheduler=sched, seq_split_num=par["seq_split_num"] or 1, expert_parallel=ep, **popt, **rec,
     )
     origins = dict(hf.origins) if hf is not None else {}
     origins.update(r.origins)

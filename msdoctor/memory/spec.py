@@ -35,13 +35,16 @@ class ModelShape:
         activation: "swiglu" (gate, up and down projections) or "gelu" (two projections).
         head_dim: per-head width (None: h / a). Qwen3-32B has 128 with h / a = 80.
         tie_embeddings: output head shares the input embedding.
-        bias: biases in the linear layers.
+        bias: biases in all linear layers (GPT-2, add_bias_linear).
+        qkv_bias: biases on the Q, K, V projections only (Qwen2, ChatGLM add_qkv_bias).
         norm: "rmsnorm" (1 weight per channel) or "layernorm" (weight + bias).
         qk_norm: per-head norms on Q and K (Qwen3).
         position_embeddings: learned absolute positions (GPT-2 n_positions); 0 for rotary.
         vocab_multiple: pad V to a multiple of this x TP (Megatron: 128).
         dropout: hidden dropout after attention and MLP (stores 1-byte masks).
         attention_dropout: dropout on the attention probabilities (matters without flash attention).
+        num_experts: mixture of experts: FFN experts per layer (0: dense); each token goes to
+            ``experts_per_token`` of them, each expert takes up to ``capacity_factor`` x its share.
     """
 
     num_layers: int
@@ -54,12 +57,16 @@ class ModelShape:
     head_dim: Optional[int] = None
     tie_embeddings: bool = False
     bias: bool = False
+    qkv_bias: bool = False
     norm: str = "rmsnorm"
     qk_norm: bool = False
     position_embeddings: int = 0
     vocab_multiple: int = 1
     dropout: bool = False
     attention_dropout: bool = False
+    num_experts: int = 0
+    experts_per_token: int = 1
+    capacity_factor: float = 1.0
 
     @property
     def kv_heads(self) -> int:
@@ -180,6 +187,7 @@ class Setup:
     selective_layers: Optional[tuple] = None
     comm_recompute_layers: Optional[tuple] = None
     shard_threshold: int = 64 * 1024
+    expert_parallel: int = 1
 
     @property
     def devices(self) -> int:
