@@ -141,7 +141,7 @@ class Context:
         if compute:
             try:
                 slot.value = spec.compute(self)
-            except BaseException as exc:  # re-raised to every caller below
+            except BaseException as exc:  # noqa: BLE001 - stored and re-raised to every caller below
                 slot.error = exc
             finally:
                 slot.event.set()
@@ -176,8 +176,8 @@ class Context:
     def _prefetch_one(self, spec: FactSpec[Any]) -> None:
         try:
             self.get(spec)
-        except BaseException:
-            pass  # stored in the slot; the check that needs it reports it
+        except BaseException:  # noqa: BLE001 - stored in the slot; the check that needs it reports it
+            pass
 
     # -- conveniences -----------------------------------------------------------
     @property

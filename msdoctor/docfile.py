@@ -123,7 +123,7 @@ def _json_key_lines(text: str) -> dict[KeyPath, int]:
 
     try:
         return jsonc.key_lines(text)
-    except Exception:
+    except jsonc.JSONCError:  # json accepted it; lines are only for messages, so a disagreement costs them only
         return {}
 
 

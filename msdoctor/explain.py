@@ -112,7 +112,7 @@ def parse_catalogue(text: str, where: str = CATALOGUE) -> list[Entry]:
     """Validate and compile a catalogue document; CatalogueError names the entry and the problem."""
     try:
         data = _toml().loads(text)
-    except Exception as exc:
+    except _toml().TOMLDecodeError as exc:
         raise CatalogueError(f"{where}: malformed TOML: {exc}") from None
     if data.get("kind") != KIND:
         raise CatalogueError(f"{where}: kind must be {KIND!r}")
@@ -197,7 +197,8 @@ def _split_top(src: str) -> Optional[list[str]]:
 
 def _longest_literal(alt: str) -> str:
     """The longest run of literal characters every match of this alternative must contain."""
-    best, run, depth, i = "", [], 0, 0
+    best, depth, i = "", 0, 0
+    run: list[str] = []
 
     def close() -> None:
         nonlocal best, run

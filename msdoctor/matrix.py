@@ -198,18 +198,23 @@ class Matrix:
         derived = tuple(dict.fromkeys(r.internal_prefix for c in ms.cann if (r := self.cann(c)) is not None))
         return derived, False
 
+    def _rows(self, kind: str) -> Sequence[Any]:
+        table: dict[str, Sequence[Any]] = {"mindspore": self.mindspore_rows, "mindnlp": self.mindnlp_rows,
+                                           "mindformers": self.mindformers_rows}
+        return table[kind]
+
     def is_newer(self, kind: str, version: str) -> bool:
         """True when version is newer than every row of kind (mindspore, mindnlp, mindformers)."""
-        rows = {"mindspore": self.mindspore_rows, "mindnlp": self.mindnlp_rows,
-                "mindformers": self.mindformers_rows}[kind]
+        rows = self._rows(kind)
+        from packaging.version import InvalidVersion
+
         try:
             return all(_vkey(version) > _vkey(r.version) for r in rows)
-        except Exception:
+        except InvalidVersion:  # an unparseable installed version is not "newer"; the caller reports it as unknown
             return False
 
     def newest(self, kind: str) -> str:
-        rows = {"mindspore": self.mindspore_rows, "mindnlp": self.mindnlp_rows,
-                "mindformers": self.mindformers_rows}[kind]
+        rows = self._rows(kind)
         return max((r.version for r in rows), key=_vkey)
 
     def breakages(self, installed: Mapping[str, Optional[str]]) -> list[Breakage]:
@@ -420,7 +425,7 @@ def fits(m: Matrix, *, mindspore: Optional[str] = None, cann: Optional[str] = No
             add(f"mindspore {mindspore}", f"cann {cann}", None, "version not in the matrix")
         else:
             prefixes, verified = m.accepted_cann_prefixes(ms)
-            ok = row.internal_prefix in prefixes
+            ok: Optional[bool] = row.internal_prefix in prefixes
             add(f"mindspore {ms.version}", f"cann {row.commercial}", ok if (ok or verified) else None,
                 f"CANN {row.commercial} is internal {row.internal_prefix}; MindSpore {ms.version} accepts "
                 f"{', '.join(prefixes)}" + ("" if verified else " (from the CANN its docs name; its own list is unknown)"))

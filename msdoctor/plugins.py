@@ -210,7 +210,7 @@ def load_registry(
         ep_text = f"{ep.name} = {ep.value}"
         try:
             objects = _instantiate(ep.load())
-        except Exception as exc:  # a broken plugin is a result, never a crash
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is a result, never a crash
             registry.failures.append(
                 LoadFailure(
                     provider,

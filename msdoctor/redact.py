@@ -77,7 +77,7 @@ _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
 def _usable_name(name: Optional[str]) -> bool:
-    return bool(name) and len(name) >= MIN_NAME and name.lower() not in GENERIC_NAMES  # type: ignore[union-attr]
+    return name is not None and len(name) >= MIN_NAME and name.lower() not in GENERIC_NAMES
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ class Redactor:
                 users.add(environ[key])
         try:
             users.add(getpass.getuser())
-        except Exception:  # no passwd entry in some containers
+        except (KeyError, OSError):  # no passwd entry in some containers
             pass
         if hosts is None:
             found = set()

@@ -73,7 +73,7 @@ def run_one(loaded: LoadedCheck, ctx: Context) -> CheckResult:
         findings = [Finding.error(exc.message, fix=exc.fix, location=loc)]
     except (KeyboardInterrupt, SystemExit):
         raise
-    except BaseException as exc:  # a crash is a result, not a crash of msdoctor
+    except BaseException as exc:  # noqa: BLE001 - a crash is a result, not a crash of msdoctor
         tb = traceback.format_exc()
         findings = [
             Finding.error(
@@ -131,7 +131,7 @@ def run_checks(
 ) -> list[CheckResult]:
     """Run checks concurrently; results come back in the order of ``checks``."""
     settings = settings or RunSettings()
-    prefetch = []
+    prefetch: list[Any] = []
     for loaded in checks:
         prefetch.extend(check_prefetch(loaded.check))
     ctx.prefetch(prefetch)

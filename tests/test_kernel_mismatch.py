@@ -21,7 +21,7 @@ import pytest
 from helpers import BASE_PYTHON, check_of, env_with, make_venv, run_json
 from msdoctor.facts.interpreters import InterpInfo, ModuleAt, InterpreterProbes
 from msdoctor.facts.jupyter import JupyterFacts, find_notebooks, kernel_interpreter, read_kernel_dir, scan_kernels
-from msdoctor.facts.kernel_view import KernelView, Row, kernel_rows, vscode_rows
+from msdoctor.facts.kernel_view import KernelView, Row, vscode_rows
 from msdoctor.facts.vscode import gather, resolve, task_interpreter
 from msdoctor.model import Location, Status
 from msdoctor.probe import run_script, script_source

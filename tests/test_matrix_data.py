@@ -135,7 +135,7 @@ def test_mindspore_row_matches_the_installed_wheel() -> None:
     dist = metadata.distribution("mindspore")
     row = matrix.load().mindspore(dist.version)
     assert row is not None, f"the installed MindSpore {dist.version} has no matrix row"
-    reqs = {re.split(r"[<>=!~ ]", r, 1)[0]: r for r in dist.requires or []}
+    reqs = {re.split(r"[<>=!~ ]", r, maxsplit=1)[0]: r for r in dist.requires or []}
     assert reqs["numpy"].replace(" ", "") in (f"numpy{row.numpy}", "numpy<2.0.0,>=1.20.0")
     pkg = Path(dist.locate_file("mindspore"))
     checker = (pkg / "run_check" / "_check_version.py").read_text()

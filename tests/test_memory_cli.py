@@ -9,7 +9,6 @@ objects msdoctor.facts.nvidia produces.
 
 from __future__ import annotations
 
-import json
 import textwrap
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from helpers import check_of, env_with, fake_tool, make_ctx, run_json, run_msdoc
 from msdoctor.facts.ascend import NPU_SMI, parse_npu_smi_info
 from msdoctor.facts.config import CONFIG, load_config
 from msdoctor.facts.nvidia import NVIDIA, NvidiaGpu, NvidiaInfo
-from msdoctor.memory import GIB, load_source, make_plan
+from msdoctor.memory import GIB
 from msdoctor.memory.capacity import RESERVE, Detected, detect, from_npu_smi, make_device
 from msdoctor.memory.sources import DeviceCap
 from msdoctor.model import Status

@@ -7,7 +7,6 @@ would leave the grandchild behind and the test would fail.
 
 from __future__ import annotations
 
-import os
 import signal
 import stat
 import subprocess

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 
-from msdoctor.model import Status
 from msdoctor.render import RenderOptions, render
 
 from test_report_schema import sample_report

@@ -12,16 +12,14 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from helpers import env_with, msdoctor_exe, run_msdoctor
+from helpers import run_msdoctor
 from msdoctor.training import checkpoint as ckpt
 from msdoctor.training import launch
 from msdoctor.training.config import from_dict, to_dict

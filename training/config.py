@@ -354,10 +354,11 @@ def from_dict(raw: Any, lines: Optional[dict] = None, path: Optional[Path] = Non
         elif value is not None:
             problems.append(Problem((key,), "must be a mapping of keys", value, lines.get((key,))))
             continue
-        cls = section_fields[key].default_factory  # type: ignore[misc]
+        cls: Any = section_fields[key].default_factory
         built[key] = _build_section(cls, merged, (key,), problems, lines)
     for key, merged in sections.items():
-        built[key] = _build_section(section_fields[key].default_factory, merged, (key,), problems, lines)  # type: ignore[misc]
+        cls = section_fields[key].default_factory
+        built[key] = _build_section(cls, merged, (key,), problems, lines)
     cfg = RunConfig(name=str(name) if name else (path.stem if path else "run"), **built)
     if validate_values:
         problems.extend(validate(cfg, lines))
@@ -417,7 +418,7 @@ def validate(cfg: RunConfig, lines: Optional[dict] = None) -> list[Problem]:
         bad(("train", "lr"), "must be > 0", t.lr)
     elif t.min_lr < 0 or t.min_lr > t.lr:
         bad(("train", "min_lr"), f"need 0 <= min_lr <= lr ({t.lr})", t.min_lr)
-    ranges = [  # (keys, value, ok, the rule): beyond these the optimizer diverges or the model is undefined
+    ranges: list[tuple[tuple[str, str], Any, bool, str]] = [  # (keys, value, ok, the rule): beyond these the optimizer diverges or the model is undefined
         (("train", "weight_decay"), t.weight_decay, t.weight_decay >= 0, "must be >= 0"),
         (("train", "beta1"), t.beta1, 0 <= t.beta1 < 1, "must be in [0, 1)"),
         (("train", "beta2"), t.beta2, 0 <= t.beta2 < 1, "must be in [0, 1)"),
@@ -487,7 +488,8 @@ def describe() -> list[tuple[str, str, Any]]:
             out.append(("name", f.metadata["doc"], f.default))
             continue
         for sub in fields(f.default_factory):  # type: ignore[arg-type]
-            default = sub.default if sub.default is not dataclasses.MISSING else sub.default_factory()  # type: ignore[misc]
+            factory: Any = sub.default_factory
+            default = sub.default if sub.default is not dataclasses.MISSING else factory()
             out.append((f"{f.name}.{sub.name}", sub.metadata.get("doc", ""), default))
     return out
 

@@ -247,6 +247,7 @@ def evaluate(run: Run) -> float:
     import mindspore as ms
 
     rows = run.cfg.train.micro_batch_size
+    assert run.val_sampler is not None  # evaluate runs only when a validation split exists
     losses = []
     for i in range(EVAL_BATCHES):
         x, y = run.val_sampler.batch(i, rows, stream=1)
@@ -298,7 +299,7 @@ def main(argv: Optional[list] = None) -> int:
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
         return fit(run, args.stop_at)
-    except Exception as exc:  # logged with its traceback so `msdoctor train` can explain the failure
+    except Exception as exc:  # noqa: BLE001 - logged with its traceback so `msdoctor train` can explain it
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         if run is not None:
             run.log.error(f"training failed:\n{text}")

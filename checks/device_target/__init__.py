@@ -128,6 +128,7 @@ def _requested(ctx: Context) -> tuple[Optional[str], Optional[str], Optional[Loc
     if ctx.options.device_target:
         return target, "--device-target", None
     cfg = ctx.get(CONFIG)
+    assert cfg is not None  # the target came from the config: requested_device_target read it there
     keys = ("runtime", "device_target") if cfg.kind == "msdoctor" else ("context", "device_target")
     line = cfg.doc.line_of(*keys)
     return target, f"{cfg.path}:{line}" if line else str(cfg.path), Location(str(cfg.path), line)

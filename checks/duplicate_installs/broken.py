@@ -53,7 +53,8 @@ def two_dist_infos(t: TargetFacts, projects: Groups, records: Records) -> tuple[
         for d in copies:
             if d.kind == "dist-info":
                 groups.setdefault((key, real(d.location)), []).append(d)
-    out, stale_paths = [], set()
+    out: list[Finding] = []
+    stale_paths: set[str] = set()
     for (key, _loc), ds in sorted(groups.items()):
         if len(ds) < 2:
             continue

@@ -95,7 +95,7 @@ def owns(d: Distribution, spec: Mapping[str, Any]) -> bool:
         return True
     src = editable_source(d)
     files = [spec.get("origin") or ""] + list(spec.get("locations") or [])
-    return bool(src) and any(f and under(f, src) for f in files)
+    return src is not None and any(f and under(f, src) for f in files)
 
 
 def module_file(spec: Mapping[str, Any]) -> Optional[str]:

@@ -90,7 +90,7 @@ class Verdicts:
         return self._mindspore(row, what, ev)
 
     def _problem(self, row: Row, what: str, ev: dict) -> Finding:
-        kind = row.problem_kind
+        kind = row.problem_kind or "unknown"
         if kind == "unknown":
             return Finding.skipped(f"{what}: interpreter not known", reason=row.problem or "", evidence=ev,
                                    location=row.location)

@@ -108,7 +108,7 @@ def _user_site(t: TargetFacts) -> list[Finding]:
             "User-site packages (pip install --user) are on sys.path of every interpreter of this Python "
             "version, including conda envs and venvs that allow it, and can shadow or mix with the env's own."
         ),
-        fix=f"set PYTHONNOUSERSITE=1 for runs of this env, or uninstall them: "
+        fix="set PYTHONNOUSERSITE=1 for runs of this env, or uninstall them: "
         + " ; ".join(f"{t.python_cmd()} -m pip uninstall -y {n}" for n in leaked),
         location=Location(path),
         evidence={"user_site": path, "packages": leaked},

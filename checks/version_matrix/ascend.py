@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from msdoctor.checks.version_matrix.common import mindspore_dir, read_text
 from msdoctor.facts.cann import CannFacts, CannInstall, in_range
@@ -78,8 +78,9 @@ def _mindspore_vs_cann(t: Any, cann: CannFacts, m: Matrix, ms: str) -> list[Find
     seen = cann_seen_by_mindspore(cann, ms, row)
     inst: Optional[CannInstall] = seen["install"]
     prefix = cann_prefix(seen["internal"])
-    if prefix is None and inst is not None and m.cann(inst.commercial):
-        prefix = m.cann(inst.commercial).internal_prefix  # only the commercial name was readable
+    release = m.cann(inst.commercial) if inst is not None else None
+    if prefix is None and release is not None:
+        prefix = release.internal_prefix  # only the commercial name was readable
     name = (inst.commercial if inst and inst.commercial else None) or seen["internal"] or "unknown"
     if prefix is None:
         return [Finding.warn(
@@ -91,8 +92,10 @@ def _mindspore_vs_cann(t: Any, cann: CannFacts, m: Matrix, ms: str) -> list[Find
             evidence={"via": seen["via"], "file": seen["file"], "installs": [i.root for i in cann.installs]},
             code="cann-unknown")]
     msdir = mindspore_dir(t)
-    accepted, verified, source = installed_accepted_list(msdir), True, "the installed mindspore/run_check/_check_version.py"
-    if accepted is None:
+    listed = installed_accepted_list(msdir)
+    accepted: Sequence[str] = listed or ()
+    verified, source = True, "the installed mindspore/run_check/_check_version.py"
+    if listed is None:
         if row is None:
             return [Finding.warn(f"MindSpore {ms} is not in the matrix (dated {m.date}); CANN {name} cannot be judged",
                                  fix="upgrade msdoctor for a newer matrix", code="not-in-matrix",
@@ -206,7 +209,8 @@ def _driver(cann: CannFacts, m: Matrix) -> list[Finding]:
             fix="install the Ascend HDK driver, or mount /usr/local/Ascend/driver into the container", code="driver-missing")]
     if inst is not None:
         ok = inst.compatible_with(drv.c_number)
-        paired = m.cann(inst.commercial).driver if inst.commercial and m.cann(inst.commercial) else ()
+        release = m.cann(inst.commercial) if inst.commercial else None
+        paired = release.driver if release is not None else ()
         evidence = {"pair": ["cann", "driver"], "driver": drv.version, "driver_innerversion": drv.innerversion,
                     "cann": inst.commercial, "cann_compatible_version": [list(r) for r in inst.compatible],
                     "paired_in_matrix": list(paired)}

@@ -121,8 +121,8 @@ def evaluate_requirements(t: Any, reported: set) -> list[Finding]:
     by_dist: dict[str, list] = {}
     for d, req in missing:
         by_dist.setdefault(d.key, [d]).append(req)
-    for key, (d, *reqs) in by_dist.items():
-        make = Finding.fail if key in STACK else Finding.warn
+    for dist_key, (d, *reqs) in by_dist.items():
+        make = Finding.fail if dist_key in STACK else Finding.warn
         names = ", ".join(r.name for r in reqs)
         out.append(make(
             f"{d.name} {d.version} requires {names}, {'which is' if len(reqs) == 1 else 'which are'} not installed",

@@ -140,7 +140,8 @@ def matrix_cmd(python: Optional[str], conda_env: Optional[str], mindspore: Optio
     try:
         m = matrix.load()
     except matrix.MatrixError as exc:
-        raise UserError(f"the packaged matrix is broken: {exc}", "reinstall msdoctor", exit_code=ExitCode.NO_VERDICT)
+        raise UserError(f"the packaged matrix is broken: {exc}", "reinstall msdoctor",
+                        exit_code=ExitCode.NO_VERDICT) from None
     py_query = python if python and _PYVER_RE.match(python) else None
     planning = any((mindspore, cann, mindnlp, py_query))
     if planning:

@@ -81,7 +81,7 @@ def chip_name(ctx: Any) -> str:
 
     try:
         info = ctx.get(NPU_SMI) if ctx.has(NPU_SMI) else None
-    except Exception:  # the device checks report npu-smi problems; the MFU estimate just goes without
+    except Exception:  # noqa: BLE001 - the device checks report npu-smi problems; the MFU estimate goes without
         return ""
     return info.chips[0].name if info is not None and info.chips else ""
 
@@ -124,6 +124,7 @@ def start(launch: Any, run_dir: Path) -> int:
     previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
 
     def tee() -> None:
+        assert proc.stderr is not None  # started with stderr=PIPE
         with open(run_dir / "stderr.log", "ab") as keep:
             for line in iter(proc.stderr.readline, b""):
                 keep.write(line)

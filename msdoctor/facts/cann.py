@@ -89,8 +89,7 @@ def parse_c_ranges(text: Optional[str]) -> tuple[tuple[int, int], ...]:
     """``[V100R001C15],[V100R001C18]`` or ``[V100R001C13,V100R001C19],[V100R001C30]`` -> ((15,15),(18,18)) / ((13,19),(30,30))."""
     out = []
     for group in re.findall(r"\[([^\]]*)\]", text or ""):
-        nums = [c_number(x.strip()) for x in group.split(",")]
-        nums = [n for n in nums if n is not None]
+        nums = [n for n in (c_number(x.strip()) for x in group.split(",")) if n is not None]
         if nums:
             out.append((nums[0], nums[-1]))
     return tuple(out)

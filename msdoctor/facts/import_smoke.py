@@ -95,6 +95,7 @@ def _compute(ctx: Context) -> SmokeResult:
     if ctx.quick:
         return SmokeResult("skipped", python, reason="--quick skips live imports")
     live = ctx.get(LIVE_DEVICE)
+    assert live is not None  # None only with --quick, answered above
     planned = list((live.smoke or {}).get("planned") or [])
     if live.smoke is not None and not planned:
         return SmokeResult("skipped", python, reason="none of mindspore, mindnlp, mindformers, transformers is installed")

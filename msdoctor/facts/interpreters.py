@@ -161,10 +161,11 @@ class InterpreterProbes:
             owner = event is None
             if owner:
                 event = self._events[key] = threading.Event()
+        assert event is not None
         if owner:
             try:
                 self._results[key] = self._run(path, key[1])
-            except Exception as exc:  # one odd interpreter must not take the whole check down
+            except Exception as exc:  # noqa: BLE001 - one odd interpreter must not take the whole check down
                 self._results[key] = InterpInfo(path, ok=False, error=f"probe failed: {type(exc).__name__}: {exc}")
             finally:
                 event.set()

@@ -87,9 +87,9 @@ def running_kernel_row(environ: Mapping[str, str]) -> Optional[Row]:
                    evidence={"how": "ipykernel is imported in msdoctor's own process"})
     if not environ.get("JPY_PARENT_PID"):
         return None
-    try:
-        import psutil
+    import psutil
 
+    try:
         for proc in psutil.Process().parents():
             cmd = proc.cmdline()
             if any("ipykernel" in part for part in cmd[1:]):
@@ -97,7 +97,7 @@ def running_kernel_row(environ: Mapping[str, str]) -> Optional[Row]:
                 return Row("running-kernel", "the Jupyter kernel this msdoctor was started from", exe, used=True,
                            evidence={"how": f"JPY_PARENT_PID is set; parent process {proc.pid} runs ipykernel",
                                      "cmdline": cmd})
-    except Exception as exc:  # psutil.Error, or no access to a parent: say so, don't guess
+    except (psutil.Error, OSError) as exc:  # no access to a parent: say so, don't guess
         reason = f"{type(exc).__name__}: {exc}"
     else:
         reason = "no parent process runs ipykernel"

@@ -152,7 +152,8 @@ def _ipykernel_step(t: TargetSummary) -> Step:
 
 
 def _argv0_runs_target(spec: KernelSpec, target: str) -> bool:
-    return bool(spec.argv) and os.path.isabs(str(spec.argv[0])) and same_bin_dir(str(spec.argv[0]), target)
+    argv = spec.argv or []
+    return bool(argv) and os.path.isabs(str(argv[0])) and same_bin_dir(str(argv[0]), target)
 
 
 def _kernel_step(t: TargetSummary, jf: JupyterFacts, req: KernelRequest, name: str, display: str,

@@ -122,7 +122,7 @@ def dotted(node: ast.AST) -> Optional[str]:
 def _text(node: ast.AST) -> str:
     try:
         return ast.unparse(node)
-    except Exception:  # unparse is best effort, for messages only
+    except Exception:  # noqa: BLE001 - unparse is best effort, for messages only
         return "<expression>"
 
 

@@ -258,11 +258,11 @@ class SourceSet:
                 return Sym(target, attr, "unknown")
             return self.resolve_symbol(target, attr, depth + 1)
         for star in m.star_imports:
-            target = self.find_module(star, near=module)
-            if target is None:
+            star_module = self.find_module(star, near=module)
+            if star_module is None:
                 return Sym(star, name, "external")  # best guess: the name comes from that library
             if depth <= 8:
-                found = self.resolve_symbol(target, name, depth + 1)
+                found = self.resolve_symbol(star_module, name, depth + 1)
                 if found.kind != "unknown":
                     return found
         return Sym(module, name, "unknown")

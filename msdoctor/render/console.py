@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import IO, Any, Iterator, Optional
+from typing import IO, Any, Iterator, Literal, Optional
 
 from msdoctor.model import Status
 
@@ -33,6 +33,7 @@ def make_console(stream: IO[str], color: Optional[bool] = None, width: Optional[
     from rich.console import Console
 
     no_color = bool(os.environ.get("NO_COLOR"))
+    color_system: Optional[Literal["auto"]]
     if color is None:
         color_system = None if no_color else "auto"
     else:

@@ -79,7 +79,7 @@ def command(item: Item, fail_on: Status, workspace: Optional[str] = None) -> str
     return head + "::" + escape_data("\n".join(body))
 
 
-def annotations(report: Report, fail_on: Status, workspace: Optional[str] = None) -> tuple[list[str], int]:
+def workflow_commands(report: Report, fail_on: Status, workspace: Optional[str] = None) -> tuple[list[str], int]:
     """The workflow commands to print (at most PER_LEVEL per level, most severe first) and how many were left out."""
     order = {"error": 0, "warning": 1, "notice": 2}
     items = sorted(problems(report), key=lambda it: order[level_of(it, fail_on)])
@@ -122,7 +122,7 @@ def render(report: Report, stream: IO[str], opts: RenderOptions) -> None:
         stream.write("::error title=msdoctor%3A the target could not be probed::" + escape_data(t.probe_error) + "\n")
     for r in report.results:
         stream.write(f"[{r.status.value}] {r.id}: {r.title} ({r.duration_s:.2f}s)\n")
-    lines, left = annotations(report, fail_on, environ.get("GITHUB_WORKSPACE"))
+    lines, left = workflow_commands(report, fail_on, environ.get("GITHUB_WORKSPACE"))
     for line in lines:
         stream.write(line + "\n")
     if left:
