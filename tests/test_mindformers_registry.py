@@ -155,7 +155,7 @@ def _apply_fix(project: Path, fix: str) -> None:
     deco = re.search(r"(@MindFormerRegister\.register\(.*?\)) at ", fix)
     assert deco, fix
     src = (project / "model.py").read_text()
-    (project / "model.py").write_text(re.sub(r"@MindFormerRegister\.register\(.*\)", lambda _: deco.group(1), src, 1))
+    (project / "model.py").write_text(re.sub(r"@MindFormerRegister\.register\(.*\)", lambda _: deco.group(1), src, count=1))
 
 
 def test_new_style_registration_replaces_and_the_fix_keeps_legacy_false(mf_env: tuple, tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ def _mf_fix(c: Collision, reg: Registration, taken: set[str]) -> str:
     return (f"register it under a free name: @MindFormerRegister.register({', '.join(args)}) at {reg.at}, {yaml}")
 
 
-def _fix(c: Collision, ctx_names: dict[str, Any], py: str, added: dict[str, str], baseline: str) -> str:
+def _fix(c: Collision, ctx_names: dict[Any, Any], py: str, added: dict[str, str], baseline: str) -> str:
     reg, cc = c.reg, c.config_class
     if cc is not None:
         new = free_name(cc.model_type, ctx_names["config"])
@@ -92,7 +92,7 @@ def _fix(c: Collision, ctx_names: dict[str, Any], py: str, added: dict[str, str]
         return _mf_fix(c, reg, ctx_names.get(("mf", reg.target), set()))
     if reg.kind == "auto":
         new = free_name(reg.name or "", ctx_names["auto"], class_style=True)
-        if (reg.key_id or "").split(".", 1)[0].split(":", 1)[0] == (c.registry.library if c.registry else ""):
+        if c.registry is not None and (reg.key_id or "").split(".", 1)[0].split(":", 1)[0] == c.registry.library:
             mt = free_name(c.registry.config_types.get(reg.name or "", "model"), ctx_names["config"])
             return (f"{reg.name} is {c.registry.label}'s own config class. To serve every such checkpoint with "
                     f"{reg.cls}, pass exist_ok=True at {reg.at}; otherwise register a subclass under its own name: "
@@ -123,6 +123,7 @@ def _finding(c: Collision, root: str, names: dict[str, Any], py: str, added: dic
     brand = BRAND.get(c.registry.library if c.registry else "", "Transformers")
     fix = _fix(c, names, py, added, baseline)
     if cc is not None:
+        assert owner is not None  # a config class collides only with a name someone owns
         return Finding.warn(
             f"{cc.name}.model_type = '{cc.model_type}' is a name {owner.label} already owns",
             detail=(f"{_rel(cc.at.path, root)}:{cc.at.line} sets model_type '{cc.model_type}'. Registering it "
@@ -133,7 +134,7 @@ def _finding(c: Collision, root: str, names: dict[str, Any], py: str, added: dic
                       "owner_file": f"{owner.path}:{owner.line}"})
     assert reg is not None
     where = f"{_rel(reg.at.path, root)}:{reg.at.line}" + ("" if reg.origin == "project" else f" (installed {reg.origin})")
-    evidence = {"name": reg.name, "api": reg.api, "registration": f"{reg.at}", "origin": reg.origin,
+    evidence: dict[str, Any] = {"name": reg.name, "api": reg.api, "registration": f"{reg.at}", "origin": reg.origin,
                 "exist_ok": reg.exist_ok, "owner": owner.label if owner else None,
                 "owner_file": f"{owner.path}:{owner.line}" if owner else None,
                 "added_in": added.get(reg.name or "") if c.registry and c.registry.library == "transformers" else None}
@@ -151,6 +152,7 @@ def _finding(c: Collision, root: str, names: dict[str, Any], py: str, added: dic
             f"{reg.api}('{reg.name}', {reg.cls}) but {reg.cls}.model_type is '{reg.cls_model_type}'",
             detail=f"At {where} this raises `{RAISES['model-type-mismatch']}` before the name is even registered.",
             fix=fix, location=loc, code=c.code, evidence={**evidence, "class_model_type": reg.cls_model_type})
+    assert owner is not None  # duplicates and mismatches are answered above; the rest collide with an owner
     if c.code in ("mindformers-builtin", "mindformers-search-name"):
         mf = reg.mf
         style = ("legacy=False" if mf is not None and mf.legacy is False else
@@ -266,5 +268,6 @@ class RegistryCollisionsCheck:
         if not builtins.libraries:
             return evaluate(builtins, ProjectScan.empty(str(ctx.project_dir)), [], t.python_cmd(), target=t.executable)
         added, baseline = added_versions()
-        return evaluate(builtins, ctx.get(PROJECT_REGISTRATIONS), ctx.get(INSTALLED_REGISTRATIONS), t.python_cmd(),
+        installed = ctx.get(INSTALLED_REGISTRATIONS)
+        return evaluate(builtins, ctx.get(PROJECT_REGISTRATIONS), installed, t.python_cmd(),
                         target=t.executable, added=added, baseline=baseline)

@@ -52,7 +52,7 @@ def _local_devices(ctx: Context) -> Optional[Fact]:
 
     try:
         info = ctx.get(NPU_SMI)
-    except Exception:  # npu-smi problems are the device checks' to report
+    except Exception:  # noqa: BLE001 - npu-smi problems are the device checks' to report
         info = None
     if info is not None and info.chips:
         return Fact(len(info.chips), f"npu-smi info: {len(info.chips)} chips on this node")
@@ -61,7 +61,7 @@ def _local_devices(ctx: Context) -> Optional[Fact]:
 
         gpus = ctx.get(NVIDIA)
         count = len(getattr(gpus, "gpus", None) or []) if gpus is not None else 0
-    except Exception:
+    except Exception:  # noqa: BLE001 - nvidia-smi problems are the device checks' to report
         count = 0
     if count:
         return Fact(count, f"nvidia-smi: {count} GPUs on this node")
@@ -110,7 +110,7 @@ def gather_env(ctx: Context, cfg: Any, res: Resolved) -> Env:
         if dpn is None and res.kind == "mindformers" and total > 1:
             env.ckpt_size = type(env.ckpt_size)(env.ckpt_size.bytes, env.ckpt_size.why
                                                 + " (devices per node unknown: all ranks counted on one disk)")
-    except Exception as exc:  # the memory-fit check reports config problems with their lines
+    except Exception as exc:  # noqa: BLE001 - the memory-fit check reports config problems with their lines
         env.ckpt_size_problem = f"the model shape could not be read ({str(exc).splitlines()[0]}); see memory-fit"
     tps = _first(_opt(ctx, "tokens_per_second", "--tokens-per-second"), _directive(res, "tokens_per_second"))
     if tps is not None and float(tps.value) > 0:

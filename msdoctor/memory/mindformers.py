@@ -223,7 +223,7 @@ def _pretrained(r: Reader, doc: Document, override: Optional[str], notes: list) 
 def _model(r: Reader, doc: Document, fam: str, notes: list) -> Optional[ModelShape]:
     ints = {name: r.int(name, MC, names) for name, names in K.MF_MODEL_INTS.items() if name != "seq_length"}
     hidden, heads, layers, vocab = ints["hidden_size"], ints["num_heads"], ints["num_layers"], ints["vocab_size"]
-    for name, value, hint in (("hidden_size", hidden, "hidden_size"), ("num_heads", heads, "num_heads"),
+    for _name, value, hint in (("hidden_size", hidden, "hidden_size"), ("num_heads", heads, "num_heads"),
                               ("num_layers", layers, "num_layers / num_hidden_layers"),
                               ("vocab_size", vocab, "vocab_size / padded_vocab_size")):
         if value is None:
