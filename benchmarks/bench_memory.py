@@ -1,4 +1,4 @@
-"""Speed of the memory estimate, side by side with its targets (issue 8) and two anchors.
+"""Speed of the memory estimate, side by side with its targets and two anchors.
 
 Prints (median of N runs):
 

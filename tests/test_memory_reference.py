@@ -1,9 +1,11 @@
 """The estimator against published arithmetic and one published measurement.
 
-Reference values are research/memory.md section 10 (R1, R2), 2.6 and 3.6 (Megatron-LM
-``theoretical_memory_usage.py`` @d98e8a64 run with fake args; Korthikanti et al. 2022
-Table 2), section 9 (bytes per parameter by scheme) and section 8 (M1: Megatron-LM CI
-``gpt3_7b_tp4_pp1_memory_speed``, 53.22 GiB max-allocated measured on H100).
+Reference values: Megatron-LM ``megatron/training/theoretical_memory_usage.py`` @d98e8a64 run
+with the args below (observed: call its functions with an argparse.Namespace of these fields);
+Korthikanti et al. 2022 (arXiv 2205.05198) Table 2 evaluated on its Table 3 models; bytes per
+parameter by scheme (Megatron 18/20, mixed precision 16, MindFormers float16 12); and M1:
+Megatron-LM CI ``tests/functional_tests/test_cases/gpt/gpt3_7b_tp4_pp1_memory_speed``, 53.22 GiB
+max-allocated measured on H100 (its golden values).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from msdoctor.memory.reference import (
 MIB = 1 << 20
 NO_OVERHEAD = Device("GPU", fragmentation=0.0)  # compare allocated bytes only
 
-# R1: Llama-2-7B shape, s4096 b1, tp1 pp1 dp8; R2: Llama-2-13B shape, tp2 dp4 (research/memory.md 10)
+# R1: Llama-2-7B shape, s4096 b1, tp1 pp1 dp8; R2: Llama-2-13B shape, tp2 dp4
 R1 = MegatronArgs(num_layers=32, hidden_size=4096, num_attention_heads=32, ffn_hidden_size=11008,
                   padded_vocab_size=32000, seq_length=4096, swiglu=True, rmsnorm=True,
                   untie_embeddings_and_output_weights=True, data_parallel_size=8)
@@ -68,7 +70,7 @@ def test_megatron_activation_formulas_exact():
 
 
 def test_megatron_report_lines_in_mib():
-    """report_theoretical_memory prints MiB labelled "MB" (research/memory.md 3.6)."""
+    """report_theoretical_memory prints MiB labelled "MB" (it divides by 1024 * 1024)."""
     wo, act = megatron_theoretical_bytes(replace(R1, use_distributed_optimizer=True))  # tp1: SP forced off
     assert (round(wo / MIB, 2), round(act / MIB, 2), round((wo + act) / MIB, 2)) == (48196.90, 18591.33, 66788.24)
     wo, act = megatron_theoretical_bytes(replace(R2, use_distributed_optimizer=True, sequence_parallel=True,
@@ -106,14 +108,14 @@ def test_korthikanti_table_values():
     # 175B per layer (s2048 b1 h12288 a96 t8): TP baseline and TP+SP+selective
     assert korthikanti_layer_bytes(2048, 1, 12288, 96, 8, "tp") == 578_813_952
     assert korthikanti_layer_bytes(2048, 1, 12288, 96, 8, "tp_sp_selective") == 106_954_752
-    # R1 (t1 p1) and R2 (t2 p1) first-stage totals, research/memory.md 10.2
+    # R1 (t1 p1) and R2 (t2 p1) first-stage totals: L x Table 2 per layer + the section 4.3 extras
     r1 = dict(s=4096, b=1, h=4096, a=32, t=1, p=1, L=32, v=32000)
     assert korthikanti_total_bytes(**r1, mode="tp") == 104_761_131_008
     assert korthikanti_total_bytes(**r1, mode="tp_selective") == 18_861_785_088
     assert korthikanti_total_bytes(**r1, mode="full") == 1_681_915_904
     r2 = dict(s=4096, b=1, h=5120, a=40, t=2, p=1, L=40, v=32000)
     assert korthikanti_total_bytes(**r2, mode="tp_sp_selective") == 14_575_206_400
-    # research/memory.md 2.6, GB, for 22B (b4, t8, p1) and 175B (b1, t8, p8)
+    # Table 2 x L + extras, GB, for the Table 3 22B (b4, t8, p1) and 175B (b1, t8, p8)
     table = {
         (2048, 4, 6144, 64, 8, 1, 48): (63.86, 42.72, 31.65, 10.51, 5.07, 0.85),
         (2048, 1, 12288, 96, 8, 8, 96): (55.59, 34.45, 31.43, 10.29, 4.86, 0.63),
@@ -154,7 +156,8 @@ def test_estimator_layer_activation_is_table_2_for_gpt_shapes(L, h, a, s, b, t):
 
 
 def test_llama_layer_activation_is_the_derived_swiglu_value():
-    """research/memory.md 2.5: Llama-2-7B (SwiGLU, no dropout) keeps 32.125*sbh per layer, + the flash LSE."""
+    """Llama-2-7B (SwiGLU, no dropout) keeps 32.125*sbh per layer, + the flash LSE (Table 2's terms with a
+    6f/h SwiGLU FFN and GQA; Ascend/MindSpeed's white-box memory_model.py gives the same)."""
     setup = Setup(4096, flash_attention=True, framework="megatron")
     per = layer_activation(LLAMA7, setup, "none").bytes
     sbh = 4096 * 4096
@@ -222,7 +225,7 @@ def test_m1_megatron_reference_within_one_percent():
     assert abs((wo + act) / GIB / M1_MEASURED_GIB - 1) < 0.01
 
 
-# -- pipeline: in-flight micro-batches and the interleave factor (research/memory.md 2.3) ----------
+# -- pipeline: in-flight micro-batches and the interleave factor (Korthikanti section 2.3) ----------
 GPT3_SHAPE = ModelShape(96, 12288, 96, 50257, activation="gelu", norm="layernorm", tie_embeddings=True,
                         vocab_multiple=128, dropout=True, attention_dropout=True)
 GPT3_SETUP = Setup(2048, tensor_parallel=8, pipeline_stages=8, micro_batch_num=64, sequence_parallel=True,

@@ -2,8 +2,9 @@
 Face config.json written by the real transformers, msdoctor's own training YAML; unknown keys listed
 with a did-you-mean; impossible values as errors that point at file:line.
 
-The MindFormers fixtures under tests/data/memory/ are Llama-2-7B pretraining configs for 8 x 910B as
-research/memory.md 7.3 describes them.
+The MindFormers fixtures under tests/data/memory/ are Llama-2-7B pretraining configs for 8 x 910B in
+the shape of mindspore-lab/mindformers r1.5.0 configs/llama2/pretrain_llama2_7b.yaml (legacy names)
+and the mcore names; the real configs are under tests/data/memory/mindformers/.
 """
 
 from __future__ import annotations

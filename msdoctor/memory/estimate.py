@@ -1,28 +1,34 @@
 """The per-device memory estimate: parameters, model states, activations, logits, overheads.
 
-Formulas and their sources are in research/memory.md; the section numbers below
-point there. Everything is in bytes, per device, on each pipeline stage; the
-estimate reports the most loaded stage.
+Everything is in bytes, per device, on each pipeline stage; the estimate reports the most
+loaded stage. Sources, term by term:
 
-* Parameter count (section 3.1, 11): attention h*(a*d) Q + 2*h*(g*d) K,V + (a*d)*h O,
-  FFN 3*h*f (SwiGLU) or 2*h*f (GeLU), norms 1 or 2 per channel, biases when present;
-  TP shards the matrices (norms and row-parallel biases are replicated); the
-  embedding lives on the first stage and the untied (or, with pp > 1, the copied
-  tied) output layer on the last; V is padded to vocab_multiple x TP.
-* Model states: bytes per parameter by precision and framework (section 9), divided
-  by the sharding degree as each sharding level does (sections 3.1, 7.4, 11).
-* Activations per layer (section 2.5, derived from Korthikanti et al. 2022, Table 2):
-  s*b*h*(R/t_sp + S/t + core/t), with R = 4 (norm inputs) + 4 (QKV and FC1 inputs)
-  + 2 (1-byte dropout masks, only with dropout), S = 2 Q + 4 g/a K,V + 2 attention
-  output + k f/h FFN (k = 4 GeLU, 6 SwiGLU), core = 5 a s/h materialised attention
-  (2 without attention dropout; 0 with flash attention or selective recompute).
-  For GPT shapes (g = a, f = 4h, GeLU, dropout) this is exactly Table 2's
-  10 + 24/t + 5as/(ht). Full recompute keeps the layer input (2sbh, /t with SP) plus
-  one layer's working set while it is recomputed. 16-bit terms double for fp32.
-* Pipeline (section 2.3): stage i keeps min(pp - i, micro_batch_num) micro-batches in
-  flight (stage 0: L layers' worth), x (1 + (p-1)/(p*m)) with m interleaved chunks.
-* Logits (sections 2.3, 3.6): the last stage holds the logits in the compute dtype
-  plus the fp32 copy the softmax cross-entropy keeps: (bytes + 4)*s*b*V/t.
+* Parameter count: Megatron-LM ``megatron/training/theoretical_memory_usage.py``
+  (attention h*(a*d) Q + 2*h*(g*d) K,V + (a*d)*h O, FFN 3*h*f SwiGLU or 2*h*f GeLU, norms 1 or 2
+  per channel) plus biases when present (all linear layers, or Q/K/V only as in Qwen2 and
+  ChatGLM); TP shards the matrices (norms and row-parallel biases are replicated); the
+  embedding lives on the first stage and the untied (or, with pp > 1, the copied tied) output
+  layer on the last; V is padded to vocab_multiple x TP. Mixture of experts: E FFNs split over
+  expert parallel and an h x E router. This reproduces the published counts of the Llama-2/3,
+  Qwen2.5/3, ChatGLM3, GLM-4, InternLM2 and Mixtral checkpoints (tests/test_memory_reference_table.py).
+* Model states: bytes per parameter by convention (Setup's docstring), divided by the sharding
+  degree as each level does: Megatron's distributed optimizer (master + Adam), DeepSpeed ZeRO-2/3
+  (deepspeed/runtime/zero/stage_1_and_2.py, stage3.py), MindSpore's parallel optimizer levels
+  (mindspore/context.py parallel_optimizer_config; gathered weights in the compute dtype,
+  step_parallel.cc InsertAllGatherAfterCast).
+* Activations per layer, generalised from Korthikanti et al. 2022 (arXiv 2205.05198) Table 2:
+  s*b*h*(R/t_sp + S/t + core/t), with R = 4 (norm inputs) + 4 (QKV and FC1 inputs) + 2 (1-byte
+  dropout masks, only with dropout), S = 2 Q + 4 g/a K,V + 2 attention output + k f/h FFN
+  (k = 4 GeLU, 6 SwiGLU), core = 5 a s/h materialised attention (2 without attention dropout; 0
+  with flash attention or selective recompute). For GPT shapes (g = a, f = 4h, GeLU, dropout)
+  this is exactly Table 2's 10 + 24/t + 5as/(ht). Full recompute keeps the layer input (2sbh,
+  /t with SP) plus one layer's working set while it is recomputed. 16-bit terms double for fp32.
+* Pipeline (Korthikanti section 2.3): stage i keeps min(pp - i, micro-batches) in flight (stage 0:
+  L layers' worth), x (1 + (p-1)/(p*m)) with m interleaved chunks; SeqPipe (MindSpore
+  ``pipeline_scheduler: seqpipe``) sends ``seq_split_num`` sequence chunks through as units and
+  keeps per-layer K/V caches (MindFormers mindformers/models/llama/llama_transformer.py).
+* Logits: the last stage holds the logits in the compute dtype plus the fp32 copy the softmax
+  cross-entropy keeps: (bytes + 4)*s*b*V/t.
 """
 
 from __future__ import annotations

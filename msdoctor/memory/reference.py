@@ -1,11 +1,11 @@
 """Published reference formulas, implemented from their descriptions for cross-checks.
 
-* Megatron-LM ``megatron/training/theoretical_memory_usage.py`` (NVIDIA/Megatron-LM @d98e8a64;
-  research/memory.md 3.1-3.4): weights + optimizer, the SP + selective activation
+* Megatron-LM ``megatron/training/theoretical_memory_usage.py`` (NVIDIA/Megatron-LM @d98e8a64):
+  weights + optimizer, the SP + selective activation
   formula, and the ``without_sp`` one. Dense models only (no MoE, MTP or MLA terms).
 * Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   Models" (arXiv 2205.05198), Table 2 per-layer activation memory and the section 4.3
-  extras (research/memory.md 2.2-2.3).
+  extras.
 
 These are what the estimator is checked against (tests/test_memory_reference.py) and
 what ``msdoctor memory -v`` prints as a second opinion. They are not the estimator:

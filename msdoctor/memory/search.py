@@ -8,7 +8,7 @@ first, then pairs and triples built from the most promising non-fitting ones (a
 beam), until enough cheap ones fit, and ranks what fits by cost (a small charge per
 extra knob), then by total.
 
-Costs (research/memory.md 2.3, 2.4): full recompute re-runs the forward in backward,
+Costs (Korthikanti et al. 2022, arXiv 2205.05198, Tables 4-5): full recompute re-runs the forward in backward,
 ~30-40% more compute (Korthikanti et al. 2022; Table 4: +39% per layer); selective
 recompute +2.7% FLOPs for GPT-3 (+4-7% time in Table 4); sequence parallel moves the
 same bytes as TP's all-reduce (Table 4: -3% time); a pipeline of p stages and m

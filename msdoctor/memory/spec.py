@@ -19,7 +19,7 @@ FRAMEWORKS = ("mindspore", "megatron", "deepspeed", "zero-paper")
 SCHEDULERS = ("1f1b", "gpipe", "seqpipe", "interleaved")
 TARGETS = ("Ascend", "GPU", "CPU")
 
-#: headroom below which a config that fits is called tight (issue 8: "< 10% headroom")
+#: headroom below which a config that fits is called tight (under 10% of the capacity left)
 TIGHT_HEADROOM = 0.10
 
 
