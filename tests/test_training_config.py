@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 from typing import Any, Optional
 
@@ -118,6 +119,41 @@ def test_shipped_mindformers_configs_have_no_failure_on_their_documented_hardwar
     # the shipped dataset paths are templates ("" or /path/to/...): said to be one, a warning
     data = [f for f in findings if f.code == "data-placeholder"]
     assert data and all(f.status is Status.WARN and "placeholder" in f.title for f in data)
+
+
+MEMORY_SET = Path(__file__).parent / "data" / "memory" / "mindformers"  # the memory-fit work's set, with sources
+MEMORY_ROWS = tomllib.loads((MEMORY_SET / "SOURCES.toml").read_text())["config"]
+
+
+@pytest.mark.parametrize("row", MEMORY_ROWS, ids=lambda r: r["file"])
+def test_every_config_of_the_memory_set_has_no_failure_on_its_documented_hardware(row):
+    """tests/data/memory/mindformers/SOURCES.toml: the devices its docs state; Atlas 800T A2 / 900 A2 nodes hold 8
+    NPUs; a pretrained_model_dir placeholder is pointed at the config.json the memory tests use."""
+    from msdoctor.memory import Overrides, load_source
+    from msdoctor.memory.estimate import total_params
+
+    path = MEMORY_SET / row["file"]
+    cfg = load_config(path)
+    res = resolve(cfg)
+    pre = row.get("pretrained_model_dir")
+    src = load_source(cfg, Overrides(pretrained_model_dir=str(MEMORY_SET.parent / "hf" / Path(pre).name))
+                      if pre else None)
+    env = Env(devices=Fact(row["devices"], "docs"), devices_per_node=Fact(8, "Atlas 800T A2"),
+              disk_free=Fact(ASSUMED_FREE, "assumed"), params=total_params(src.model),
+              ckpt_size=gather.checkpoint_size(res, src, min(8, res.layout_product)),
+              data=gather.inspect_data(res, path.parent))
+    findings = evaluate(res, env)
+    assert not problems(findings), problems(findings)
+    assert only(findings, "layout-devices").status is Status.PASS
+    assert only(findings, "checkpoint-disk").status in (Status.PASS, Status.WARN)
+
+
+def test_hugging_face_dataset_names_are_not_local_paths(tmp_path):
+    hub = gather.inspect_hf_datasets(Val("llm-wizard/alpaca-gpt4-data-zh", ("path",)), tmp_path)
+    assert hub.exists and "Hub dataset" in hub.note
+    missing = gather.inspect_hf_datasets(Val("./data/train.json", ("path",)), tmp_path)
+    assert not missing.exists
+    assert is_placeholder("/.../alpaca-fastchat4096.mindrecord")
 
 
 def test_resolved_numbers_name_their_keys():

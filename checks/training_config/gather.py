@@ -161,6 +161,30 @@ def inspect_megatron(val: Val, base: Path) -> DataFacts:
     return d
 
 
+# -- Hugging Face datasets (MindFormers HFDataLoader) ---------------------------------------------
+HUB_NAME_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def inspect_hf_datasets(val: Val, base: Path) -> DataFacts:
+    """HFDataLoader passes ``path`` to ``datasets.load_dataset``: a local file / directory, a builder name
+    ("json"), or a Hub dataset "org/name" that is downloaded at start (not checked here: no network)."""
+    raw = str(val.value)
+    p = resolve_path(raw, base)
+    d = DataFacts(val, str(p), kind="hf-datasets")
+    if p.exists():
+        d.readable = os.access(p, os.R_OK)
+        d.note = "a local path for datasets.load_dataset (records not counted)"
+        return d
+    if HUB_NAME_RE.match(raw) or "/" not in raw:
+        d.resolved = raw
+        d.note = (f"not a local path: datasets.load_dataset reads {raw!r} as a Hugging Face Hub dataset or a "
+                  "builder name (downloaded when the job starts; not checked here)")
+        return d
+    d.exists = False
+    d.note = "datasets.load_dataset fails on a missing local path"
+    return d
+
+
 # -- msdoctor's text globs ---------------------------------------------------------------
 def inspect_text(vals: list, base: Path, max_files: int, tokenizer: Optional[str]) -> list[DataFacts]:
     """Each glob: the files it matches (as training/data.py resolve_files: recursive, de-duplicated, capped)."""
@@ -206,6 +230,8 @@ def inspect_data(res: Resolved, base: Path, max_files: int = 400) -> list[DataFa
             out.append(DataFacts(v, str(v.value), placeholder=True, kind=res.data_kind))
         elif res.data_kind == "megatron":
             out.append(inspect_megatron(v, base))
+        elif res.data_kind == "hf-datasets":
+            out.append(inspect_hf_datasets(v, base))
         else:
             out.append(inspect_mindrecord(v, base))
     return out

@@ -318,12 +318,12 @@ def from_msdoctor(run: Any, doc: Document, text: Optional[str] = None) -> Resolv
 
 
 # -- MindFormers YAML --------------------------------------------------------------------
-PLACEHOLDER_RE = re.compile(r"(^$|/path/to|path/to/|^/path/|^path_to|<[^>]+>|\{[^}]*\}|\byour[_ -]|^xxx|/xxx|"
+PLACEHOLDER_RE = re.compile(r"(^$|/path/to|path/to/|^/path/|^path_to|/\.\.\./|^\.\.\./|<[^>]+>|\{[^}]*\}|\byour[_ -]|^xxx|/xxx|"
                             r"please input|todo)", re.IGNORECASE)
 
 
 def is_placeholder(path: str) -> bool:
-    """``""``, ``/path/to/dataset``, ``/path/data``, ``/{path}/x``, ``<your data>``, ``xxx``, "Please input ...":
+    """``""``, ``/path/to/dataset``, ``/path/data``, ``/{path}/x``, ``/.../x``, ``<your data>``, ``xxx``, "Please input ...":
     a value to fill in (the forms MindFormers' shipped configs use)."""
     return bool(PLACEHOLDER_RE.search(str(path).strip()))
 
@@ -379,6 +379,8 @@ def _data_paths(r: _Reader) -> tuple[list, str]:
                 out.append(Val(str(item), keys, r.doc.lines.get(keys) or r.doc.lines.get(cfg_paths)))
     if "Megatron" in kind:
         return out, "megatron"
+    if kind.startswith("HF") or "HuggingFace" in kind:
+        return out, "hf-datasets"  # HFDataLoader: datasets.load_dataset(path): a local path or a Hub dataset name
     if kind in ("MindDataset", "") or "mindrecord" in kind.lower():
         return out, "mindrecord"
     return out, "unknown"
