@@ -87,18 +87,19 @@ def explain(text: Optional[str], log: Optional[Path], python: Optional[str], con
 
     Exit codes: 0 at least one known error was found, 1 none was, 2 unreadable input.
     """
-    from msdoctor.explain import describe, explain_file, explain_lines, explain_text
+    from msdoctor.explain import describe, explain_file, explain_stream, explain_text
 
     if (text is None) == (log is None):
         raise UserError("give the error text or --log FILE (one of them)",
                         'msdoctor explain "ERROR TEXT"   or   msdoctor explain --log train.log')
     python_path = resolve_target(python, conda_env)
+    config_text = str(config) if config is not None else None
     if log is not None:
         source = str(log)
         matches = explain_file(_read_log(log))
     elif text == "-":
         source = "stdin"
-        matches = explain_lines(line.rstrip("\r\n") for line in sys.stdin)
+        matches = explain_stream(sys.stdin.buffer)
     else:
         source = "the text"
         matches = explain_text(text or "")
@@ -107,8 +108,9 @@ def explain(text: Optional[str], log: Optional[Path], python: Optional[str], con
         click.echo(json.dumps({
             "source": source,
             "matches": [{
-                "id": m.entry_id, "title": m.title, "cause": m.cause, "fix": m.fix_for(python_path),
-                "check": m.check_id, "source": m.source, "line": m.line, "line_no": m.line_no, "count": m.count,
+                "id": m.entry_id, "title": m.title, "category": m.category, "cause": m.cause,
+                "fix": m.fix_for(python_path, config_text), "check": m.check_id, "source": m.source, "line": m.line,
+                "line_no": m.line_no, "count": m.count, "log_cause": m.log_cause, "log_solution": m.log_solution,
             } for m in matches],
         }, indent=2, ensure_ascii=False))
         return int(ExitCode.OK if matches else ExitCode.PROBLEMS)
@@ -120,7 +122,7 @@ def explain(text: Optional[str], log: Optional[Path], python: Optional[str], con
         return int(ExitCode.PROBLEMS)
     click.echo(f"{len(matches)} known error{'s' if len(matches) != 1 else ''} in {source}:\n")
     for m in matches:
-        click.echo(describe(m, python_path))
+        click.echo(describe(m, python_path, config_text))
         click.echo()
     if not no_confirm:
         _confirm(matches, python_path, config, project, device_target, quick, color)

@@ -160,7 +160,7 @@ def log_tail(files: list[Path]) -> str:
     return "\n".join(parts)
 
 
-def explain_failure(files: list[Path], python: str) -> list[str]:
+def explain_failure(files: list[Path], python: str, config: Optional[Path] = None) -> list[str]:
     """Known causes anywhere in the logs (a MindSpore error often sits above a long traceback),
     through msdoctor.explain when it is installed."""
     try:
@@ -172,7 +172,7 @@ def explain_failure(files: list[Path], python: str) -> list[str]:
         for m in explain_file(f):
             if m.entry_id not in seen:
                 seen.add(m.entry_id)
-                out.append(describe(m, python))
+                out.append(describe(m, python, str(config) if config else None))
     return out
 
 
@@ -243,7 +243,7 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
         return rc
     files = log_files(run_dir, how.worker_logs)
     click.echo(f"training failed (exit status {rc}); the end of its logs:\n{log_tail(files)}", err=True)
-    causes = explain_failure(files, target)
+    causes = explain_failure(files, target, config)
     if causes:
         click.echo("\nlikely cause:\n" + "\n\n".join(causes), err=True)
     return int(ExitCode.PROBLEMS)
