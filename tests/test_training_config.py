@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import pytest
 from helpers import make_ctx, run_json, run_msdoctor
-from msdoctor.checks.training_config import TrainingConfigCheck, gather, gather_env
+from msdoctor.checks.training_config import TrainingConfigCheck, fill_shape, gather, gather_env
 from msdoctor.checks.training_config.resolve import Val, is_placeholder, read_directives, resolve
 from msdoctor.checks.training_config.rules import Env, Fact, evaluate, stage_layers
 from msdoctor.training.config import ConfigError
@@ -138,6 +138,7 @@ def test_every_config_of_the_memory_set_has_no_failure_on_its_documented_hardwar
     pre = row.get("pretrained_model_dir")
     src = load_source(cfg, Overrides(pretrained_model_dir=str(MEMORY_SET.parent / "hf" / Path(pre).name))
                       if pre else None)
+    fill_shape(res, src)
     env = Env(devices=Fact(row["devices"], "docs"), devices_per_node=Fact(8, "Atlas 800T A2"),
               disk_free=Fact(ASSUMED_FREE, "assumed"), params=total_params(src.model),
               ckpt_size=gather.checkpoint_size(res, src, min(8, res.layout_product)),
@@ -145,6 +146,7 @@ def test_every_config_of_the_memory_set_has_no_failure_on_its_documented_hardwar
     findings = evaluate(res, env)
     assert not problems(findings), problems(findings)
     assert only(findings, "layout-devices").status is Status.PASS
+    assert only(findings, "tp-heads").status is Status.PASS  # heads from the YAML or pretrained_model_dir
     assert only(findings, "checkpoint-disk").status in (Status.PASS, Status.WARN)
 
 

@@ -21,10 +21,10 @@ from msdoctor.context import Context
 from msdoctor.facts.config import CONFIG
 from msdoctor.model import Finding
 
-from .resolve import Resolved, resolve
+from .resolve import Resolved, Val, resolve
 from .rules import DEFAULT_MAX_LOST_HOURS, Env, Fact, evaluate
 
-__all__ = ["TrainingConfigCheck", "Env", "Fact", "Resolved", "evaluate", "gather_env", "resolve"]
+__all__ = ["TrainingConfigCheck", "Env", "Fact", "Resolved", "evaluate", "fill_shape", "gather_env", "resolve"]
 
 
 def _option(ctx: Context, name: str) -> Any:
@@ -68,6 +68,18 @@ def _local_devices(ctx: Context) -> Optional[Fact]:
     return None
 
 
+def fill_shape(res: Resolved, source: Any) -> None:
+    """Heads and layers a MindFormers YAML takes from pretrained_model_dir's config.json (msdoctor.memory reads it)."""
+    if res.kind != "mindformers" or res.num_heads.value and res.num_layers.value:
+        return
+    keys = ("pretrained_model_dir",)
+    line = res.doc.lines.get(keys)
+    m = source.model
+    res.num_heads = Val(m.num_heads, keys, line)
+    res.num_kv_heads = Val(m.kv_heads, keys, line)
+    res.num_layers = Val(m.num_layers, keys, line)
+
+
 def gather_env(ctx: Context, cfg: Any, res: Resolved) -> Env:
     """Everything outside the file that the rules read (I/O happens here, not in the rules)."""
     from msdoctor.facts.config import requested_device_target
@@ -103,6 +115,7 @@ def gather_env(ctx: Context, cfg: Any, res: Resolved) -> Env:
 
         source = load_source(cfg)
         env.params = total_params(source.model)
+        fill_shape(res, source)
         total = res.layout_product
         dpn = env.devices_per_node
         ranks = min(total, int(dpn.value)) if dpn is not None else total
