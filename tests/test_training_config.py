@@ -516,6 +516,20 @@ def test_devices_come_from_the_rank_table_or_msrun_variables(tmp_path):
     assert (total.value, per_node.value) == (8, 8)
 
 
+def test_devices_per_node_from_npu_smi(tmp_path):
+    from msdoctor.facts.ascend import NPU_SMI, parse_npu_smi_info
+
+    # real `npu-smi info` output of an 8-NPU 910B3 server (tests/data/npu_smi/SOURCES.md)
+    info = parse_npu_smi_info((Path(__file__).parent / "data" / "npu_smi" / "910b3_8npu_processes.txt").read_text())
+    assert len(info.chips) == 8
+    v = variant(tmp_path, QWEN15, "  model_parallel: 8", "  model_parallel: 16")  # 16-way TP on 8-NPU nodes
+    cfg = load_config(v)
+    ctx = make_ctx({CONFIG.name: cfg, NPU_SMI.name: info}, project_dir=tmp_path)
+    f = only(TrainingConfigCheck().run(ctx), "tp-node")
+    assert f.status is Status.WARN and "npu-smi info: 8 chips" in f.title
+    assert f.location.line == line_of(v, "parallel_config", "model_parallel")
+
+
 def test_msdoctor_check_config_runs_the_check(tmp_path):
     v = variant(tmp_path, LLAMA7, 'device_target: "Ascend"', 'device_target: "CPU"')
     res, report = run_json("check", "--quick", "--only", "training-config", "--config", str(v), "--devices", "8",
