@@ -774,8 +774,8 @@ def sniff_encoding(head: bytes) -> str:
 
 def open_log(binary: BinaryIO) -> IO[str]:
     """A text stream over a binary one, decoded as :func:`sniff_encoding` says (undecodable bytes replaced)."""
-    buffered = binary if hasattr(binary, "peek") else io.BufferedReader(binary)  # type: ignore[arg-type]
-    head = buffered.peek(4096)[:4096]  # type: ignore[attr-defined]
+    buffered: Any = binary if hasattr(binary, "peek") else io.BufferedReader(binary)  # type: ignore[type-var]
+    head = buffered.peek(4096)[:4096]
     return io.TextIOWrapper(buffered, encoding=sniff_encoding(head), errors="replace", newline=None)
 
 
