@@ -221,8 +221,11 @@ def rule_batch(res: Resolved, env: Env) -> list[Finding]:
     if total is not None and seq:
         lines.append(f"tokens seen: {total * gb * seq:,}")
     out = [Finding.passed(
-        f"global batch {gb} sequences, {total if total is not None else '?'} optimizer steps, warmup "
-        f"{warm if warm is not None else '?'} optimizer steps",
+        f"global batch {gb} sequences; "
+        + (f"{total} optimizer steps" if total is not None else
+           f"optimizer steps = {res.epochs.value if res.epochs else 1} epoch(s) x the dataset size in global batches")
+        + "; warmup " + (f"{warm} optimizer steps" if warm is not None else
+                         f"{float(res.warmup_ratio.value):.0%} of them" if res.warmup_ratio is not None else "unknown"),
         proved="; ".join(lines),
         evidence={"global_batch": gb, "batch_terms": {v.key: v.value for v in res.batch_terms},
                   "total_steps": total, "warmup_steps": warm, "seq_length": seq},
@@ -286,7 +289,9 @@ def rule_lr(res: Resolved, env: Env) -> list[Finding]:
     return [Finding.warn(
         f"learning rate {lr:g} was tuned for global batch {b0}, the run uses {gb} ({ratio:.3g}x): "
         f"the {'square-root' if adam else 'linear'} rule gives {implied:.3g}",
-        detail=f"{res.lr.said()} ({res.where(res.lr)}), tuned for {base.key} = {b0}; global batch "
+        detail=f"{res.lr.said()} ({res.where(res.lr)}), tuned for "
+        + (f"`{base.key}={b0}`" if base.key.startswith("#") else f"{base.key} = {b0}")
+        + (f" ({res.where(base)})" if base.line else "") + "; global batch "
         f"{res.batch_formula()}. {rule}: {lr:g} x {'sqrt' if adam else ''}({gb}/{b0}) = {implied:.3g}; {other}. "
         "An lr left at the old batch's value makes a larger batch train slower, a smaller one oscillate or diverge.",
         fix=f"{_set(res, res.lr, f'{implied:.3g}')}, then {base_edit} (or keep the lr and the batch the lr was "
