@@ -256,6 +256,12 @@ def test_bf16_on_cpu_fails_and_says_what_the_cpu_does(tmp_path):
     assert only(judge(LLAMA7, 8, 8, target="CPU"), "bf16-on-cpu").status is Status.FAIL
 
 
+def test_bf16_on_gpu_is_a_warning_citing_mindspores_support_page(tmp_path):
+    f = only(judge(LLAMA7, 8, 8, target="GPU"), "bf16-on-gpu")
+    assert f.status is Status.WARN and "bfloat16_support" in f.detail
+    assert 'set model.model_config.compute_dtype: "float16"' in f.fix
+
+
 def test_bf16_on_cpu_in_msdoctor_yaml_fails_only_when_half_on_cpu_makes_it_run(tmp_path):
     bf16 = tmp_path / "bf16.yaml"
     bf16.write_text(TINY.read_text().replace("precision: fp32 ", "precision: bf16 "))

@@ -39,6 +39,8 @@ BUBBLE_SOURCE = ("Narayanan et al. 2021, arXiv:2104.04473, section 2.2: bubble t
 BF16_CPU = ("MindSpore 2.7 has no bf16 CPU kernels for MatMul, Mul, Softmax, Sum, SiLU or Gather: the first step "
             "stops with `TypeError: Select CPU operator[MatMul] fail! Unsupported data type!` (observed: mindspore "
             "2.7.0 CPU wheel, ops.matmul on two bfloat16 tensors); only Cast, Add, Reshape and Transpose run")
+BF16_GPU = ("MindSpore's bfloat16 support page lists the operators with bf16 kernels and says 'Currently, only Ascend "
+            "backend has adapted operators' (https://www.mindspore.cn/docs/en/r2.5.0/api_python/bfloat16_support.html)")
 FP16_SOURCE = ("fp16 has 5 exponent bits: small gradients underflow to 0 and large ones overflow to inf; loss "
                "scaling shifts them into range and dynamic scaling halves the scale on overflow (Micikevicius et al. "
                "2018, arXiv:1710.03740, section 3.2)")
@@ -403,6 +405,15 @@ def rule_precision(res: Resolved, env: Env) -> list[Finding]:
                     " (or set train.half_on_cpu: false: the trainer then runs fp32 on CPU)" if res.kind == "msdoctor"
                     else " (fp16 also runs on CPU, 2-3x slower than fp32)"),
                 location=_loc(res, v), code="bf16-on-cpu",
+            ))
+    if target and target.upper() == "GPU":
+        for v in (x for x in (comp, param) if x.value == "bf16"):
+            out.append(Finding.warn(
+                f"{v.key} is bf16 on GPU ({target_src}): MindSpore documents bf16 operators for Ascend only",
+                detail=f"{BF16_GPU}. Not verified on a GPU by msdoctor: if the first step runs, the kernels exist.",
+                fix=_set(res, v, "fp16" if res.kind == "msdoctor" else '"float16"')
+                + " with dynamic loss scaling, or fp32",
+                location=_loc(res, v), code="bf16-on-gpu",
             ))
     if comp.value == "fp16" and res.loss_scale.value != "dynamic":
         ls = res.loss_scale
