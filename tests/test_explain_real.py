@@ -207,3 +207,31 @@ def test_normalize() -> None:
     assert normalize("\x1b[31mNo\u00a0module named \u2018mindspore.mint\u2019\x1b[0m  x&#39;") == \
         "No module named 'mindspore.mint' x'"
     assert normalize("ＥＩ０００６：\tx") == "EI0006: x"
+
+
+# -- one catalogue: the device-target check reads it too ----------------------------------------------------
+def test_device_target_live_findings_come_from_the_catalogue() -> None:
+    from msdoctor.checks.device_target.live import LiveContext, explain_missing, log_findings, missing_libraries
+    from msdoctor.facts.live import LogLine
+
+    c = LiveContext("Ascend", "/env/bin/python", "source /opt/cann/set_env.sh", {"Ascend": True})
+    logs = [LogLine("WARNING", "ME", "mindspore/run_check/_check_version.py:375",
+                    'MindSpore version 2.3.1 and "te" wheel package version 7.5 does not match. For details, refer to '
+                    "the installation guidelines: https://www.mindspore.cn/install", "import"),
+            LogLine("INFO", "ME", "x.py:1", "Pre-Load Library libgomp.so.1 failed", "import"),
+            LogLine("WARNING", "ME", "mindspore/run_check/_check_version.py:474",
+                    "Pre-Load Library libgomp.so.1 failed, which might cause TLS memory allocation failure.", "import")]
+    by_code = {f.code: f for f in log_findings(logs, c)}
+    assert set(by_code) == {"cann-wheel-mismatch", "libgomp-preload"}  # the INFO line is not a finding
+    wheel = by_code["cann-wheel-mismatch"]
+    assert wheel.status.value == "warn" and "/env/bin/python -m pip uninstall -y te topi hccl" in wheel.fix
+    assert wheel.evidence["catalogue"] == "te-hccl-wheel-mismatch"
+    block = ("Load dynamic library: libmindspore_ascend.so.2 failed. libge_runner.so: cannot open shared object "
+             "file: No such file or directory\nLoad dynamic library: libmindspore_gpu.so.11.6 failed. "
+             "libcudnn.so.8: cannot open shared object file: No such file or directory")
+    assert missing_libraries(block) == [("libmindspore_ascend.so.2", "libge_runner.so"),
+                                        ("libmindspore_gpu.so.11.6", "libcudnn.so.8")]
+    why, fix = explain_missing(missing_libraries(block), c)
+    assert "CANN's toolkit" in why and "set_env.sh was not sourced" in why and fix.startswith("`source /opt/cann/set_env.sh`")
+    why, _ = explain_missing([("libmindspore_gpu.so.11.6", "libcudnn.so.8")], c)
+    assert "NVIDIA cuDNN" in why

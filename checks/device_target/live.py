@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -14,7 +13,6 @@ from msdoctor.model import Finding
 #: a broken device gives garbage, NaN or zeros, orders of magnitude beyond this.
 REL_TOLERANCE = 1e-2
 
-_LOAD_RE = re.compile(r"Load dynamic library: (\S+) failed\. (\S+?): cannot open shared object file")
 
 
 @dataclass
@@ -35,91 +33,67 @@ def load_errors(message: str) -> str:
     return "\n".join(keep)
 
 
+_LOAD_PREFIX = "Load dynamic library: "
+
+
 def missing_libraries(message: str) -> list[tuple[str, str]]:
-    """(plugin, missing library) pairs from MindSpore's "Device load error message" block."""
-    return _LOAD_RE.findall(message or "")
+    """(plugin, missing library) pairs from MindSpore's "Device load error message" block.
+
+    Each block line reads "Load dynamic library: <plugin> failed. <library>: cannot open shared object file";
+    the library is found by the error catalogue's shared-library entry, the same one `msdoctor explain` uses.
+    """
+    from msdoctor.explain import explain_lines, load_catalogue
+
+    entries = [e for e in load_catalogue() if e.id == "shared-library-missing"]
+    out = []
+    for line in (message or "").splitlines():
+        line = line.strip()
+        if not line.startswith(_LOAD_PREFIX) or " failed." not in line:
+            continue
+        plugin = line[len(_LOAD_PREFIX):].split(" failed.", 1)[0]
+        out.extend((plugin, m.groups["lib"]) for m in explain_lines([line], entries))
+    return out
 
 
 def explain_missing(missing: list[tuple[str, str]], c: LiveContext) -> tuple[str, str]:
-    """Why the backend plugin could not load, and the fix, from the first missing library."""
+    """Why the backend plugin could not load, and the fix, from the first missing library (the catalogue's
+    [[library]] table says who ships it)."""
+    from msdoctor.explain import load_catalogue_full
+
     if not missing:
         return ("MindSpore could not load the backend plugin.",
                 f"check the static findings above; {c.source_command} for Ascend")
     plugin, lib = missing[0]
-    if lib.startswith(("libge_runner", "libascendcl", "libhccl", "libgraph", "libruntime", "libacl")):
-        return (f"{plugin} needs {lib} from the CANN toolkit's lib64, which is not on LD_LIBRARY_PATH: CANN's "
-                "set_env.sh was not sourced, or CANN is not installed (compat.md C7).",
-                f"{c.source_command} before starting Python")
-    if lib.startswith(("libascend_hal", "libdrv", "libdcmi")):
-        return (f"{plugin} needs {lib} from the Ascend driver (/usr/local/Ascend/driver/lib64), which is missing "
-                "or not on LD_LIBRARY_PATH.",
-                f"install or mount the Ascend driver, then {c.source_command}")
-    if lib.startswith(("libcuda", "libcudnn", "libnvidia", "libcublas", "libnccl")):
-        return (f"{plugin} needs {lib} (NVIDIA driver / CUDA / cuDNN), which the loader cannot find.",
-                "install the NVIDIA driver and CUDA 11.x with cuDNN 8, and add their lib directories to LD_LIBRARY_PATH")
-    return (f"{plugin} needs {lib}, which the loader cannot find.",
-            f"find the package that provides {lib} and add its directory to LD_LIBRARY_PATH")
-
-
-# Log messages MindSpore prints at WARNING/ERROR that deserve their own finding (compat.md B10, C1-C5, C21, C22).
-@dataclass(frozen=True)
-class Signature:
-    pattern: str
-    status: str  # "fail" | "warn"
-    code: str
-    title: str
-    why: str
-    fix: str
-
-
-SIGNATURES = (
-    Signature(r"MindSpore version (\S+) and Ascend AI software package.*?version\s*(\S+) does not match"
-              r"(?:.*?expect one of (\[[^\]]*\]))?",
-              "fail", "cann-version-mismatch",
-              "MindSpore {0} does not accept the installed CANN (internal version {1}; it expects one of {2})",
-              "MindSpore warns and continues, then crashes or computes with mismatched operators (compat.md C1).",
-              "install the CANN version MindSpore {0} expects (`msdoctor matrix --mindspore {0}`), or the MindSpore "
-              "that matches your CANN"),
-    Signature(r'"(te|hccl)" wheel package version (\S+) does not match', "warn", "cann-wheel-mismatch",
-              "CANN's {0} wheel (version {1}) belongs to another CANN than MindSpore expects",
-              "Left-over te/hccl wheels from another CANN break operator compilation (compat.md C2).",
-              "{python} -m pip uninstall -y te topi hccl; then install the wheels from $ASCEND_HOME_PATH/lib64"),
-    Signature(r"CheckFailed:|relies on whl packages of", "fail", "cann-python-import",
-              "MindSpore cannot import CANN's te/hccl packages",
-              "Operator compilation on Ascend needs them (compat.md B10 step 4, C3).",
-              "{source}, or {python} -m pip install $ASCEND_HOME_PATH/lib64/te-*.whl $ASCEND_HOME_PATH/lib64/hccl-*.whl"),
-    Signature(r"Ascend opp_kernel is not installed|relies on \"Ascend opp_kernel\"", "fail", "opp-kernel-missing",
-              "CANN's operator kernel package (opp_kernel) is not installed",
-              "MindSpore 2.7.0 refuses to start on Ascend without it (compat.md C21).",
-              "install the CANN kernels package for your SoC, or upgrade to MindSpore >= 2.7.1"),
-    Signature(r"used for compiling the custom operator does not match", "warn", "custom-op-version",
-              "MindSpore's bundled custom operators were built for another CANN",
-              "MindSpore then disables the fused AllFinite overflow check: a silent slower path (compat.md C22).",
-              "use the CANN version MindSpore's custom operators were built with (`msdoctor matrix`)"),
-    Signature(r"Pre-Load Library libgomp\.so\.1 failed", "warn", "libgomp-preload",
-              "MindSpore could not pre-load libgomp.so.1",
-              "Importing another library first can then fail with \"cannot allocate memory in static TLS block\" (C5).",
-              "import mindspore before other libraries, or export LD_PRELOAD=<path of libgomp.so.1>"),
-)
+    owner = load_catalogue_full().library(lib)
+    if owner is None:
+        return (f"{plugin} needs {lib}, which the loader cannot find.",
+                f"find the package that provides {lib} and add its directory to LD_LIBRARY_PATH")
+    fix = owner.fix.replace("{source}", c.source_command)
+    return f"{plugin} needs {lib} from {owner.owner}, which the loader cannot find. {owner.cause}", fix
 
 
 def log_findings(logs: list[LogLine], c: LiveContext) -> list[Finding]:
+    """Findings for what MindSpore logged at WARNING and above that the error catalogue marks `live`
+    (compat_matrix/errors.toml: CANN version mismatch, te/hccl wheels, opp_kernel, custom ops, libgomp)."""
+    from msdoctor.explain import explain_lines, load_catalogue
+
+    entries = [e for e in load_catalogue() if e.live_code]
+    by_id = {e.id: e for e in entries}
     out: list[Finding] = []
     seen: set[str] = set()
     for line in logs:
         if line.level not in ("WARNING", "ERROR", "CRITICAL"):
             continue
-        for sig in SIGNATURES:
-            m = re.search(sig.pattern, line.message, re.S)
-            if not m or sig.code in seen:
+        for m in explain_lines(line.message.splitlines(), entries):
+            e = by_id[m.entry_id]
+            if e.live_code in seen:
                 continue
-            seen.add(sig.code)
-            groups = tuple(g if g is not None else "?" for g in m.groups())
-            make = Finding.fail if sig.status == "fail" else Finding.warn
+            seen.add(str(e.live_code))
+            make = Finding.fail if e.live_status == "fail" else Finding.warn
             out.append(make(
-                sig.title.format(*groups), detail=f"{sig.why} MindSpore logged: {line.message.splitlines()[0][:400]}",
-                fix=sig.fix.format(*groups, python=c.python_cmd, source=c.source_command),
-                evidence={"log": str(line)[:1000], "phase": line.phase}, code=sig.code,
+                m.title, detail=f"{m.cause} MindSpore logged: {line.message.splitlines()[0][:400]}",
+                fix=m.fix_for(c.python_cmd, values={"source": c.source_command}),
+                evidence={"log": str(line)[:1000], "phase": line.phase, "catalogue": m.entry_id}, code=e.live_code,
             ))
     return out
 
@@ -145,7 +119,7 @@ def _crash(live: LiveDevice, c: LiveContext) -> list[Finding]:
     return [Finding.fail(
         f"MindSpore crashed in the target interpreter during '{live.last_phase or 'start-up'}'",
         detail=f"{live.failure}. A crash at import or device selection often means mismatched CANN/MindSpore "
-        "versions (compat.md C1) or a broken install.",
+        "versions (a CANN that this MindSpore release does not accept) or a broken install.",
         fix=f"run `{c.python_cmd} -c \"import mindspore; mindspore.run_check()\"` to see the full output",
         evidence=evidence, code="live-crash",
     )]
