@@ -74,3 +74,19 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def read_text_newlines(path: Union[str, Path]) -> tuple[str, str]:
+    """A text file's content with "\\n" line ends, and the line end it uses ("\\r\\n" or "\\n").
+
+    For files msdoctor edits for a user (.vscode/*.json): :func:`with_newlines` puts the file's own
+    line ends back, so a CRLF file stays CRLF.
+    """
+    raw = Path(path).read_bytes().decode("utf-8")
+    nl = "\r\n" if "\r\n" in raw else "\n"
+    return raw.replace("\r\n", "\n"), nl
+
+
+def with_newlines(text: str, nl: str) -> str:
+    """``text`` (with "\\n" line ends) with ``nl`` line ends."""
+    return text.replace("\n", nl) if nl != "\n" else text

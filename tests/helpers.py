@@ -155,13 +155,13 @@ def check_of(report: dict, check_id: str) -> dict:
 _PROBE_CACHE: dict[str, dict] = {}
 
 
-def probe_json(python: str = BASE_PYTHON, cwd: Optional[Path] = None) -> dict:
+def probe_json(python: str = BASE_PYTHON) -> dict:
     """The real probe JSON of an interpreter (cached per interpreter for unit tests)."""
     from msdoctor.probe import run_script
 
-    key = f"{python}|{cwd}"
+    key = python
     if key not in _PROBE_CACHE:
-        data, _ = run_script(python, "target_probe.py", timeout=60, cwd=cwd)
+        data, _ = run_script(python, "target_probe.py", timeout=60)
         _PROBE_CACHE[key] = data
     return json.loads(json.dumps(_PROBE_CACHE[key]))  # a deep copy the test may change
 

@@ -29,7 +29,13 @@ DIST_KEYS = {"path", "location", "kind", "files", "name", "version", "requires",
 
 
 def _probe(python: str, cwd: Path, **env: str) -> dict:
-    data, _ = run_script(python, "target_probe.py", timeout=60, cwd=cwd, env=env_with(env))
+    """The probe run with ``cwd`` as the caller's cwd (the probe itself runs in a scratch dir)."""
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        data, _ = run_script(python, "target_probe.py", timeout=60, env=env_with(env))
+    finally:
+        os.chdir(here)
     return data
 
 
@@ -40,7 +46,9 @@ def test_probe_parses_as_python_37() -> None:
 def test_schema_fields_of_the_real_test_environment(tmp_path: Path) -> None:
     data = _probe(BASE_PYTHON, tmp_path)
     assert TOP_KEYS <= set(data) and data["probe_schema"] == 1
-    assert data["cwd"] == str(tmp_path) and data["sys_path"][0]["abspath"] == str(tmp_path)
+    # an empty scratch cwd, and neither it nor the caller's cwd on sys.path
+    assert data["cwd"] != str(tmp_path) and not os.path.exists(data["cwd"])
+    assert all(e["entry"] and e["abspath"] not in (str(tmp_path), data["cwd"]) for e in data["sys_path"])
     for entry in data["sys_path"]:
         assert {"entry", "abspath", "exists", "is_dir"} <= set(entry)
     ms = [d for d in data["distributions"] if d["name"] == "mindspore"]
@@ -66,7 +74,7 @@ def test_the_probe_never_imports_what_it_reports(tmp_path: Path) -> None:
 
 def test_top_level_specs_answer_only_where_an_earlier_entry_can_shadow(tmp_path: Path) -> None:
     (tmp_path / "six.py").write_text("# shadows the installed six\n")
-    data = _probe(BASE_PYTHON, tmp_path)
+    data = _probe(BASE_PYTHON, tmp_path, PYTHONPATH=str(tmp_path))
     specs = data["top_level_specs"]
     assert specs["six"]["origin"] == str(tmp_path / "six.py")
     assert "idna" not in specs and "yaml" not in specs  # nothing earlier on sys.path holds those names
@@ -86,8 +94,8 @@ def test_probe_runs_under_other_interpreters_and_the_check_reads_it(version: str
     (info / "RECORD").write_text("demo/__init__.py,,\ndemo-1.0.dist-info/METADATA,,\n")
     project = tmp_path / "project"
     project.mkdir()
-    (project / "demo.py").write_text("")  # the project directory comes before PYTHONPATH
-    data = _probe(python, project, PYTHONPATH=str(lib))
+    (project / "demo.py").write_text("")  # an earlier PYTHONPATH entry shadows the installed demo
+    data = _probe(python, tmp_path, PYTHONPATH=os.pathsep.join([str(project), str(lib)]))
     assert data["version"][:2] == [int(x) for x in version.split(".")]
     assert data["modules_preloaded"] == [] and data["scheme"]["purelib"].endswith("site-packages")
     demo = [d for d in data["distributions"] if d["name"] == "demo"]

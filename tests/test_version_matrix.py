@@ -282,7 +282,7 @@ def test_smoke_plans_installed_packages_in_training_script_order(tmp_path: Path)
     (pkgs / "mindformers-1.6.0.dist-info").mkdir()
     (pkgs / "mindformers-1.6.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: mindformers\nVersion: 1.6.0\n")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(pkgs)}
-    res = run_smoke(BASE_PYTHON, all_steps(), timeout=60, cwd=tmp_path, environ=env)
+    res = run_smoke(BASE_PYTHON, all_steps(), timeout=60, environ=env)
     assert res.planned == ["mindspore", "mindnlp", "mindformers", "transformers", "hccl"]
     assert [s["module"] for s in res.steps] == ["mindspore", "mindnlp", "mindformers"]  # stops at the failure
     assert res.steps[2]["last_line"] == "ModuleNotFoundError: No module named 'mindformers'"
@@ -335,7 +335,7 @@ def test_import_smoke_runs_stdlib_steps_in_order_and_stops_at_the_first_failure(
     steps = [{"module": "json", "touch": ["dumps"], "version_attr": None},
              {"module": "no_such_module_xyz", "touch": [], "version_attr": None},
              {"module": "csv", "touch": [], "version_attr": None}]
-    res = run_smoke(BASE_PYTHON, steps, timeout=60, cwd=tmp_path, environ={"PATH": "/usr/bin:/bin"})
+    res = run_smoke(BASE_PYTHON, steps, timeout=60, environ={"PATH": "/usr/bin:/bin"})
     assert res.state == "ran" and [s["module"] for s in res.steps] == ["json", "no_such_module_xyz"]
     assert res.steps[0]["ok"] and res.steps[0]["touched"] == ["dumps"]
     assert res.steps[1]["last_line"] == "ModuleNotFoundError: No module named 'no_such_module_xyz'"
@@ -348,9 +348,9 @@ def test_import_smoke_crash_and_timeout_are_results(tmp_path: Path) -> None:
     (tmp_path / "crasher.py").write_text("import os\nos.abort()\n")
     (tmp_path / "sleeper.py").write_text("import time\ntime.sleep(30)\n")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
-    crash = run_smoke(BASE_PYTHON, [{"module": "crasher"}], timeout=60, cwd=tmp_path, environ=env)
+    crash = run_smoke(BASE_PYTHON, [{"module": "crasher"}], timeout=60, environ=env)
     assert crash.state == "crashed" and crash.crashed_in == "crasher" and crash.returncode != 0
-    slow = run_smoke(BASE_PYTHON, [{"module": "sleeper"}], timeout=2, cwd=tmp_path, environ=env)
+    slow = run_smoke(BASE_PYTHON, [{"module": "sleeper"}], timeout=2, environ=env)
     assert slow.state == "timeout" and slow.crashed_in == "sleeper"
     f = evaluate_smoke(target(MS270), slow)[0]
     assert f.status is Status.ERROR and "stuck in `import sleeper`" in f.title

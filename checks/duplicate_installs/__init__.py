@@ -22,8 +22,8 @@ def evaluate(t: TargetFacts, *, script_dirs: Sequence[str] = (), records: Option
 
     Args:
         t: the probe of the target interpreter (sys.path walk, find_spec answers, .pth files).
-        script_dirs: directories a training script may run from that the probe did not have on
-            sys.path (the --config file's directory).
+        script_dirs: directories a training script may run from, which the probe never has on
+            sys.path (the project directory, the --config file's directory).
         records: RECORD reader (one per run; tests pass their own).
     """
     real.cache_clear()
@@ -78,7 +78,7 @@ class DuplicateInstallsCheck:
     order = 30  # place in reports: environment first, then stack, devices, editors, project
 
     def run(self, ctx: Context) -> list[Finding]:
-        dirs = []
+        dirs = [str(ctx.project_dir)]
         if ctx.options.config_path is not None:
             dirs.append(os.path.dirname(os.path.abspath(ctx.options.config_path)))
         return evaluate(ctx.target, script_dirs=dirs)

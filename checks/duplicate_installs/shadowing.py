@@ -87,25 +87,65 @@ def _module_entry(directory: str, entry: str, names: Mapping[str, Distribution])
     return None
 
 
+def stdlib_names(t: TargetFacts) -> set[str]:
+    """Top-level modules of the target's standard library, read from its directories (nothing imported),
+    less those already imported when Python starts (a file of that name cannot replace them)."""
+    scheme = t.raw.get("scheme") or {}
+    names: set[str] = set()
+    for d in {scheme.get("stdlib"), scheme.get("platstdlib")} - {None}:
+        for sub in (d, os.path.join(d, "lib-dynload")):
+            try:
+                entries = os.listdir(sub)
+            except OSError:
+                continue
+            for e in entries:
+                stem = e.split(".", 1)[0]
+                if e.endswith((".py", ".so")) or os.path.isfile(os.path.join(sub, e, "__init__.py")):
+                    names.add(stem)
+    names -= {"site-packages", "dist-packages", "__pycache__", "test", "tests", "idlelib", "turtledemo"}
+    names -= set(t.raw.get("startup_modules") or [])
+    return {n for n in names if n.isidentifier() and not n.startswith("_")}
+
+
 def script_dir_shadows(t: TargetFacts, groups: Groups, directories: Sequence[str]) -> list[Finding]:
-    """Modules in the training script's / config's directory: `python dir/train.py` puts dir first on sys.path."""
+    """Modules in the project directory and the training script's / config's directory: `python train.py`
+    puts the script's directory first on sys.path, so what is found there wins over the installed module.
+
+    Decided from the file system as find_spec would (a module file or a package with __init__.py in the
+    first sys.path entry wins; a plain directory is a namespace portion and loses): nothing is imported.
+    """
     on_path = {real(e.get("abspath", "")) for e in t.sys_path}
     names: dict[str, Distribution] = {}
     for copies in groups.values():
         for n in copies[0].top_level or []:
             if importable(n):
                 names.setdefault(n, copies[0])
+    stdlib = stdlib_names(t) - set(names)
     out = []
-    for directory in directories:
-        if real(directory) in on_path:
+    for directory in dict.fromkeys(real(d) for d in directories):
+        if directory in on_path:
             continue  # the probe ran with it on sys.path: shadowed_modules saw the real answer
         try:
             entries = sorted(os.listdir(directory))
         except OSError:
             continue
         for entry in entries:
-            stem = _module_entry(directory, entry, names)
             full = os.path.join(directory, entry)
+            lib = _module_entry(directory, entry, dict.fromkeys(stdlib))
+            if lib is not None:
+                out.append(Finding(
+                    Status.WARN,
+                    f"{full} would shadow the standard library's {lib} for scripts in {directory}",
+                    detail=(f"`python {directory}/<script>.py` puts {directory} first on sys.path (Python docs, "
+                            f"sys.path[0]), so `import {lib}` there, and in every library that imports it, would "
+                            f"load {full} instead of the standard {lib} module. Found on disk; nothing was imported."),
+                    fix=f"rename it: mv {q(full)} {q(full + '_local')} (and update your imports)",
+                    location=Location(full),
+                    evidence={"module": lib, "path": full, "directory": directory, "shadowed": "stdlib"},
+                    code="shadowed-stdlib-script-dir",
+                ))
+                continue
+            stem = _module_entry(directory, entry, names)
             d = names.get(stem or "")
             src = editable_source(d) if d else None
             if stem is None or d is None or (src and under(full, src)):
@@ -114,7 +154,8 @@ def script_dir_shadows(t: TargetFacts, groups: Groups, directories: Sequence[str
                 status_for(stem, d.name),
                 f"{full} would shadow the installed {d.name} {d.version or ''} for scripts in {directory}".rstrip(),
                 detail=(f"`python {directory}/<script>.py` puts {directory} first on sys.path (Python docs, "
-                        f"sys.path[0]), so `import {stem}` would load {full} instead of {d.name} from {d.location}."),
+                        f"sys.path[0]), so `import {stem}` would load {full} instead of {d.name} from {d.location}. "
+                        "Found on disk; nothing was imported."),
                 fix=f"rename it: mv {q(full)} {q(full + '_local')} (and update your imports)",
                 location=Location(full),
                 evidence={"module": stem, "path": full, "directory": directory, "shadowed_dist": d.name},

@@ -47,9 +47,22 @@ def tiny_config_path() -> str:
     return str(Path(training.__file__).resolve().parent / "configs" / "tiny-cpu.yaml")
 
 
-def launcher(target: str, target_has_msdoctor: bool) -> list[str]:
-    """How the tasks start msdoctor: the target itself when it has msdoctor, else msdoctor's own interpreter."""
-    return [target if target_has_msdoctor else sys.executable, "-m", "msdoctor.cli"]
+#: ``python -c`` puts the cwd (the workspace) first on sys.path: drop it before msdoctor is imported,
+#: so a workspace file named msdoctor.py (or click.py, ...) never runs inside msdoctor.
+SAFE_MAIN = "import sys; sys.path[:1] = [p for p in sys.path[:1] if p]; from msdoctor.cli import main; main()"
+
+
+def launcher(target: str, target_has_msdoctor: bool, version: Optional[tuple[int, ...]] = None) -> list[str]:
+    """How the tasks start msdoctor: the target itself when it has msdoctor, else msdoctor's own interpreter.
+
+    The tasks run with the workspace as cwd, so the interpreter must not put it on sys.path: ``-P``
+    (Python 3.11+), else :data:`SAFE_MAIN`. Not ``-I``: msdoctor may live in the user site or PYTHONPATH.
+    """
+    exe = target if target_has_msdoctor else sys.executable
+    ver = tuple(version or ()) if target_has_msdoctor else tuple(sys.version_info[:2])
+    if ver[:2] >= (3, 11):
+        return [exe, "-P", "-m", "msdoctor.cli"]
+    return [exe, "-c", SAFE_MAIN]
 
 
 def build_tasks(start: list[str], target: str, config: str) -> list[dict[str, Any]]:
@@ -157,7 +170,7 @@ def init(python: Optional[str], conda_env: Optional[str], project: Optional[Path
     Run the tasks from the Command Palette: "Tasks: Run Task" -> "msdoctor: check".
     """
     from msdoctor.context import Context, FactUnavailable, Options
-    from msdoctor.fsutil import atomic_write
+    from msdoctor.fsutil import atomic_write, read_text_newlines, with_newlines
 
     project = (project or Path.cwd()).expanduser()
     if not project.is_dir():
@@ -167,18 +180,22 @@ def init(python: Optional[str], conda_env: Optional[str], project: Optional[Path
     ctx = Context(Options(python=target, project_dir=project, quick=True))
     try:
         has_msdoctor = ctx.target.dist("msdoctor") is not None
+        version = tuple(ctx.target.raw.get("version") or ())
     except FactUnavailable as exc:
         raise UserError(f"cannot examine {target}: {exc.message}", exc.fix or "check that it is a working Python") from None
-    tasks = build_tasks(launcher(target, has_msdoctor), target, tiny_config_path())
+    tasks = build_tasks(launcher(target, has_msdoctor, version), target, tiny_config_path())
 
     path = project / ".vscode" / "tasks.json"
     old: Optional[str] = None
+    nl = "\n"
     if path.exists():
         try:
-            old = path.read_text(encoding="utf-8")
+            old, nl = read_text_newlines(path)
         except (OSError, UnicodeDecodeError) as exc:
             raise UserError(f"{path}: cannot read: {exc}", "make it a readable UTF-8 file") from None
     new = merge(old, tasks, path)
+    if old is not None:  # the file's own line ends (a CRLF file stays CRLF)
+        old, new = with_newlines(old, nl), with_newlines(new, nl)
     if new == old:
         click.echo(f"{path} is up to date: the msdoctor tasks are already there; nothing written.")
         return int(ExitCode.OK)
@@ -189,8 +206,8 @@ def init(python: Optional[str], conda_env: Optional[str], project: Optional[Path
         click.echo("".join(diff), nl=False)
         click.echo(f"\n--dry-run: would {'update' if old is not None else 'create'} {path} ({how}); nothing written.")
         return int(ExitCode.OK)
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         backup = atomic_write(path, new, backup=True)
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}", "check the folder's permissions") from None

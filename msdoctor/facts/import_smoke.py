@@ -79,11 +79,11 @@ def from_live(live: Any, planned: list[str]) -> SmokeResult:
                        reason=f"the process exited with status {live.returncode} during `import {current}`", **base)
 
 
-def run_smoke(python: str, steps: list[dict[str, Any]], *, timeout: float, cwd: Any, environ: Any) -> SmokeResult:
+def run_smoke(python: str, steps: list[dict[str, Any]], *, timeout: float, environ: Any) -> SmokeResult:
     """Run only the import smoke (no device part) and return its verdict."""
     from msdoctor.facts.live import run_live
 
-    live = run_live(python, None, timeout=timeout, environ=environ, steps=steps, device=False, cwd=cwd)
+    live = run_live(python, None, timeout=timeout, environ=environ, steps=steps, device=False)
     planned = (live.smoke or {}).get("planned")
     return from_live(live, list(planned) if planned is not None else [s["module"] for s in steps])
 

@@ -144,10 +144,9 @@ def python_in(env_dir: str) -> Optional[str]:
 class InterpreterProbes:
     """Runs the interpreter probe at most once per interpreter, several at a time."""
 
-    def __init__(self, environ: Mapping[str, str], timeout: float, cwd: Optional[Path] = None) -> None:
+    def __init__(self, environ: Mapping[str, str], timeout: float) -> None:
         self.env = default_env(environ)
         self.timeout = timeout
-        self.cwd = cwd
         self._lock = threading.Lock()
         self._events: dict[tuple, threading.Event] = {}
         self._results: dict[tuple, InterpInfo] = {}
@@ -191,7 +190,7 @@ class InterpreterProbes:
             return InterpInfo(path, ok=False, error=f"{path} is not executable")
         try:
             data, _ = run_script(
-                path, "interp_probe.py", timeout=self.timeout, cwd=self.cwd, env=self.env,
+                path, "interp_probe.py", timeout=self.timeout, env=self.env,
                 args={"jupyter": True} if jupyter else None,
             )
         except ProbeError as exc:
@@ -215,7 +214,7 @@ def _identity(path: str) -> tuple:
 
 def _compute(ctx: Context) -> InterpreterProbes:
     timeout = min(float(ctx.options.probe_timeout_s), 20.0)
-    return InterpreterProbes(ctx.environ, timeout, ctx.project_dir)
+    return InterpreterProbes(ctx.environ, timeout)
 
 
 #: The probe cache shared by the kernel-mismatch check and fix-kernel.

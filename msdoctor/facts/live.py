@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from msdoctor.context import Context, FactSpec
-from msdoctor.probe import ProbeError, default_env, extract_json, script_source
+from msdoctor.probe import ProbeError, default_env, extract_json, probe_source, safe_env
 from msdoctor import proc
 
 LIVE_SCHEMA = 1
@@ -194,15 +194,16 @@ def smoke_block(stdout: str) -> Optional[dict[str, Any]]:
 
 
 def run_live(python: str, target: Optional[str], *, timeout: float, environ: Mapping[str, str],
-             size: int = 64, steps: Optional[list] = None, device: bool = True,
-             cwd: Optional[Any] = None) -> LiveDevice:
+             size: int = 64, steps: Optional[list] = None, device: bool = True) -> LiveDevice:
     """Run the live probe and return what happened (never raises for probe failures).
 
     Args:
         steps: import-smoke steps to run first (see msdoctor.facts.import_smoke.plan).
         device: also select the device and run the matmul.
-        cwd: where the imports run (the project dir: a shadowing module there matters);
-            the device part then moves to a scratch directory.
+
+    It runs in an empty scratch directory with the cwd kept off sys.path (msdoctor.probe): the imports
+    are those of the installed environment; a project file that would shadow one is found statically
+    (msdoctor.shadow, the duplicate-installs check), never imported.
     """
     import json
 
@@ -210,12 +211,11 @@ def run_live(python: str, target: Optional[str], *, timeout: float, environ: Map
         python = os.path.abspath(python)
     result = LiveDevice(python=python, requested=target, timeout_s=timeout)
     scratch = tempfile.mkdtemp(prefix="msdoctor-live-")
-    run_cwd = cwd if cwd is not None and os.path.isdir(cwd) else scratch
     args = {"target": target, "size": size, "seed": 0, "steps": steps or [], "device": device, "scratch": scratch}
     try:
         argv = [python, "-W", "ignore", "-", json.dumps(args)]
-        res = proc.run(argv, timeout=timeout, input=script_source("live.py"), cwd=run_cwd,
-                       env=probe_env(environ))
+        res = proc.run(argv, timeout=timeout, input=probe_source("live.py"), cwd=scratch,
+                       env=safe_env(probe_env(environ)))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     result.duration_s = res.duration_s
@@ -256,7 +256,7 @@ def _compute(ctx: Context) -> Optional[LiveDevice]:
     python = ctx.options.python or sys.executable
     # the probe decides itself which stack packages are installed: it starts before the target probe ends
     return run_live(python, requested_device_target(ctx), timeout=ctx.options.live_timeout_s, environ=ctx.environ,
-                    steps=all_steps(), cwd=ctx.project_dir)
+                    steps=all_steps())
 
 
 #: The stack imported and MindSpore used on the requested device, in one target process (None with --quick).

@@ -282,7 +282,6 @@ def _compute_target(ctx: Context) -> TargetFacts:
             python,
             "target_probe.py",
             timeout=ctx.options.probe_timeout_s,
-            cwd=ctx.options.project_dir,
             env=default_env(ctx.environ),
         )
         return TargetFacts.from_probe(data)

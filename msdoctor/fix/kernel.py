@@ -30,8 +30,8 @@ from msdoctor import jsonc, proc
 from msdoctor.facts.interpreters import InterpInfo, same_bin_dir
 from msdoctor.facts.jupyter import KERNEL_NAME_RE, JupyterFacts, KernelSpec, user_kernels_dir
 from msdoctor.facts.vscode import DEFAULT_KEY, LEGACY_KEY, resolve
-from msdoctor.fsutil import atomic_write
-from msdoctor.probe import default_env
+from msdoctor.fsutil import atomic_write, read_text_newlines, with_newlines
+from msdoctor.probe import default_env, safe_env, scratch_dir
 
 GENERIC_ENV_NAMES = ("venv", ".venv", "env", ".env", "virtualenv", ".virtualenv")
 PIP_TIMEOUT_S = 900.0
@@ -212,7 +212,7 @@ def _vscode_step(t: TargetSummary, project: Path, environ: Mapping[str, str], no
         return Step("vscode", f"create {path} with {DEFAULT_KEY} = {t.python}", True,
                     data={"path": str(path), "old": None, "new": text})
     try:
-        old = path.read_text(encoding="utf-8")
+        old, nl = read_text_newlines(path)
         doc = jsonc.loads(old)
     except jsonc.JSONCError as exc:
         return Step("vscode", f"set {DEFAULT_KEY} in {path}", True,
@@ -242,7 +242,7 @@ def _vscode_step(t: TargetSummary, project: Path, environ: Mapping[str, str], no
     was = f"from {current!r} " if isinstance(current, str) else ""
     return Step("vscode", f"set {DEFAULT_KEY} in {path} {was}to {t.python}", True,
                 details=["every other key and every comment is kept; the original is kept as a .bak file"],
-                data={"path": str(path), "old": old, "new": new})
+                data={"path": str(path), "old": with_newlines(old, nl), "new": with_newlines(new, nl)})
 
 
 def stale_kernels(jf: JupyterFacts) -> list:
@@ -333,7 +333,7 @@ def apply_plan(plan: KernelPlan, environ: Mapping[str, str], echo: Callable[[str
         FixFailed: a step failed; the steps before it stay applied (listed in ``done``).
     """
     done: list = []
-    env = default_env(environ)
+    env = safe_env(default_env(environ))  # with the scratch cwd: no project ipykernel.py / pip.py runs
     for step in plan.changes:
         try:
             done.append(_APPLY[step.kind](step, env, echo))
@@ -345,7 +345,9 @@ def apply_plan(plan: KernelPlan, environ: Mapping[str, str], echo: Callable[[str
 
 def _apply_ipykernel(step: Step, env: Mapping[str, str], echo: Callable[[str], None]) -> str:
     echo(f"$ {' '.join(step.command or [])}")
-    res = proc.run_live(step.command or [], timeout=PIP_TIMEOUT_S, on_line=lambda line: echo("  " + line), env=env)
+    with scratch_dir() as cwd:
+        res = proc.run_live(step.command or [], timeout=PIP_TIMEOUT_S, on_line=lambda line: echo("  " + line),
+                            env=env, cwd=cwd)
     if not res.ok:
         raise FixFailed(f"installing ipykernel failed: {res.describe_failure()}",
                         "read pip's output above; fix the cause and rerun fix-kernel")
@@ -357,7 +359,8 @@ def _apply_kernel(step: Step, env: Mapping[str, str], echo: Callable[[str], None
     kernel_json = os.path.join(dest, "kernel.json")
     old = Path(kernel_json).read_bytes() if step.data.get("backup") and os.path.isfile(kernel_json) else None
     echo(f"$ {' '.join(_quote(a) for a in step.command or [])}")
-    res = proc.run(step.command or [], timeout=INSTALL_TIMEOUT_S, env=env)
+    with scratch_dir() as cwd:
+        res = proc.run(step.command or [], timeout=INSTALL_TIMEOUT_S, env=env, cwd=cwd)
     if not res.ok:
         raise FixFailed(f"registering the kernel failed: {res.describe_failure()}",
                         f"run the command yourself to see the whole error: {' '.join(step.command or [])}")
@@ -381,12 +384,19 @@ def _apply_kernel(step: Step, env: Mapping[str, str], echo: Callable[[str], None
 def _apply_vscode(step: Step, env: Mapping[str, str], echo: Callable[[str], None]) -> str:
     path = Path(step.data["path"])
     old = step.data.get("old")
-    now = path.read_text(encoding="utf-8") if path.exists() else None
+    try:
+        now = path.read_bytes().decode("utf-8") if path.exists() else None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FixFailed(f"cannot read {path} again: {exc}", "rerun fix-kernel") from None
     if now != old:
         raise FixFailed(f"{path} changed while fix-kernel was running; nothing was written to it",
                         "rerun fix-kernel")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    backup = atomic_write(path, step.data["new"], backup=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        backup = atomic_write(path, step.data["new"], backup=True)
+    except OSError as exc:
+        raise FixFailed(f"cannot write {path}: {exc.strerror or exc}",
+                        f"free space or fix the permissions of {path.parent}, or rerun with --no-vscode") from None
     return f"wrote {path}" + (f" (backup: {backup})" if backup else "")
 
 

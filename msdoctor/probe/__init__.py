@@ -2,23 +2,80 @@
 
 Every file in this package except this one is a standalone, stdlib-only script
 that parses as Python 3.7. It is fed to ``<python> -W ignore -`` on stdin (no
-``-I``/``-E``/``-s``: PYTHONPATH and the user site are often the problem), from
-the project directory, and prints one JSON object between marker lines.
-Arguments reach the script as one JSON string in ``sys.argv[1]``.
+``-I``/``-E``/``-s``: PYTHONPATH and the user site are often the problem) and
+prints one JSON object between marker lines. Arguments reach the script as one
+JSON string in ``sys.argv[1]``.
+
+No project code runs: every probe starts in an empty scratch directory (so the
+cwd that ``python -`` puts first on ``sys.path`` holds nothing), with
+``PYTHONSAFEPATH=1`` (``-P``: Python 3.11+ does not prepend it at all; older
+ones ignore the variable), and :data:`PATH_FIXUP` first in the script removes
+that entry and the variable before anything is imported. Whether a project file
+would shadow an installed module is decided without executing it
+(msdoctor.shadow).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import tempfile
 from importlib import resources
-from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 from msdoctor import proc
 
 BEGIN = "@@MSDOCTOR-PROBE-BEGIN@@"
 END = "@@MSDOCTOR-PROBE-END@@"
+#: Set by msdoctor (not the user) next to PYTHONSAFEPATH, so PATH_FIXUP knows it may drop both.
+_OURS = "MSDOCTOR_SAFEPATH_SET"
+
+#: First lines of every probe: no cwd on sys.path, no PYTHONSAFEPATH for the target's own children,
+#: and a Python too old to examine answers in one line. Parses and runs on Python 2.7 too.
+PATH_FIXUP = """import os, sys
+_MSDOCTOR_STARTUP_MODULES = sorted(sys.modules)
+if sys.path and sys.path[0] == "":
+    del sys.path[0]
+if os.environ.pop("%(ours)s", None):
+    os.environ.pop("PYTHONSAFEPATH", None)
+if sys.version_info < (3, 7):
+    sys.stdout.write("\\n%(begin)s\\n{\\"unsupported_python\\": \\"%%d.%%d.%%d\\"}\\n%(end)s\\n" %% tuple(sys.version_info[:3]))
+    sys.stdout.flush()
+    sys.exit(0)
+""" % {"ours": _OURS, "begin": BEGIN, "end": END}
+
+
+def unsupported_message(version: str) -> str:
+    major = version.split(".", 1)[0]
+    if major == "2":
+        return f"Python {version} is not supported by MindSpore; msdoctor examines Python 3.7+"
+    return f"Python {version} is too old: MindSpore needs 3.7+ (msdoctor examines 3.7+)"
+
+
+def probe_source(name: str) -> str:
+    """What is fed to the target for probe script ``name``: the path fix-up, then the script."""
+    return PATH_FIXUP + script_source(name)
+
+
+def safe_env(env: Optional[Mapping[str, str]]) -> dict[str, str]:
+    """``env`` (default: os.environ) with PYTHONSAFEPATH=1: the target puts no cwd / script dir on sys.path."""
+    out = dict(os.environ if env is None else env)
+    if "PYTHONSAFEPATH" not in out:
+        out["PYTHONSAFEPATH"] = "1"
+        out[_OURS] = "1"
+    return out
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix: str = "msdoctor-") -> Iterator[str]:
+    """An empty directory for a child of the target to run in (removed afterwards)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class ProbeError(Exception):
@@ -56,25 +113,31 @@ def run_script(
     name: str,
     *,
     timeout: float,
-    cwd: Optional[Path] = None,
     args: Any = None,
     env: Optional[Mapping[str, str]] = None,
 ) -> tuple[Any, proc.ProcResult]:
-    """Run probe script ``name`` under ``python`` and return (its JSON, the process result).
+    """Run probe script ``name`` under ``python`` (from a scratch cwd) and return (its JSON, the process result).
 
     Raises:
-        ProbeError: the interpreter could not be started, timed out, crashed, or
-            printed something that is not the probe's JSON.
+        ProbeError: the interpreter could not be started, timed out, crashed, printed
+            something that is not the probe's JSON, or is older than Python 3.7.
     """
     argv = [python, "-W", "ignore", "-"]
     if args is not None:
         argv.append(json.dumps(args))
-    run_cwd = cwd if cwd is not None and Path(cwd).is_dir() else None
-    result = proc.run(argv, timeout=timeout, input=script_source(name), cwd=run_cwd, env=env)
+    with scratch_dir("msdoctor-probe-") as cwd:
+        result = proc.run(argv, timeout=timeout, input=probe_source(name), cwd=cwd, env=safe_env(env))
     if result.start_error:
         raise ProbeError(
             f"cannot run {python}: {result.start_error}",
             fix="pass --python the path of a Python interpreter (or of a venv / conda env directory)",
+        )
+    if result.overflow:
+        raise ProbeError(
+            f"{python} wrote more than {proc.OUTPUT_CAP // (1024 * 1024)} MiB while probing and was stopped",
+            fix="check what the interpreter runs at start-up (sitecustomize.py, .pth files, PYTHONSTARTUP), "
+                "or pass --python a Python interpreter",
+            output=result.stderr[-4000:],
         )
     if result.timed_out:
         raise ProbeError(
@@ -99,6 +162,9 @@ def run_script(
             fix="make sure --python names a working Python >= 3.7 interpreter",
             output=result.stdout + result.stderr,
         ) from None
+    if isinstance(data, dict) and isinstance(data.get("unsupported_python"), str):
+        raise ProbeError(unsupported_message(data["unsupported_python"]),
+                         fix="pass --python a Python 3.7+ interpreter (the one your training runs with)")
     return data, result
 
 

@@ -1,7 +1,8 @@
 # msdoctor live probe: the training stack imported, then the device used, in ONE target process.
 #
 # Run BY THE TARGET INTERPRETER as `python -W ignore - '<json args>'` with this file
-# on stdin, from the user's project directory. Standard library only at parse time;
+# on stdin (after msdoctor.probe.PATH_FIXUP), from an empty scratch directory that is not on
+# sys.path: it imports the installed stack, never a project file. Standard library only at parse time;
 # must parse as Python 3.7. It is the one place where msdoctor imports MindSpore,
 # and it does so once: importing it twice (a smoke test and a device test in two
 # processes) would double the slowest part of `msdoctor check` on a 2-core machine.

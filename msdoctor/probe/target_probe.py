@@ -1,7 +1,8 @@
 # msdoctor target-interpreter probe.
 #
-# Run BY THE TARGET INTERPRETER as `python -W ignore -` with this file on stdin,
-# from the user's project directory. Standard library only; must parse as
+# Run BY THE TARGET INTERPRETER as `python -W ignore -` with this file on stdin
+# (after msdoctor.probe.PATH_FIXUP), from an empty scratch directory that is not
+# on sys.path: no project file is ever imported. Standard library only; must parse as
 # Python 3.7 (tests compile it with ast.parse(feature_version=(3, 7))).
 # It reads metadata files and never imports the packages it reports on.
 # It prints exactly one JSON object between two marker lines, so that output
@@ -345,6 +346,8 @@ def main():
         "top_level_specs": _top_level_specs(stems, dists),
         "scheme": _scheme(),
         "env": _env(),
+        # imported before any project file could be found: a file of that name cannot shadow them
+        "startup_modules": globals().get("_MSDOCTOR_STARTUP_MODULES") or [],
         "modules_preloaded": sorted(m for m in ("mindspore", "transformers", "torch", "numpy")
                                     if m in sys.modules),
     }
