@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from msdoctor.errors import UserError
+from msdoctor.inputs import MAX_DEPTH, depth_of, too_deep
 
 KeyPath = tuple  # tuple[str | int, ...]
 
@@ -41,41 +42,74 @@ class Document:
         return f"{self.path}:{line}" if line else str(self.path)
 
 
+#: The most YAML nodes a document may stand for once its aliases are expanded (real configs: a few
+#: thousand). More is an alias bomb ("billion laughs"): every later walk of the data would explode.
+MAX_EXPANDED_NODES = 1_000_000
+
+
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file", "check the path you passed") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, not a file", "pass the file itself") from None
-    except PermissionError:
-        raise UserError(f"{path}: permission denied", "make the file readable, or copy it somewhere you can read") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(
-            f"{path}: not UTF-8 text (byte {exc.start})", "save the file as UTF-8"
-        ) from None
+    from msdoctor.inputs import CONFIG_CAP, read_text
+
+    return read_text(path, cap=CONFIG_CAP, what="config")
+
+
+def _refuse_alias_bomb(root: Any, path: Path) -> None:
+    """UserError (file:line) when aliases make the document expand past MAX_EXPANDED_NODES or refer to
+    themselves. The expanded size is counted per node once (memoised), so this check is linear."""
+    import yaml
+
+    size: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = ([c for kv in node.value for c in kv] if isinstance(node, yaml.MappingNode) else
+                    list(node.value) if isinstance(node, yaml.SequenceNode) else [])
+        if done:
+            on_stack.discard(key)
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            if size[key] > MAX_EXPANDED_NODES:
+                raise UserError(
+                    f"{path}:{node.start_mark.line + 1}: YAML aliases expand this value to more than "
+                    f"{MAX_EXPANDED_NODES:,} nodes (an alias bomb); msdoctor does not expand it",
+                    "write the values out, or use fewer nested aliases (*name) of anchors (&name)")
+            continue
+        if key in size:
+            continue
+        if key in on_stack:
+            raise UserError(f"{path}:{node.start_mark.line + 1}: a YAML alias refers to the value that contains it",
+                            "remove the alias (*name) inside its own anchor (&name)")
+        on_stack.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in size)
 
 
 def _yaml_lines(node: Any, prefix: KeyPath, out: dict[KeyPath, int],
-                dups: Optional[list[tuple[KeyPath, int, int]]] = None) -> None:
+                dups: Optional[list[tuple[KeyPath, int, int]]] = None, seen: Optional[set[int]] = None) -> None:
+    """Key path -> line for every key; a node reached again through an alias is not walked twice."""
     import yaml
 
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return
+    seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
-        seen: dict[Any, int] = {}
+        seen_keys: dict[Any, int] = {}
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
             path = prefix + (key,)
             line = key_node.start_mark.line + 1
-            if dups is not None and key in seen and key != "<<":
-                dups.append((path, seen[key], line))
-            seen.setdefault(key, line)
+            if dups is not None and key in seen_keys and key != "<<":
+                dups.append((path, seen_keys[key], line))
+            seen_keys.setdefault(key, line)
             out[path] = line
-            _yaml_lines(value_node, path, out, dups)
+            _yaml_lines(value_node, path, out, dups, seen)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             path = prefix + (i,)
             out[path] = item.start_mark.line + 1
-            _yaml_lines(item, path, out, dups)
+            _yaml_lines(item, path, out, dups, seen)
 
 
 def load_yaml_text(text: str, path: Path) -> Document:
@@ -86,6 +120,8 @@ def load_yaml_text(text: str, path: Path) -> Document:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
         try:
             node = loader.get_single_node()
+            if node is not None and "&" in text:  # no anchor, no alias: nothing to expand
+                _refuse_alias_bomb(node, path)
             data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
@@ -99,6 +135,10 @@ def load_yaml_text(text: str, path: Path) -> Document:
         ) from None
     except yaml.YAMLError as exc:
         raise UserError(f"{path}: malformed YAML: {exc}", "fix the file's syntax") from None
+    except RecursionError:
+        raise too_deep(path) from None
+    if depth_of(data) > MAX_DEPTH:
+        raise too_deep(path)
     lines: dict[KeyPath, int] = {}
     dups: list[tuple[KeyPath, int, int]] = []
     if node is not None:
@@ -114,6 +154,10 @@ def load_json_text(text: str, path: Path) -> Document:
             f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}",
             "fix the syntax at that line (a missing comma or quote, a trailing comma)",
         ) from None
+    except RecursionError:
+        raise too_deep(path) from None
+    if depth_of(data) > MAX_DEPTH:
+        raise too_deep(path)
     return Document(path, data, _json_key_lines(text))
 
 

@@ -732,6 +732,10 @@ def explain_lines(lines: Iterable[str], entries: Optional[Iterable[Entry]] = Non
     return scanner.matches()
 
 
+#: A log line longer than this is cut (a binary file, a progress bar without newlines).
+MAX_LINE = 64 * 1024
+
+
 def _explain_stream_text(fh: IO[str], entries: Optional[Iterable[Entry]] = None) -> list[Match]:
     """Read a text stream in chunks (much faster than line by line); newlines are universal."""
     scanner = _scanner(entries)
@@ -743,6 +747,8 @@ def _explain_stream_text(fh: IO[str], entries: Optional[Iterable[Entry]] = None)
             break
         lines = (rest + chunk).split("\n")
         rest = lines.pop()
+        if len(rest) > MAX_LINE:  # no newline for a long while (binary data): memory stays bounded
+            rest = rest[:MAX_LINE]
         feeder.add(lines)
     if rest:
         feeder.add([rest])
@@ -780,8 +786,12 @@ def open_log(binary: BinaryIO) -> IO[str]:
 
 
 def explain_file(path: Path) -> list[Match]:
-    """Scan a whole log file (streamed; BOM / UTF-16 detected; undecodable bytes replaced)."""
-    with open(path, "rb") as fh:
+    """Scan a whole log file (streamed; BOM / UTF-16 detected; undecodable bytes replaced).
+
+    Only a regular file is read (a FIFO or a device is a UserError, exit 2)."""
+    from msdoctor.inputs import open_regular
+
+    with open_regular(path) as fh:
         return _explain_stream_text(open_log(fh))
 
 

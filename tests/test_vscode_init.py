@@ -74,7 +74,7 @@ def test_fresh_project_gets_three_tasks_with_absolute_interpreter(tmp_path: Path
     assert doc["version"] == "2.0.0"
     for t in doc["tasks"]:
         assert Path(t["command"]).is_absolute() and Path(t["command"]).exists()
-        assert t["args"][:2] == ["-m", "msdoctor.cli"]
+        assert t["args"][:3] == ["-P", "-m", "msdoctor.cli"]  # 3.11+: the workspace (cwd) is not on sys.path
         assert t["args"][t["args"].index("--python") + 1] == BASE_PYTHON
     # the test interpreter has msdoctor installed: the tasks run it directly
     assert doc["tasks"][0]["command"] == BASE_PYTHON

@@ -46,12 +46,22 @@ def msrun_command(python: str) -> list[str]:
     return [python, "-m", "mindspore.parallel.cluster.run"]
 
 
-def build(cfg: RunConfig, python: str, run_dir: Path, resume: bool, environ: Mapping[str, str]) -> Launch:
-    """The command and environment that start training for this config."""
+def environment(python: str, environ: Mapping[str, str]) -> dict:
+    """The environment the trainer (and msrun's workers) run with.
+
+    ``msdoctor train`` runs its checks with exactly this environment too, so the gate examines
+    what it launches: the target env's bin first on PATH, no PYTHONPATH.
+    """
     env = dict(environ)
     env.setdefault("GLOG_v", "3")  # MindSpore C++ warnings off (research section 8); set GLOG_v to see them
     env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
     env.pop("PYTHONPATH", None)  # the trainer must see the target env, not msdoctor's
+    return env
+
+
+def build(cfg: RunConfig, python: str, run_dir: Path, resume: bool, environ: Mapping[str, str]) -> Launch:
+    """The command and environment that start training for this config (environ: the caller's)."""
+    env = environment(python, environ)
     rt = cfg.runtime
     if rt.device_num == 1:
         return Launch([python, *trainer_args(run_dir, resume)], env)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -10,7 +11,7 @@ from typing import Any, Optional
 import click
 
 from msdoctor.commands.common import (ensure_writable, project_option, resolve_target, split_ids, target_options,
-                                      write_output)
+                                      timeout_options, write_output)
 from msdoctor.model import ExitCode, Status
 
 
@@ -36,7 +37,7 @@ def build_options(
     return Options(
         python=python_path,
         project_dir=(project or Path.cwd()).resolve(),
-        config_path=config.resolve() if config else None,
+        config_path=_absolute(config) if config else None,
         device_target=device_target,
         quick=quick,
         verbose=verbose,
@@ -44,6 +45,14 @@ def build_options(
         live_timeout_s=live_timeout,
         extra=extra or {},
     )
+
+
+def _absolute(path: Path) -> Path:
+    """path.resolve(), or just absolute when it cannot be resolved (a symlink loop: the config reader says so)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return Path(os.path.abspath(path))
 
 
 def make_context(options: Any) -> Any:
@@ -94,10 +103,7 @@ def training_config_options(fn: Any) -> Any:
                    "Env: MSDOCTOR_NO_REDACT=1.")
 @click.option("--quick", is_flag=True, help="Skip live probes that import MindSpore or transformers.")
 @click.option("--no-plugins", is_flag=True, help="Load only msdoctor's own checks (also: MSDOCTOR_DISABLE_PLUGIN_AUTOLOAD=1).")
-@click.option("--probe-timeout", type=float, default=30.0, show_default=True, metavar="SECONDS",
-              help="The most the interpreter probe may take.")
-@click.option("--live-timeout", type=float, default=120.0, show_default=True, metavar="SECONDS",
-              help="The most the live probe (imports, device init, matmul) may take; device init can hang on a busy NPU.")
+@timeout_options
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: auto, honours NO_COLOR).")
 @click.option("-v", "--verbose", is_flag=True, help="Show details, evidence and tracebacks.")
 @training_config_options

@@ -37,6 +37,38 @@ def project_option(help: str = "The project directory (default: the current dire
                         help=help)
 
 
+class Seconds(click.ParamType):
+    """A positive, finite number of seconds (refuses -1, 0, nan, inf with exit 2)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> float:
+        import math
+
+        try:
+            out = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(out) or out <= 0:
+            self.fail(f"{value!r} is not a positive, finite number of seconds", param, ctx)
+        return out
+
+
+def timeout_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--probe-timeout / --live-timeout: how long the target's probes may take (check, train)."""
+
+    @click.option("--probe-timeout", type=Seconds(), default=30.0, show_default=True, metavar="SECONDS",
+                  help="The most the interpreter probe may take.")
+    @click.option("--live-timeout", type=Seconds(), default=120.0, show_default=True, metavar="SECONDS",
+                  help="The most the live probe (imports, device init, matmul) may take; device init can hang on a "
+                       "busy NPU.")
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def resolve_target(python: Optional[str], conda_env: Optional[str]) -> str:
     """The absolute path of the interpreter selected by --python / --conda-env."""
     from msdoctor.facts.target import TargetError, conda_env_python, resolve_python

@@ -15,16 +15,11 @@ from msdoctor.model import ExitCode
 
 
 def _read_log(path: Path) -> Path:
+    """The log's path once it is known to be a readable regular file (UserError, exit 2, otherwise)."""
+    from msdoctor.inputs import open_regular
+
     path = path.expanduser()
-    if not path.exists():
-        raise UserError(f"--log {path}: no such file", "pass the path of the log to scan")
-    if path.is_dir():
-        raise UserError(f"--log {path}: is a directory", "pass a log file inside it")
-    try:
-        with open(path, "rb"):
-            pass
-    except OSError as exc:
-        raise UserError(f"--log {path}: cannot read: {exc.strerror or exc}", "make the file readable") from None
+    open_regular(path, label="--log ").close()
     return path
 
 

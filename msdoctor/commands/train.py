@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import click
 
-from msdoctor.commands.common import resolve_target, target_options
+from msdoctor.commands.common import resolve_target, target_options, timeout_options
 from msdoctor.errors import UserError
 
 LOG_TAIL_LINES = 40
@@ -51,6 +51,20 @@ def run_directory(cfg: Any) -> Path:
     return Path(cfg.runtime.output_dir or Path("runs") / cfg.name).expanduser().resolve()
 
 
+def refuse_unwritable(run_dir: Path) -> None:
+    """The run directory must be creatable and writable: say so before the checks run, not after (exit 2)."""
+    probe = run_dir
+    while not probe.exists():
+        if probe.is_symlink() or probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise UserError(f"--output-dir {run_dir}: {probe} is a file, not a directory",
+                        "choose an output directory whose parents are directories")
+    if probe.is_dir() and not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(f"--output-dir {run_dir}: {probe} is not writable", "choose a directory you can write to")
+
+
 def refuse_stale(run_dir: Path, resume: bool) -> None:
     """A run directory with checkpoints belongs to an earlier run: continue it or pick another."""
     ckpts = run_dir / "checkpoints"
@@ -59,18 +73,19 @@ def refuse_stale(run_dir: Path, resume: bool) -> None:
                         "continue it with --resume, or start a new run with --output-dir DIR")
 
 
-def gate(python: str, facts: Any, verbose: bool) -> Any:
-    """Every registered check that applies, with the config as context."""
+def gate(python: str, facts: Any, verbose: bool, probe_timeout: float = 30.0, live_timeout: float = 120.0) -> Any:
+    """Every registered check that applies, with the config as context, in the environment the trainer gets."""
     from msdoctor.commands.check import build_options
     from msdoctor.context import Context
     from msdoctor.doctor import Selection, diagnose
     from msdoctor.facts.config import CONFIG
     from msdoctor.plugins import autoload_disabled
     from msdoctor.render.console import progress
+    from msdoctor.training.launch import environment
 
     # device target: None, so the checks read it from the config and say so
-    options = build_options(python, None, facts.path, None, False, verbose, 30.0)
-    ctx = Context(options, facts={CONFIG.name: facts})
+    options = build_options(python, None, facts.path, None, False, verbose, probe_timeout, live_timeout=live_timeout)
+    ctx = Context(options, facts={CONFIG.name: facts}, environ=environment(python, os.environ))
     with progress("msdoctor: checking the environment before training"):
         return diagnose(ctx, Selection(plugins=not autoload_disabled()))
 
@@ -185,9 +200,11 @@ def explain_failure(files: list[Path], python: str, config: Optional[Path] = Non
 @click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
               help="Run directory (default: runtime.output_dir, else runs/<config name>).")
 @click.option("--data", multiple=True, metavar="GLOB", help="Train on these text files instead of data.paths.")
+@timeout_options
 @click.option("-v", "--verbose", is_flag=True, help="Show check details and evidence.")
 def train(python: Optional[str], conda_env: Optional[str], config: Path, resume: bool, max_steps: Optional[int],
-          output_dir: Optional[Path], data: tuple[str, ...], verbose: bool) -> int:
+          output_dir: Optional[Path], data: tuple[str, ...], probe_timeout: float, live_timeout: float,
+          verbose: bool) -> int:
     """Check the environment against the config, then run the reference pretraining.
 
     Any check that fails or errors stops here: the report is printed and written to the run
@@ -209,6 +226,7 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
     facts = resolve_config(config, max_steps, data, output_dir)
     cfg = facts.run
     run_dir = run_directory(cfg)
+    refuse_unwritable(run_dir)
     refuse_stale(run_dir, resume)
     click.echo(f"msdoctor train: {cfg.name} ({facts.path}) -> {run_dir}")
     click.echo(f"  global batch {cfg.global_batch} sequences = micro {cfg.train.micro_batch_size} x data parallel "
@@ -217,7 +235,7 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
     for w in warnings(cfg):
         click.echo(f"  warning: {w}")
 
-    diagnosis = gate(target, facts, verbose)
+    diagnosis = gate(target, facts, verbose, probe_timeout, live_timeout)
     report = diagnosis.report
     render("terminal", report, sys.stdout, RenderOptions(verbose=verbose))
     run_dir.mkdir(parents=True, exist_ok=True)
