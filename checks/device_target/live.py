@@ -45,7 +45,7 @@ def missing_libraries(message: str) -> list[tuple[str, str]]:
     from msdoctor.explain import explain_lines, load_catalogue
 
     entries = [e for e in load_catalogue() if e.id == "shared-library-missing"]
-    out = []
+    out: list[tuple[str, str]] = []
     for line in (message or "").splitlines():
         line = line.strip()
         if not line.startswith(_LOAD_PREFIX) or " failed." not in line:
