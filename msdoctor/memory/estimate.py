@@ -213,6 +213,29 @@ def gather_dtype_bytes(s: Setup) -> int:
     return DTYPE_BYTES[s.param_dtype]
 
 
+def _gathered(s: Setup, sp: StageParams, level: int, small: float, weight_bytes: int) -> tuple[float, str]:
+    """What the all-gathers hold next to the own shards (the AllGather's output is a whole tensor)."""
+    fw, n = s.framework, sp.params
+    ms = fw == "mindspore"
+    gb = gather_dtype_bytes(s)
+    gdt = {2: "16-bit", 4: "fp32"}.get(gb, f"{gb} B")
+    cast = f"; {GATHER_AFTER_CAST}" if ms and gb < weight_bytes else ""
+    if level >= 3 or (ms and level >= 1 and s.comm_recompute):
+        unit = sp.largest_tensor if fw == "deepspeed" else sp.largest_unit
+        why_free = ("level3: gathered again before backward" if level >= 3 and ms else
+                    "parallel_optimizer_comm_recompute: gathered again in backward" if ms else
+                    "ZeRO-3: gathered per block")
+        return (min(n - small, 2 * unit) * gb,
+                f"two {'tensors' if fw == 'deepspeed' else 'blocks'} of {round(unit):,} params gathered at a time x "
+                f"{gb} B ({gdt}), freed per layer ({why_free}){cast}")
+    if ms and level >= 1:
+        return ((n - small) * gb,
+                f"{round(n - small):,} params x {gb} B ({gdt}): the all-gathered weights are kept from forward to "
+                "backward in graph mode (set parallel_optimizer_comm_recompute or optimizer_level level3 to free "
+                f"them per layer){cast}")
+    return 0.0, ""
+
+
 def state_components(m: ModelShape, s: Setup, sp: StageParams) -> list[Component]:
     """Weights, gathered weights, gradients, master, optimizer states, accumulation buffer."""
     wd = widths(s)
@@ -242,24 +265,7 @@ def state_components(m: ModelShape, s: Setup, sp: StageParams) -> list[Component
     b, note = part(wd.weights, level >= 3 or (ms and level >= 1))
     src = f"; {MS_LEVEL_SOURCE[level]}" if ms and level else ""
     out.append(Component("parameters", "parameters", round(b), f"{pn} x {wd.weights} B ({s.param_dtype}){note}{src}"))
-    # gathered weights: the all-gather's output is a whole tensor next to the own shard
-    gathered, gwhy = 0.0, ""
-    gb = gather_dtype_bytes(s)
-    gdt = {2: "16-bit", 4: "fp32"}.get(gb, f"{gb} B")
-    if level >= 3 or (ms and level >= 1 and s.comm_recompute):
-        unit = sp.largest_tensor if fw == "deepspeed" else sp.largest_unit
-        block = min(n - small, 2 * unit)
-        gathered = block * gb
-        why_free = ("level3: gathered again before backward" if level >= 3 and ms else
-                    "parallel_optimizer_comm_recompute: gathered again in backward" if ms else
-                    "ZeRO-3: gathered per block")
-        gwhy = (f"two {'tensors' if fw == 'deepspeed' else 'blocks'} of {round(unit):,} params gathered at a time x {gb} B ({gdt}), "
-                f"freed per layer ({why_free})" + (f"; {GATHER_AFTER_CAST}" if ms and gb < wd.weights else ""))
-    elif ms and level >= 1:
-        gathered = (n - small) * gb
-        gwhy = (f"{round(n - small):,} params x {gb} B ({gdt}): the all-gathered weights are kept from forward to "
-                "backward in graph mode (set parallel_optimizer_comm_recompute or optimizer_level level3 to free "
-                "them per layer)" + (f"; {GATHER_AFTER_CAST}" if gb < wd.weights else ""))
+    gathered, gwhy = _gathered(s, sp, level, small, wd.weights)
     if gathered:
         out.append(Component("gathered_parameters", "gathered weights", round(gathered), gwhy))
     # gradients: a sliced MindSpore weight's gradient is its slice (the AllGather's backward is a
@@ -409,6 +415,39 @@ def layer_plan(s: Setup, stage: int, layers: int) -> tuple[int, int, int]:
     return full, max(0, sel - full), max(0, comm - full)
 
 
+def _io_components(m: ModelShape, s: Setup, stage: int, unit: Setup, flight: float) -> list[Component]:
+    """Token ids and embedding mask on the first stage; head inputs and logits on the last."""
+    p, t = s.pipeline_stages, s.tensor_parallel
+    seq = unit.seq_length / s.context_parallel
+    b, h = s.micro_batch_size, m.hidden_size
+    sbh = seq * b * h
+    scale = DTYPE_BYTES[s.precision] / 2
+    tr = t if (s.sequence_parallel and t > 1) else 1
+    out: list[Component] = []
+    extras, parts = 0.0, []
+    if stage == 0:
+        ids = flight * 8 * seq * b
+        extras += ids
+        parts.append(f"int64 token ids 8*{seq:g}*{b} x {flight:g}")
+        if m.dropout:
+            extras += flight * sbh / tr
+            parts.append(f"embedding dropout mask {seq:g}*{b}*{h}/{tr} x {flight:g}")
+    if stage == p - 1:
+        extras += 2 * (2 * scale * sbh / tr)
+        parts.append(f"final-norm and output-layer inputs 2 x {2 * scale:g}*{seq:g}*{b}*{h}/{tr}")
+    if extras:
+        out.append(Component("embedding_io", "embedding / head inputs", round(extras), " + ".join(parts),
+                             "activation"))
+    if stage == p - 1:
+        v = m.padded_vocab(t)
+        cb = DTYPE_BYTES[s.precision]
+        logits = (cb + 4) * seq * b * v / t
+        out.append(Component("logits", "logits / loss buffers", round(logits),
+                             f"({cb} B {s.precision} logits + 4 B fp32 softmax for the cross-entropy) x s*b*V/t = "
+                             f"{cb + 4}*{seq:g}*{b}*{v}/{t}", "activation"))
+    return out
+
+
 def activation_components(m: ModelShape, s: Setup, stage: int, layers: int,
                           cache: Optional[dict] = None) -> list[Component]:
     cache = cache if cache is not None else {}
@@ -422,11 +461,7 @@ def activation_components(m: ModelShape, s: Setup, stage: int, layers: int,
         return cache[key]
 
     p, t = s.pipeline_stages, s.tensor_parallel
-    seq = unit.seq_length / s.context_parallel
-    b, h = s.micro_batch_size, m.hidden_size
-    sbh = seq * b * h
-    scale = DTYPE_BYTES[s.precision] / 2
-    tr = t if (s.sequence_parallel and t > 1) else 1
+    b = s.micro_batch_size
     flight = in_flight(s, stage)
     full_n, sel_n, comm_n = layer_plan(s, stage, layers)
     none_n = layers - full_n - sel_n
@@ -459,27 +494,7 @@ def activation_components(m: ModelShape, s: Setup, stage: int, layers: int,
         out.append(Component("seqpipe_kv_cache", "SeqPipe K/V caches", round(layers * kv),
                              f"{layers} layers x 4 x b*(g/t)*s*d*{DTYPE_BYTES[s.precision]} = 4*{b}*{m.kv_heads}/{t}"
                              f"*{s.seq_length}*{m.head_width} (key/value caches and their gradients)", "activation"))
-    extras, parts = 0.0, []
-    if stage == 0:
-        ids = flight * 8 * seq * b
-        extras += ids
-        parts.append(f"int64 token ids 8*{seq:g}*{b} x {flight:g}")
-        if m.dropout:
-            extras += flight * sbh / tr
-            parts.append(f"embedding dropout mask {seq:g}*{b}*{h}/{tr} x {flight:g}")
-    if stage == p - 1:
-        extras += 2 * (2 * scale * sbh / tr)
-        parts.append(f"final-norm and output-layer inputs 2 x {2 * scale:g}*{seq:g}*{b}*{h}/{tr}")
-    if extras:
-        out.append(Component("embedding_io", "embedding / head inputs", round(extras), " + ".join(parts),
-                             "activation"))
-    if stage == p - 1:
-        v = m.padded_vocab(t)
-        cb = DTYPE_BYTES[s.precision]
-        logits = (cb + 4) * seq * b * v / t
-        out.append(Component("logits", "logits / loss buffers", round(logits),
-                             f"({cb} B {s.precision} logits + 4 B fp32 softmax for the cross-entropy) x s*b*V/t = "
-                             f"{cb + 4}*{seq:g}*{b}*{v}/{t}", "activation"))
+    out += _io_components(m, s, stage, unit, flight)
     return out
 
 

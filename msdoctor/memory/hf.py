@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from typing import Optional
 
 from msdoctor.docfile import Document
 from msdoctor.memory import keys as K
@@ -12,19 +12,10 @@ from msdoctor.memory.spec import ModelShape, Setup
 from msdoctor.training.config import ConfigError, Problem
 
 
-def from_hf(doc: Document) -> Source:
-    """A Hugging Face config.json: the model only; batch, sequence and layout come from options.
-
-    Defaults filled in (each listed in ``notes``): sequence = max_position_embeddings,
-    micro-batch 1, no parallelism, bf16 compute with fp32 weights (MindSpore mixed
-    precision), AdamW, no recompute, flash attention.
-    """
-    r = Reader(doc)
-    notes: list[str] = []
+def _unknown(doc: Document) -> tuple[list[Problem], list[Problem]]:
+    """Unknown top-level keys (with a did-you-mean), and those that look like a typo of a key read."""
     unknown: list[Problem] = []
     relevant: list[Problem] = []
-    if not isinstance(doc.data, dict):
-        raise ConfigError(doc.path, [Problem((), "a config.json must be a JSON object")])
     for key in doc.data:
         if key in K.HF_KNOWN or key.endswith("_config") or key.startswith("_"):
             continue
@@ -34,70 +25,91 @@ def from_hf(doc: Document) -> Source:
         unknown.append(problem)
         if hint:
             relevant.append(problem)
+    return unknown, relevant
+
+
+def _moe(r: Reader) -> tuple[int, int, Optional[int]]:
+    """(experts, experts per token, per-expert FFN size) of a mixture-of-experts config.json."""
+    experts = 0
+    for key in K.HF_MOE_KEYS:
+        value, keys = r.find((), (key,))
+        if isinstance(value, int) and value > 1:
+            experts = value
+            r.origins["num_experts"] = keys
+    chosen = r.int("experts_per_token", (), ("num_experts_per_tok",), 1) or 1
+    moe_ffn = r.int("ffn_size", (), ("moe_intermediate_size",)) if experts else None
+    return experts, chosen, moe_ffn
+
+
+def _model(r: Reader, doc: Document, notes: list) -> tuple[Optional[ModelShape], int]:
+    """The model shape (None when a required key is missing) and max_position_embeddings."""
     top = ()
-    layers = r.int("num_layers", top, ("num_hidden_layers", "n_layer", "num_layers"))
-    hidden = r.int("hidden_size", top, ("hidden_size", "n_embd", "d_model"))
-    heads = r.int("num_heads", top, ("num_attention_heads", "n_head"))
-    vocab = r.int("vocab_size", top, ("vocab_size",))
-    for name, value, key in (("layers", layers, "num_hidden_layers"), ("hidden size", hidden, "hidden_size"),
-                             ("heads", heads, "num_attention_heads"), ("vocabulary", vocab, "vocab_size")):
-        if value is None:
-            r.problems.append(Problem((key,), f"is missing: the estimate needs the {name}", None, None))
-    kv = r.int("num_kv_heads", top, ("num_key_value_heads", "num_kv_heads"))
+    ints = {name: r.int(name, top, names) for name, names in K.HF_INTS.items()}
+    for name, what in (("num_layers", "layers"), ("hidden_size", "hidden size"), ("num_heads", "heads"),
+                       ("vocab_size", "vocabulary")):
+        if ints[name] is None:
+            r.problems.append(Problem((K.HF_INTS[name][0],), f"is missing: the estimate needs the {what}", None, None))
+    kv = ints["num_kv_heads"]
     if kv is None and r.bool("multi_query", top, ("multi_query",), False):
         kv = 1
     model_type = str(doc.data.get("model_type") or "")
     act_raw, act_keys = r.find(top, ("hidden_act", "activation_function"))
-    ffn = r.int("ffn_size", top, ("intermediate_size", "n_inner", "ffn_dim"))
     gelu = act_raw is not None and "gelu" in str(act_raw).lower()
-    activation = "gelu" if gelu or (act_raw is None and model_type in ("gpt2", "gpt_neox", "gptj")) else "swiglu"
+    activation = "gelu" if gelu or (act_raw is None and model_type in K.HF_GELU_TYPES) else "swiglu"
     if act_keys:
         r.origins["activation"] = act_keys
-    max_pos = r.int("seq_length", top, ("max_position_embeddings", "n_positions", "seq_length"))
-    learned_positions = model_type in ("gpt2", "gpt_bigcode", "opt") and max_pos
+    max_pos = ints["seq_length"] or 0
     tie_default = K.HF_TIE_DEFAULT.get(model_type, K.HF_TIE_DEFAULT_REMOTE.get(model_type, K.HF_TIE_FALLBACK))
     tie = r.bool("tie_embeddings", top, ("tie_word_embeddings",), tie_default)
     if "tie_embeddings" not in r.origins:
         notes.append(f"tie_word_embeddings not set: {tie_default} for model_type {model_type or '(none)'} "
                      "(the transformers config class default)")
     bias = (r.bool("bias", top, ("mlp_bias",), False)
-            or r.bool("bias", top, ("bias",), model_type in ("gpt2", "gpt_neox", "gptj", "gpt_bigcode")))
+            or r.bool("bias", top, ("bias",), model_type in K.HF_BIAS_TYPES))
     qkv_bias = r.bool("qkv_bias", top, ("attention_bias",), model_type in K.HF_QKV_BIAS)
-    layernorm = r.find(top, ("layer_norm_eps", "layer_norm_epsilon"))[1] is not None
-    head_dim = r.int("head_dim", top, ("head_dim",))
-    dropout = max(r.number("dropout", top, (k,), 0.0) for k in ("hidden_dropout", "resid_pdrop", "embd_pdrop"))
-    attention_dropout = max(r.number("attention_dropout", top, (k,), 0.0) for k in ("attention_dropout",
-                                                                                     "attn_pdrop"))
-    qk_norm = model_type.startswith("qwen3") or r.bool("qk_norm", top, ("qk_norm",), False)
-    experts = 0
-    for key in K.HF_MOE_KEYS:
-        value, keys = r.find(top, (key,))
-        if isinstance(value, int) and value > 1:
-            experts = value
-            r.origins["num_experts"] = keys
-    chosen = r.int("experts_per_token", top, ("num_experts_per_tok",), 1) or 1
-    moe_ffn = r.int("ffn_size", top, ("moe_intermediate_size",)) if experts else None
+    dropout = max(r.number("dropout", top, (k,), 0.0) for k in K.HF_DROPOUT)
+    attention_dropout = max(r.number("attention_dropout", top, (k,), 0.0) for k in K.HF_ATTENTION_DROPOUT)
+    experts, chosen, moe_ffn = _moe(r)
     if r.problems:
-        raise ConfigError(doc.path, r.problems)
+        return None, max_pos
+    ffn = moe_ffn or ints["ffn_size"]
     if ffn is None:
         notes.append("no intermediate_size: " + ("4 x hidden" if activation == "gelu" else "the Llama rule")
                      + " assumed")
-    model = ModelShape(
-        num_layers=layers, hidden_size=hidden, num_heads=heads, vocab_size=vocab, num_kv_heads=kv, ffn_size=ffn,
-        activation=activation, head_dim=head_dim, tie_embeddings=tie, bias=bias, qkv_bias=qkv_bias,
-        norm="layernorm" if layernorm else "rmsnorm", qk_norm=qk_norm,
-        position_embeddings=max_pos if learned_positions else 0, dropout=dropout > 0,
-        attention_dropout=attention_dropout > 0, num_experts=experts, experts_per_token=chosen,
-    )
-    if moe_ffn:
-        model = replace(model, ffn_size=moe_ffn)
     if experts:
         notes.append(f"mixture of experts: {experts} experts, {chosen} per token"
                      + (" (shared experts and dense layers not modelled)" if "n_shared_experts" in doc.data else ""))
-    seq = max_pos or 0
+    model = ModelShape(
+        num_layers=ints["num_layers"], hidden_size=ints["hidden_size"], num_heads=ints["num_heads"],
+        vocab_size=ints["vocab_size"], num_kv_heads=kv, ffn_size=ffn, activation=activation,
+        head_dim=ints["head_dim"], tie_embeddings=tie, bias=bias, qkv_bias=qkv_bias,
+        norm="layernorm" if r.find(top, K.HF_LAYERNORM_EPS)[1] is not None else "rmsnorm",
+        qk_norm=model_type.startswith("qwen3") or r.bool("qk_norm", top, ("qk_norm",), False),
+        position_embeddings=max_pos if model_type in K.HF_LEARNED_POSITIONS else 0, dropout=dropout > 0,
+        attention_dropout=attention_dropout > 0, num_experts=experts, experts_per_token=chosen,
+    )
+    return model, max_pos
+
+
+def from_hf(doc: Document) -> Source:
+    """A Hugging Face config.json: the model only; batch, sequence and layout come from options.
+
+    Defaults filled in (each listed in ``notes``): sequence = max_position_embeddings,
+    micro-batch 1, no parallelism, bf16 compute with fp32 weights (MindSpore mixed
+    precision), AdamW, no recompute, flash attention; tie_word_embeddings as the model
+    type's transformers config class declares it.
+    """
+    if not isinstance(doc.data, dict):
+        raise ConfigError(doc.path, [Problem((), "a config.json must be a JSON object")])
+    r = Reader(doc)
+    notes: list[str] = []
+    unknown, relevant = _unknown(doc)
+    model, seq = _model(r, doc, notes)
+    if r.problems or model is None:
+        raise ConfigError(doc.path, r.problems)
     notes.append(f"a config.json has no training setup: sequence {seq or '(none: pass --seq-length)'} "
                  "(max_position_embeddings), micro-batch 1, no parallelism, bf16 compute with fp32 weights, "
                  "AdamW, no recompute, flash attention assumed unless given on the command line")
     setup = Setup(seq_length=seq, precision="bf16", param_dtype="fp32")
-    origins = dict(r.origins)
-    return Source(doc.path, "hf", model, setup, None, None, None, origins, unknown, relevant, notes, dict(doc.lines))
+    return Source(doc.path, "hf", model, setup, None, None, None, dict(r.origins), unknown, relevant, notes,
+                  dict(doc.lines))

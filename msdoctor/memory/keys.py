@@ -133,6 +133,24 @@ residual_multiplier
 """.split())
 
 HF_KNOWN = HF_READ | HF_IGNORED
+
+#: config.json integer fields: estimator field -> key names across model families (first present wins)
+HF_INTS = {
+    "num_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "hidden_size": ("hidden_size", "n_embd", "d_model"),
+    "num_heads": ("num_attention_heads", "n_head"),
+    "vocab_size": ("vocab_size",),
+    "num_kv_heads": ("num_key_value_heads", "num_kv_heads"),
+    "ffn_size": ("intermediate_size", "n_inner", "ffn_dim"),
+    "head_dim": ("head_dim",),
+    "seq_length": ("max_position_embeddings", "n_positions", "seq_length"),
+}
+HF_GELU_TYPES = ("gpt2", "gpt_neox", "gptj")  # GeLU when the config names no activation
+HF_BIAS_TYPES = ("gpt2", "gpt_neox", "gptj", "gpt_bigcode")  # biases in every linear layer
+HF_LEARNED_POSITIONS = ("gpt2", "gpt_bigcode", "opt")  # a learned n_positions x h table
+HF_LAYERNORM_EPS = ("layer_norm_eps", "layer_norm_epsilon")  # LayerNorm (weight + bias), else RMSNorm
+HF_DROPOUT = ("hidden_dropout", "resid_pdrop", "embd_pdrop")
+HF_ATTENTION_DROPOUT = ("attention_dropout", "attn_pdrop")
 HF_MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 
 

@@ -268,6 +268,55 @@ def _model(r: Reader, doc: Document, fam: str, notes: list) -> Optional[ModelSha
     )
 
 
+def _seq_length(r: Reader, doc: Document, defaults: dict, notes: list) -> int:
+    seq = r.int("seq_length", MC, ("seq_length",))
+    if seq is None and defaults["seq_length"]:
+        seq = defaults["seq_length"]
+        notes.append(f"model_config.seq_length not set: {seq} (the mcore TransformerConfig default)")
+    if seq is None:
+        seq = r.int("seq_length", MC, ("max_position_embeddings",))
+    if seq is None:
+        r.problems.append(Problem(MC + ("seq_length",), "is missing: the estimate needs the sequence length",
+                                  None, doc.line_of(*MC)))
+    return seq or 0
+
+
+def _moe(r: Reader, model: Optional[ModelShape], notes: list) -> Optional[ModelShape]:
+    """moe_config: expert_num experts, num_experts_chosen per token, capacity_factor."""
+    experts = r.int("num_experts", ("moe_config",), ("expert_num",), 0) or 0
+    if model is None or experts <= 1:
+        return model
+    chosen = r.int("experts_per_token", ("moe_config",), ("num_experts_chosen",), 1) or 1
+    cf = r.number("capacity_factor", ("moe_config",), ("capacity_factor",), 1.0)
+    notes.append(f"mixture of experts: {experts} experts, {chosen} per token, capacity factor {cf:g}; expert "
+                 f"weights split over expert_parallel, routed activations x{chosen * max(1.0, cf):g}")
+    return replace(model, num_experts=experts, experts_per_token=chosen, capacity_factor=cf)
+
+
+def _layout(r: Reader, fam: str, defaults: dict, flash: bool, notes: list) -> dict:
+    """parallel_config, parallel (optimizer, pipeline scheduler) and recompute_config, as Setup fields."""
+    par = {name: r.int(name, PC, (key,), default) for name, (key, default) in K.MF_PARALLEL_INTS.items()}
+    vocab_dp = r.bool("embedding_tp_sharded", PC, ("vocab_emb_dp",), defaults["vocab_emb_dp"])
+    if fam == "mcore" and vocab_dp:
+        vocab_dp = False
+        notes.append("vocab_emb_dp is ignored by mcore models (MindFormers turns it off): embedding and output "
+                     "layer are counted TP-sharded")
+    sched = scheduler(r, par["pipeline_stages"] or 1, notes)
+    if sched == "seqpipe" and (par["seq_split_num"] or 1) > 1 and not flash:
+        notes.append("SeqPipe needs flash attention (MindFormers raises 'Seq pipe must using flash attention')")
+    out = dict(par, seq_split_num=par["seq_split_num"] or 1, pipeline_scheduler=sched,
+               sequence_parallel=r.bool("sequence_parallel", PC, ("use_seq_parallel",), False),
+               embedding_tp_sharded=not vocab_dp,
+               expert_parallel=r.int("expert_parallel", PC, ("expert_parallel",), 1) or 1,
+               virtual_pipeline_chunks=r.int("virtual_pipeline_chunks", MC, ("pp_interleave_num",), 1) or 1,
+               stage_offsets=_offsets(r, notes),
+               micro_batch_size=r.int("micro_batch_size", ("runner_config",), ("batch_size",), 1),
+               grad_accumulation=r.int("grad_accumulation", ("runner_config",), ("gradient_accumulation_steps",), 1))
+    out.update(parallel_optimizer(r, notes))
+    out.update(recompute(r, notes))
+    return out
+
+
 def from_mindformers(doc: Document, pretrained_model_dir: Optional[str] = None) -> Source:
     """A MindFormers YAML (legacy or mcore field names; see the module docstring)."""
     r = Reader(doc)
@@ -279,66 +328,29 @@ def from_mindformers(doc: Document, pretrained_model_dir: Optional[str] = None) 
         unknown_keys(doc, path, known, unknown, relevant, True)
     fam = family(r)
     defaults = K.MF_FAMILY_DEFAULTS[fam]
-    problems_before = len(r.problems)
     hf = _pretrained(r, doc, pretrained_model_dir, notes)
-    if len(r.problems) > problems_before:
+    if r.problems:
         raise ConfigError(doc.path, r.problems)
     model = hf.model if hf is not None else _model(r, doc, fam, notes)
-    seq = r.int("seq_length", MC, ("seq_length",))
-    if seq is None and defaults["seq_length"]:
-        seq = defaults["seq_length"]
-        notes.append(f"model_config.seq_length not set: {seq} (the mcore TransformerConfig default)")
-    if seq is None:
-        seq = r.int("seq_length", MC, ("max_position_embeddings",))
-    if seq is None:
-        r.problems.append(Problem(MC + ("seq_length",), "is missing: the estimate needs the sequence length",
-                                  None, doc.line_of(*MC)))
+    seq = _seq_length(r, doc, defaults, notes)
     compute = r.dtype("precision", MC, K.MF_DTYPE_KEYS["precision"], defaults["precision"])
     param = r.dtype("param_dtype", MC, K.MF_DTYPE_KEYS["param_dtype"], defaults["param_dtype"])
     if "param_dtype" not in r.origins:
         notes.append(f"weights dtype not set: {defaults['param_dtype']} assumed (the {fam} config default)")
     flash = r.bool("flash_attention", MC, ("use_flash_attention",), defaults["flash_attention"])
-    vpp = r.int("virtual_pipeline_chunks", MC, ("pp_interleave_num",), 1) or 1
-    offsets = _offsets(r, notes)
-    par = {name: r.int(name, PC, (key,), default) for name, (key, default) in K.MF_PARALLEL_INTS.items()}
-    sp = r.bool("sequence_parallel", PC, ("use_seq_parallel",), False)
-    vocab_dp = r.bool("embedding_tp_sharded", PC, ("vocab_emb_dp",), defaults["vocab_emb_dp"])
-    if fam == "mcore" and vocab_dp:
-        vocab_dp = False
-        notes.append("vocab_emb_dp is ignored by mcore models (MindFormers turns it off): embedding and output "
-                     "layer are counted TP-sharded")
-    popt = parallel_optimizer(r, notes)
-    rec = recompute(r, notes)
-    sched = scheduler(r, par["pipeline_stages"] or 1, notes)
-    if sched == "seqpipe" and (par["seq_split_num"] or 1) > 1 and not flash:
-        notes.append("SeqPipe needs flash attention (MindFormers raises 'Seq pipe must using flash attention')")
-    mbs = r.int("micro_batch_size", ("runner_config",), ("batch_size",), 1)
-    ga = r.int("grad_accumulation", ("runner_config",), ("gradient_accumulation_steps",), 1)
+    layout = _layout(r, fam, defaults, flash, notes)
     opt, state_dtype = optimizer(r, param, notes)
     target_raw, target_keys = r.find(("context",), ("device_target",))
     target = target_of(target_raw)
     if target_keys:
         r.origins["device_target"] = target_keys
     cap = cap_of(r, ("context",), ("max_device_memory",))
-    experts = r.int("num_experts", ("moe_config",), ("expert_num",), 0) or 0
-    if model is not None and experts > 1:
-        chosen = r.int("experts_per_token", ("moe_config",), ("num_experts_chosen",), 1) or 1
-        cf = r.number("capacity_factor", ("moe_config",), ("capacity_factor",), 1.0)
-        model = replace(model, num_experts=experts, experts_per_token=chosen, capacity_factor=cf)
-        notes.append(f"mixture of experts: {experts} experts, {chosen} per token, capacity factor {cf:g}; expert "
-                     f"weights split over expert_parallel, routed activations x{chosen * max(1.0, cf):g}")
-    ep = r.int("expert_parallel", PC, ("expert_parallel",), 1) or 1
+    model = _moe(r, model, notes)
     if r.problems or model is None:
         raise ConfigError(doc.path, r.problems)
-    setup = Setup(
-        seq_length=seq or 0, micro_batch_size=mbs, grad_accumulation=ga, data_parallel=par["data_parallel"],
-        tensor_parallel=par["tensor_parallel"], pipeline_stages=par["pipeline_stages"],
-        context_parallel=par["context_parallel"], micro_batch_num=par["micro_batch_num"],
-        virtual_pipeline_chunks=vpp, sequence_parallel=sp, precision=compute, param_dtype=param, optimizer=opt,
-        optimizer_state_dtype=state_dtype, flash_attention=flash and target != "CPU",
-        embedding_tp_sharded=not vocab_dp, stage_offsets=offsets, framework="mindspore",
-        pipeline_scheduler=sched, seq_split_num=par["seq_split_num"] or 1, expert_parallel=ep, **popt, **rec,
-    )
+    setup = Setup(seq_length=seq, precision=compute, param_dtype=param, optimizer=opt,
+                  optimizer_state_dtype=state_dtype, flash_attention=flash and target != "CPU",
+                  framework="mindspore", **layout)
     origins = dict(hf.origins) if hf is not None else {}
     origins.update(r.origins)
     return Source(doc.path, "mindformers", model, setup, target, cap, None, origins, unknown, relevant, notes,
