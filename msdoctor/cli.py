@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "vscode": ("msdoctor.commands.vscode:vscode", "VS Code tasks with a problem matcher (vscode init)."),
     "fix-kernel": ("msdoctor.commands.fix_kernel:fix_kernel", "Make Jupyter and VS Code run the target interpreter."),
     "train": ("msdoctor.commands.train:train", "Run the checks, then the reference pretraining only if all pass."),
+    "preflight": ("msdoctor.commands.preflight:preflight", "Check every rank of a multi-node job through msrun (or --plan before it)."),
 }
 
 

@@ -1,0 +1,235 @@
+"""``msdoctor preflight``: check every rank of a multi-node job through msrun, before the job spends its queue time.
+
+Three ways to run it (docs/preflight.md):
+
+- as the msrun task, the same line on every node (only --node_rank differs)::
+
+    msrun --worker_num 4 --local_worker_num 2 --master_addr A --master_port P --node_rank R --join True \\
+          --cluster_time_out 120 --log_dir LOGS python -m msdoctor preflight --out OUT
+
+- ``msdoctor preflight --plan --worker-num 4 --local-worker-num 2 --master-addr A --master-port P --node-rank R``
+  on each node before msrun: no collectives, about a second;
+- ``msdoctor preflight --launch ...`` (the same options): runs the msrun line above on this node, bounded,
+  and prints the verdict; ``msdoctor train`` does this before a multi-node training.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from msdoctor.commands.common import resolve_target
+from msdoctor.errors import UserError
+from msdoctor.model import ExitCode, Status
+
+
+def _size(text: Optional[str]) -> Optional[int]:
+    if text is None:
+        return None
+    from msdoctor.memory.units import parse_size
+
+    try:
+        return int(parse_size(text))
+    except Exception:
+        raise UserError(f"not a size: {text!r}", "write it like 4KiB, 16MiB or 1GiB") from None
+
+
+def msrun_args(cfg: Any, worker_num: Optional[int], local_worker_num: Optional[int], master_addr: Optional[str],
+               master_port: Optional[int], node_rank: Optional[int], cluster_time_out: Optional[int]) -> Any:
+    """The msrun arguments from the options, else the training config's runtime section."""
+    from msdoctor.preflight.plan import MsrunArgs
+
+    rt = cfg.runtime if cfg is not None else None
+    wn = worker_num if worker_num is not None else (rt.device_num if rt else None)
+    nodes = rt.num_nodes if rt else 1
+    lwn = local_worker_num if local_worker_num is not None else (wn // nodes if wn and rt else None)
+    addr = master_addr or (rt.master_addr if rt else None)
+    missing = [n for n, v in (("--worker-num", wn), ("--local-worker-num", lwn), ("--master-addr", addr)) if v is None]
+    if missing:
+        raise UserError(f"{', '.join(missing)} needed (or a --config whose runtime section has them)",
+                        "msdoctor preflight --plan --worker-num 4 --local-worker-num 2 --master-addr 10.0.0.1 "
+                        "--master-port 18118 --node-rank 0")
+    return MsrunArgs(worker_num=int(wn), local_worker_num=int(lwn), master_addr=str(addr),  # type: ignore[arg-type]
+                     master_port=master_port if master_port is not None else (rt.master_port if rt else 8118),
+                     node_rank=node_rank if node_rank is not None else (rt.node_rank if rt else 0),
+                     cluster_time_out=cluster_time_out if cluster_time_out is not None else
+                     (rt.cluster_time_out if rt else 600))
+
+
+def _load_cfg(config: Optional[Path]) -> Any:
+    if config is None:
+        return None
+    from msdoctor.facts.config import load_config
+
+    facts = load_config(config)
+    return facts.run if facts.kind == "msdoctor" else None
+
+
+@click.command("preflight")
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("preflight-out"),
+              show_default=True, metavar="DIR", help="Where rank 0 (and the first rank of each node) writes "
+              "preflight-report.json.")
+@click.option("--config", type=click.Path(path_type=Path, exists=True, dir_okay=False), metavar="FILE",
+              help="The training config: its precision and sharding decide which collectives and dtypes are needed.")
+@click.option("--device-target", type=click.Choice(["Ascend", "GPU", "CPU"]), help="Default: MindSpore's choice.")
+@click.option("--format", "fmt", type=click.Choice(["terminal", "junit", "github"]), default="terminal",
+              show_default=True, help="Also write the cluster result as JUnit XML or GitHub annotations (into --out).")
+@click.option("--min-bytes", metavar="SIZE", help="Smallest size of the bandwidth sweep (CPU 4KiB, devices 1MiB).")
+@click.option("--max-bytes", metavar="SIZE", help="Largest size of the sweep (CPU 4MiB, devices 1GiB).")
+@click.option("--iters", type=click.IntRange(1, 1000), default=3, show_default=True, help="Timed iterations per size.")
+@click.option("--warmup", type=click.IntRange(0, 100), default=1, show_default=True, help="Untimed iterations first.")
+@click.option("--matmul-size", type=click.IntRange(16, 32768), help="Matmul probe size n (CPU 512, devices 4096).")
+@click.option("--straggler-ratio", type=click.FloatRange(0.05, 1.0), default=0.7, show_default=True,
+              help="A rank below this fraction of the median matmul GFLOP/s is a straggler.")
+@click.option("--baseline", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="busbw baseline (JSON, or an earlier preflight-report.json) for pass/warn/fail.")
+@click.option("--python", "python", metavar="PATH", help="The job's interpreter: every rank must run it "
+              "(and with --plan: `python` on PATH must be it). Default: this one.")
+@click.option("--no-node-check", is_flag=True, help="Skip `msdoctor check --quick` on the first rank of each node.")
+@click.option("--plan", is_flag=True, help="Before msrun, on this node: arguments, master address, port, devices, "
+              "interpreter. No collectives.")
+@click.option("--launch", is_flag=True, help="Run the msrun line on this node (bounded) and print the verdict.")
+@click.option("--worker-num", type=click.IntRange(1), help="--plan/--launch: msrun --worker_num (all nodes).")
+@click.option("--local-worker-num", type=click.IntRange(1), help="--plan/--launch: workers on this node.")
+@click.option("--master-addr", metavar="ADDR", help="--plan/--launch: the master node's address.")
+@click.option("--master-port", type=click.IntRange(1, 65535), help="--plan/--launch: the scheduler's port.")
+@click.option("--node-rank", type=click.IntRange(0), help="--plan/--launch: this node's rank.")
+@click.option("--cluster-time-out", type=click.IntRange(1), help="--plan/--launch: msrun --cluster_time_out seconds.")
+@click.option("--log-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
+              help="--launch: msrun --log_dir (default OUT/msrun_log).")
+@click.option("--json", "as_json", is_flag=True, help="--plan: print the findings as JSON.")
+def preflight(out: Path, config: Optional[Path], device_target: Optional[str], fmt: str, min_bytes: Optional[str],
+              max_bytes: Optional[str], iters: int, warmup: int, matmul_size: Optional[int], straggler_ratio: float,
+              baseline: Optional[Path], python: Optional[str], no_node_check: bool, plan: bool, launch: bool,
+              worker_num: Optional[int], local_worker_num: Optional[int], master_addr: Optional[str],
+              master_port: Optional[int], node_rank: Optional[int], cluster_time_out: Optional[int],
+              log_dir: Optional[Path], as_json: bool) -> int:
+    """Check every rank of a multi-node job through msrun: versions, env, HCCL timeouts, collectives, bandwidth.
+
+    \b
+    On every node (only --node_rank differs):
+      msrun --worker_num 4 --local_worker_num 2 --master_addr 10.0.0.1 --master_port 18118 \\
+            --node_rank R --join True --cluster_time_out 120 --log_dir LOGS \\
+            python -m msdoctor preflight --out OUT
+    Before that, on every node (about a second):
+      msdoctor preflight --plan --worker-num 4 --local-worker-num 2 --master-addr 10.0.0.1 \\
+            --master-port 18118 --node-rank R
+
+    Exit codes: 0 every check passed, 1 something failed (every rank exits 1, so msrun --join True
+    returns non-zero on every node), 2 bad usage.
+    """
+    if plan and launch:
+        raise UserError("--plan and --launch are two different runs", "give one of them")
+    if os.environ.get("MS_ROLE") in ("MS_WORKER", "MS_SCHED") and not (plan or launch):
+        return _task(out, config, device_target, fmt, min_bytes, max_bytes, iters, warmup, matmul_size,
+                     straggler_ratio, baseline, python, no_node_check)
+    cfg = _load_cfg(config)
+    target = resolve_target(python, None)
+    args = msrun_args(cfg, worker_num, local_worker_num, master_addr, master_port, node_rank, cluster_time_out)
+    dt = device_target or (cfg.runtime.device_target if cfg is not None else None) or _guess_target()
+    if plan:
+        return _plan(args, dt, target, as_json)
+    if launch:
+        task_args = _task_args(config, device_target, fmt, min_bytes, max_bytes, iters, warmup, matmul_size,
+                               straggler_ratio, baseline, target, no_node_check)
+        return run_launch(target, args, out, log_dir or out / "msrun_log", task_args)
+    raise UserError("msdoctor preflight runs under msrun (the same line on every node), or with --plan / --launch",
+                    "msrun --worker_num 4 --local_worker_num 2 --master_addr A --master_port P --node_rank R "
+                    "--join True --log_dir LOGS python -m msdoctor preflight --out OUT   (see msdoctor preflight -h)")
+
+
+def _guess_target() -> str:
+    import glob
+
+    if glob.glob("/dev/davinci[0-9]*"):
+        return "Ascend"
+    if glob.glob("/dev/nvidia[0-9]*"):
+        return "GPU"
+    return "CPU"
+
+
+def _task_args(config: Optional[Path], device_target: Optional[str], fmt: str, min_bytes: Optional[str],
+               max_bytes: Optional[str], iters: int, warmup: int, matmul_size: Optional[int], straggler_ratio: float,
+               baseline: Optional[Path], python: Optional[str], no_node_check: bool) -> list[str]:
+    out: list[str] = []
+    for flag, value in (("--config", config and Path(config).resolve()), ("--device-target", device_target),
+                        ("--format", fmt), ("--min-bytes", min_bytes), ("--max-bytes", max_bytes),
+                        ("--iters", iters), ("--warmup", warmup), ("--matmul-size", matmul_size),
+                        ("--straggler-ratio", straggler_ratio), ("--baseline", baseline and Path(baseline).resolve()),
+                        ("--python", python)):
+        if value is not None:
+            out += [flag, str(value)]
+    return out + (["--no-node-check"] if no_node_check else [])
+
+
+def _task(out: Path, config: Optional[Path], device_target: Optional[str], fmt: str, min_bytes: Optional[str],
+          max_bytes: Optional[str], iters: int, warmup: int, matmul_size: Optional[int], straggler_ratio: float,
+          baseline: Optional[Path], python: Optional[str], no_node_check: bool) -> int:
+    from msdoctor.preflight.bandwidth import BaselineError, load_baseline
+    from msdoctor.preflight.ranktask import TaskOptions, main
+
+    if baseline is not None:
+        try:
+            load_baseline(baseline)  # a bad baseline is exit 2 on every rank before init, not a hang
+        except BaselineError as exc:
+            raise UserError(str(exc), "pass a JSON file {\"busbw_gbs\": {\"world/AllReduce/1048576\": 12.3}} or an "
+                                      "earlier preflight-report.json") from None
+    opts = TaskOptions(out=out.resolve(), config=config.resolve() if config else None, device_target=device_target,
+                       fmt=fmt, min_bytes=_size(min_bytes), max_bytes=_size(max_bytes), iters=iters, warmup=warmup,
+                       matmul_size=matmul_size, straggler_ratio=straggler_ratio, baseline=baseline,
+                       expected_python=python, node_check=not no_node_check)
+    # a normal exit: a worker that skips MindSpore's teardown (os._exit) is "timed out" for the scheduler, which
+    # then fails and makes msrun on node 0 exit 1 (observed on MindSpore 2.7.0)
+    return main(opts)
+
+
+def _plan(args: Any, device_target: str, python: str, as_json: bool) -> int:
+    import time
+
+    from msdoctor.preflight.plan import check
+
+    t0 = time.monotonic()
+    res = check(args, device_target=device_target, expected_python=python)
+    took = time.monotonic() - t0
+    if as_json:
+        from msdoctor.render.json_report import finding_dict
+
+        click.echo(json.dumps({"args": args.as_dict(), "device_target": device_target, "status": res.status.value,
+                               "seconds": round(took, 3), "findings": [finding_dict(f) for f in res.findings]},
+                              indent=1, default=str))
+    else:
+        click.echo(f"msdoctor preflight --plan: node_rank {args.node_rank}, {args.local_worker_num} of "
+                   f"{args.worker_num} workers, master {args.master_addr}:{args.master_port} ({took:.2f} s)")
+        for f in res.findings:
+            click.echo(f"  [{f.status.value:^5}] {f.title}")
+            if f.status is not Status.PASS:
+                if f.detail:
+                    click.echo(f"          {f.detail}")
+                if f.fix:
+                    click.echo(f"          fix: {f.fix}")
+    return int(ExitCode.PROBLEMS if res.status >= Status.FAIL else ExitCode.OK)
+
+
+def run_launch(python: str, args: Any, out: Path, log_dir: Path, task_args: list[str]) -> int:
+    from msdoctor.preflight.cluster import table
+    from msdoctor.preflight.launch import run
+
+    out = out.resolve()
+    click.echo(f"msdoctor preflight: msrun on node_rank {args.node_rank} ({args.local_worker_num} of {args.worker_num} "
+               f"workers, master {args.master_addr}:{args.master_port}, --cluster_time_out {args.cluster_time_out})")
+    res = run(python, args, log_dir.resolve(), out, task_args, os.environ)
+    rep = res.report
+    if rep is not None and rep.get("cluster_formed") is not False and "cluster" in rep:
+        click.echo(table(rep))
+    if res.summary:
+        click.echo(f"msdoctor preflight: {res.summary}", err=True)
+    ok = res.returncode == 0 and rep is not None and rep.get("exit_code") == 0
+    click.echo(f"msdoctor preflight: {'passed' if ok else 'FAILED'} in {res.seconds:.0f} s (msrun exit "
+               f"{res.returncode if not res.timed_out else 'stopped'}; report {out / 'preflight-report.json'}; "
+               f"logs {res.log_dir})", err=not ok)
+    return int(ExitCode.OK if ok else ExitCode.PROBLEMS)

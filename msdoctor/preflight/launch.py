@@ -1,0 +1,98 @@
+"""Run the preflight through msrun on this node, bounded, and read what it left behind.
+
+The msrun line is the one a user would type on each node (only --node_rank differs)::
+
+    msrun --worker_num 4 --local_worker_num 2 --master_addr A --master_port P --node_rank R --join True \\
+          --cluster_time_out T --log_dir LOGS python -m msdoctor preflight --out OUT [--config train.yaml]
+
+msrun runs in its own process group, killed with everything it started when the bound passes or
+msdoctor is interrupted (msdoctor.proc). When the cluster does not form, the scheduler's log
+(LOGS/scheduler.log, on node_rank 0) names the nodes that never registered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from .plan import MsrunArgs
+
+#: seconds allowed on top of --cluster_time_out for msrun to start its processes and give up
+#: (imports of MindSpore on a loaded host: 10-30 s observed on 2 cores), and for the checks themselves
+FORM_MARGIN_S = 90
+
+
+@dataclass
+class LaunchResult:
+    returncode: Optional[int]
+    timed_out: bool
+    seconds: float
+    report: Optional[dict]
+    summary: str
+    msrun_output: str
+    log_dir: Path
+
+
+def msrun_argv(python: str, args: MsrunArgs, log_dir: Path, task_args: list[str]) -> list[str]:
+    from msdoctor.training.launch import msrun_command
+
+    return [*msrun_command(python), f"--worker_num={args.worker_num}", f"--local_worker_num={args.local_worker_num}",
+            f"--master_addr={args.master_addr}", f"--master_port={args.master_port}", f"--node_rank={args.node_rank}",
+            f"--log_dir={log_dir}", "--join=True", f"--cluster_time_out={args.cluster_time_out}",
+            "python", "-m", "msdoctor", "preflight", *task_args]
+
+
+def environment(python: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The target's bin first on PATH (msrun starts `python` from PATH); MindSpore's C++ warnings off."""
+    env = dict(environ)
+    env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
+    env.setdefault("GLOG_v", "3")
+    return env
+
+
+def run(python: str, args: MsrunArgs, log_dir: Path, out: Path, task_args: list[str],
+        environ: Mapping[str, str], work_timeout: float = 600.0) -> LaunchResult:
+    from msdoctor import proc
+
+    from .schedlog import read
+
+    report_path = out / "preflight-report.json"
+    if report_path.exists():
+        report_path.unlink()  # a stale report from an earlier run must not pass for this one
+    log_dir.mkdir(parents=True, exist_ok=True)
+    sched_log = log_dir / "scheduler.log"
+    if sched_log.exists():
+        sched_log.unlink()
+    argv = msrun_argv(python, args, log_dir, ["--out", str(out), *task_args])
+    bound = args.cluster_time_out + FORM_MARGIN_S + work_timeout
+    started = time.monotonic()
+    res = proc.run(argv, timeout=bound, env=environment(python, environ))
+    seconds = time.monotonic() - started
+    report = None
+    if report_path.is_file():
+        try:
+            report = json.loads(report_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            report = None
+    summary = ""
+    if report is None or report.get("cluster_formed") is False:
+        if sched_log.is_file():
+            summary = read(sched_log).summary(args.local_worker_num, args.worker_num)
+        elif args.node_rank != 0:
+            summary = ("the cluster did not form or this node's ranks failed; node_rank 0's "
+                       f"{log_dir.name}/scheduler.log names the nodes that never registered")
+        else:
+            summary = "msrun ended without a preflight report"
+        if res.timed_out:
+            summary += f"; msrun was stopped after {bound:.0f} s"
+    output = (res.stdout or "") + (res.stderr or "")
+    return LaunchResult(res.returncode, res.timed_out, seconds, report, summary, output, log_dir)
+
+
+def describe(result: LaunchResult) -> dict[str, Any]:
+    return {"returncode": result.returncode, "timed_out": result.timed_out, "seconds": round(result.seconds, 1),
+            "summary": result.summary, "log_dir": str(result.log_dir)}

@@ -1,0 +1,245 @@
+"""``msdoctor preflight --plan``: what can be known on one node before msrun starts, in about a second.
+
+No collectives and no MindSpore import: the msrun arguments add up, the master address is this
+host's (node_rank 0, where msrun starts the scheduler: ``_is_local_ip`` in
+mindspore/parallel/cluster/process_entity/_utils.py) or reachable from here, the master port is free
+(MindSpore itself only says "Failed to init the tcp server", observed on 2.7.0) and who holds it,
+local_worker_num fits the visible devices, and ``python`` on PATH (what msrun starts) is the job's
+interpreter.
+"""
+
+from __future__ import annotations
+
+import errno
+import glob
+import os
+import shutil
+import socket
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping, Optional
+
+from msdoctor.model import Finding, Status
+
+
+@dataclass
+class MsrunArgs:
+    worker_num: int
+    local_worker_num: int
+    master_addr: str
+    master_port: int
+    node_rank: int
+    cluster_time_out: int = 600
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class PlanResult:
+    args: MsrunArgs
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def status(self) -> Status:
+        from msdoctor.model import worst
+
+        return worst(f.status for f in self.findings)
+
+
+def local_addresses() -> set[str]:
+    import psutil
+
+    out = {"127.0.0.1", "::1"}
+    for addrs in psutil.net_if_addrs().values():
+        for a in addrs:
+            if a.family in (socket.AF_INET, socket.AF_INET6):
+                out.add(a.address.split("%")[0])
+    return out
+
+
+def resolve(addr: str) -> Optional[str]:
+    try:
+        return socket.gethostbyname(addr)
+    except OSError:
+        return None
+
+
+def port_holder(port: int) -> Optional[dict[str, Any]]:
+    """The process listening on a TCP port (pid, name, command line), from psutil; None when unknown."""
+    import psutil
+
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except (psutil.AccessDenied, OSError):
+        conns = []
+    for c in conns:
+        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port:
+            info: dict[str, Any] = {"pid": c.pid, "address": f"{c.laddr.ip}:{c.laddr.port}"}
+            if c.pid:
+                try:
+                    p = psutil.Process(c.pid)
+                    info.update(name=p.name(), cmdline=" ".join(p.cmdline())[:300], user=p.username())
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    pass
+            return info
+    return None
+
+
+def bind_test(addr: str, port: int) -> Optional[int]:
+    """None when addr:port can be bound now, else the errno."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((addr, port))
+        return None
+    except OSError as exc:
+        return exc.errno or -1
+    finally:
+        s.close()
+
+
+def reachable(addr: str, port: int, timeout: float = 1.0) -> tuple[bool, str]:
+    """Whether a TCP SYN to addr:port gets an answer: accepted, or refused (the host answered: nothing listens yet)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect((addr, port))
+        return True, "a process accepts connections there (the scheduler is up)"
+    except ConnectionRefusedError:
+        return True, "the host answered (connection refused: nothing listens yet, as expected before msrun)"
+    except socket.timeout:
+        return False, f"no answer within {timeout:g} s (a firewall, a wrong address or a down link)"
+    except OSError as exc:
+        return False, os.strerror(exc.errno) if exc.errno else str(exc)
+    finally:
+        s.close()
+
+
+def visible_devices(device_target: str, env: Mapping[str, str]) -> tuple[Optional[int], str]:
+    """How many devices this node's workers can use, and from what."""
+    if device_target == "Ascend":
+        chips = sorted(glob.glob("/dev/davinci[0-9]*"))
+        vis = env.get("ASCEND_RT_VISIBLE_DEVICES")
+        if vis:
+            return len([x for x in vis.split(",") if x.strip()]), f"ASCEND_RT_VISIBLE_DEVICES={vis}"
+        return len(chips), f"{len(chips)} /dev/davinci* device files"
+    if device_target == "GPU":
+        gpus = sorted(glob.glob("/dev/nvidia[0-9]*"))
+        vis = env.get("CUDA_VISIBLE_DEVICES")
+        if vis is not None and vis.strip() != "":
+            return len([x for x in vis.split(",") if x.strip()]), f"CUDA_VISIBLE_DEVICES={vis}"
+        return len(gpus), f"{len(gpus)} /dev/nvidia* device files"
+    return None, "CPU workers share the host's cores"
+
+
+def check(args: MsrunArgs, *, device_target: str, expected_python: Optional[str],
+          env: Optional[Mapping[str, str]] = None) -> PlanResult:
+    env = dict(os.environ if env is None else env)
+    res = PlanResult(args)
+    add = res.findings.append
+    a = args
+
+    # the arguments add up
+    nodes = a.worker_num // a.local_worker_num if a.local_worker_num > 0 else 0
+    if a.local_worker_num <= 0 or a.worker_num <= 0 or a.worker_num % a.local_worker_num:
+        add(Finding.fail(f"--worker_num {a.worker_num} is not a multiple of --local_worker_num {a.local_worker_num}",
+                         detail="msrun numbers ranks node_rank x local_worker_num + local index: every node must start "
+                                "the same number of workers", fix="give every node the same --local_worker_num "
+                                "and --worker_num = nodes x local_worker_num", code="args"))
+    elif not 0 <= a.node_rank < nodes:
+        add(Finding.fail(f"--node_rank {a.node_rank} is outside 0..{nodes - 1}",
+                         detail=f"{a.worker_num} workers / {a.local_worker_num} per node = {nodes} nodes",
+                         fix=f"number the nodes 0..{nodes - 1}, one number per node", code="args"))
+    else:
+        add(Finding.passed(f"{nodes} node(s) x {a.local_worker_num} workers = {a.worker_num}; this is node_rank "
+                           f"{a.node_rank}, ranks {a.node_rank * a.local_worker_num}.."
+                           f"{(a.node_rank + 1) * a.local_worker_num - 1}",
+                           proved="the msrun arguments are consistent on this node", code="args"))
+
+    # the master address
+    ip = resolve(a.master_addr)
+    local = local_addresses()
+    if ip is None:
+        add(Finding.fail(f"--master_addr {a.master_addr} does not resolve", fix="use the master node's IPv4 address",
+                         code="master-addr"))
+    elif a.node_rank == 0:
+        if ip not in local:
+            add(Finding.fail(f"node_rank 0 but --master_addr {a.master_addr} ({ip}) is not an address of this host",
+                             detail="msrun starts the scheduler only where the master address is local; nobody "
+                                    "would start it", fix="run node_rank 0 on the host that owns the master address, "
+                                                          "or give that host's address", code="master-addr"))
+        elif ip.startswith("127.") and nodes > 1:
+            add(Finding.fail(f"--master_addr {a.master_addr} is a loopback address in a {nodes}-node job",
+                             detail="other nodes cannot reach 127.0.0.1 of this host, and every node would think the "
+                                    "master is local and start its own scheduler (observed: the second fails with "
+                                    "\"Failed to init the tcp server\")",
+                             fix="use this host's address on the network the nodes share", code="master-addr"))
+        else:
+            add(Finding.passed(f"--master_addr {a.master_addr} is this host's address",
+                               proved="msrun will start the scheduler here", code="master-addr"))
+    else:
+        if ip in local and not ip.startswith("127."):
+            add(Finding.fail(f"node_rank {a.node_rank} but --master_addr {a.master_addr} is this host",
+                             detail="msrun would start a second scheduler here", fix="run node_rank 0 on this host, "
+                             "or give the master node's address", code="master-addr"))
+        else:
+            ok, why = reachable(ip, a.master_port)
+            add(Finding.passed(f"master {a.master_addr}:{a.master_port} is reachable: {why}",
+                               proved="a TCP connection attempt got an answer", code="master-addr") if ok else
+                Finding.fail(f"master {a.master_addr}:{a.master_port} is not reachable from this host: {why}",
+                             fix="check the address, the route (ip route get " + ip + ") and firewalls between the "
+                                 "nodes", code="master-addr"))
+
+    # the master port (only the master binds it)
+    if a.node_rank == 0 and ip is not None and ip in local:
+        err = bind_test(ip, a.master_port)
+        if err is None:
+            add(Finding.passed(f"port {a.master_port} is free on {ip}", proved="a bind on it succeeded", code="port"))
+        else:
+            holder = port_holder(a.master_port)
+            who = (f"pid {holder.get('pid')} ({holder.get('name', '?')}: {holder.get('cmdline', '')})"
+                   if holder and holder.get("pid") else "another process (run `ss -ltnp` as root to see which)")
+            add(Finding.fail(f"port {a.master_port} on {ip} is taken by {who}",
+                             detail=f"bind: {errno.errorcode.get(err, err)}. The scheduler would fail with \"Failed "
+                                    "to init the tcp server\" and the workers wait until --cluster_time_out",
+                             fix=f"pick another --master_port on every node, or stop pid {holder.get('pid')}"
+                                 if holder and holder.get("pid") else "pick another --master_port on every node",
+                             evidence={"port": a.master_port, "holder": holder}, code="port"))
+
+    # devices
+    count, source = visible_devices(device_target, env)
+    if count is not None and a.local_worker_num > count:
+        add(Finding.fail(f"--local_worker_num {a.local_worker_num} > {count} visible {device_target} devices "
+                         f"({source})", fix=f"--local_worker_num {count} (and --worker_num nodes x {count})",
+                         code="devices"))
+    elif count is not None:
+        add(Finding.passed(f"{a.local_worker_num} workers for {count} visible devices ({source})",
+                           proved="each worker gets its own device", code="devices"))
+    else:
+        cores = os.cpu_count() or 1
+        add(Finding.passed(f"{a.local_worker_num} CPU workers on {cores} cores",
+                           proved="CPU workers need no device", code="devices") if a.local_worker_num <= cores else
+            Finding.warn(f"{a.local_worker_num} CPU workers on {cores} cores", detail="workers will share cores",
+                         code="devices"))
+
+    # the interpreter msrun will start
+    on_path = shutil.which("python", path=env.get("PATH"))
+    if expected_python:
+        same = on_path is not None and _same_interpreter(on_path, expected_python)
+        if same:
+            add(Finding.passed(f"`python` on PATH is the job's interpreter ({on_path})",
+                               proved="msrun starts `python` from PATH, and that is the target", code="python"))
+        else:
+            add(Finding.fail(f"`python` on PATH is {on_path or '(none)'}, not the job's interpreter {expected_python}",
+                             detail="msrun starts every worker as `python` from PATH, not with its own interpreter",
+                             fix=f"export PATH={os.path.dirname(expected_python)}:$PATH before msrun",
+                             code="python"))
+    return res
+
+
+def _same_interpreter(a: str, b: str) -> bool:
+    """The same environment: both in one bin directory (a venv's python is a symlink to the base interpreter, so
+    resolving the file itself would call the system Python and every venv on it the same)."""
+    def where(p: str) -> str:
+        return os.path.realpath(os.path.dirname(os.path.abspath(p)))
+
+    return where(a) == where(b)

@@ -1,0 +1,501 @@
+"""What ``python -m msdoctor preflight`` does on each rank when msrun started it.
+
+Order on a worker: facts before MindSpore is imported (interpreter, versions, environment, where the
+HCCL timeouts come from), the node-level ``msdoctor check --quick`` on the first rank of each node (in a
+thread, while init() waits for the cluster), init(), collective correctness, subgroups, the bandwidth
+sweep, the matmul probe, then every rank's JSON to every rank (:mod:`.wire`). Every rank computes the
+same verdict from the same documents and exits with it; rank 0 writes the report and prints the table.
+
+The scheduler process (MS_ROLE=MS_SCHED) runs this task too: it only calls init(); when the cluster
+does not form it reads its own log (msrun points its stdout at LOGS/scheduler.log) and names the nodes
+that never registered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from . import bandwidth as bw
+from . import patterns
+from .identity import Identity, identify, interesting_env, timeouts
+
+UNSUPPORTED = re.compile(r"Kernel select failed|only support|Unsupported op|unregistered|not support|"
+                         r"Create kernelmod .* failed", re.IGNORECASE)
+
+PACKAGES = ("mindspore", "msdoctor", "numpy", "mindformers", "mindnlp", "transformers", "tokenizers",
+            "safetensors", "protobuf", "te", "hccl", "op-compile-tool")
+
+
+@dataclass
+class TaskOptions:
+    out: Path
+    config: Optional[Path] = None
+    device_target: Optional[str] = None
+    fmt: str = "terminal"
+    min_bytes: Optional[int] = None
+    max_bytes: Optional[int] = None
+    iters: int = 3
+    warmup: int = 1
+    matmul_size: Optional[int] = None
+    straggler_ratio: float = 0.7
+    baseline: Optional[Path] = None
+    expected_python: Optional[str] = None
+    node_check: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def log(msg: str) -> None:
+    print(f"[msdoctor preflight] {msg}", flush=True)
+
+
+# Facts before init ------------------------------------------------------------------------------
+
+def _versions() -> dict[str, Optional[str]]:
+    from importlib import metadata
+
+    out: dict[str, Optional[str]] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def rank_facts(env: dict[str, str]) -> dict[str, Any]:
+    on_path = shutil.which("python", path=env.get("PATH"))
+    return {
+        "python": {"executable": sys.executable, "version": platform.python_version(),
+                   "implementation": platform.python_implementation(), "prefix": sys.prefix,
+                   "python_on_path": on_path, "python_on_path_real": os.path.realpath(on_path) if on_path else None},
+        "packages": _versions(),
+        "env": interesting_env(env),
+        "platform": {"system": platform.system(), "machine": platform.machine(), "release": platform.release()},
+    }
+
+
+def node_check(python: str, config: Optional[Path], device_target: Optional[str]) -> dict[str, Any]:
+    """``msdoctor check --quick`` against this interpreter, as a JSON report (msdoctor diff compares these)."""
+    try:
+        from msdoctor.commands.check import build_options
+        from msdoctor.context import Context
+        from msdoctor.doctor import Selection, diagnose
+        from msdoctor.render.json_report import report_dict
+
+        options = build_options(python, Path.cwd(), config, device_target, True, False, 60.0)
+        rep = diagnose(Context(options), Selection(plugins=False)).report
+        return report_dict(rep)
+    except Exception as exc:  # the node check is one finding; the collectives still run
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+# Collectives -------------------------------------------------------------------------------------
+
+class Comm:
+    """The handful of MindSpore operations the preflight uses, behind one small object."""
+
+    def __init__(self, ms: Any, np: Any, world: int, rank: int) -> None:
+        self.ms, self.np, self.world, self.rank = ms, np, world, rank
+        self.ops = ms.ops
+        self._cache: dict[tuple, Any] = {}
+
+    def _op(self, name: str, group: Optional[str] = None) -> Any:
+        key = (name, group)
+        if key not in self._cache:
+            kw = {"group": group} if group else {}
+            if name == "AllReduce":
+                self._cache[key] = self.ops.AllReduce(self.ops.ReduceOp.SUM, **kw)
+            elif name == "AllGather":
+                self._cache[key] = self.ops.AllGather(**kw)
+            elif name == "ReduceScatter":
+                self._cache[key] = self.ops.ReduceScatter(self.ops.ReduceOp.SUM, **kw)
+            elif name == "Broadcast":
+                self._cache[key] = self.ops.Broadcast(0, **kw)
+        return self._cache[key]
+
+    def tensor(self, values: Any, dtype: str) -> Any:
+        arr = self.np.asarray(values, dtype=self.np.float32)
+        t = self.ms.Tensor(arr)
+        return t.astype(getattr(self.ms, dtype)) if dtype != "float32" else t
+
+    def run(self, op: str, values: Any, dtype: str, group: Optional[str] = None) -> Any:
+        out = self._op(op, group)(self.tensor(values, dtype) if op != "Broadcast" else (self.tensor(values, dtype),))
+        if op == "Broadcast":
+            out = out[0]
+        return out
+
+    def to_list(self, t: Any) -> list[float]:
+        return [float(x) for x in t.astype(self.ms.float32).asnumpy().reshape(-1)]
+
+    def barrier(self) -> None:
+        """A 1-element AllReduce: ``comm_func.barrier`` has no CPU kernel (observed: "Unsupported op [Barrier] on CPU")."""
+        self.run("AllReduce", [1.0], "float32").asnumpy()
+
+    def allgather_int32(self, words: Any) -> list[int]:
+        arr = self.np.asarray(list(words), dtype=self.np.int32)
+        out = self._op("AllGather")(self.ms.Tensor(arr))
+        return [int(x) for x in out.asnumpy().reshape(-1)]
+
+    def allgather_floats(self, values: list[float]) -> list[float]:
+        out = self._op("AllGather")(self.tensor(values, "float32"))
+        return [float(x) for x in out.asnumpy().reshape(-1)]
+
+
+def required_collectives(config: Optional[Path], world: int) -> list[tuple[str, str, bool, str]]:
+    """(op, dtype, required, why) for this job: always AllReduce/AllGather float32 and Broadcast; the config adds
+    its precision's dtype and optimizer sharding's ReduceScatter/AllGather."""
+    need: list[tuple[str, str, bool, str]] = [
+        ("AllReduce", "float32", True, "gradient AllReduce (data parallel)"),
+        ("AllGather", "float32", True, "parameter/statistics gather"),
+        ("Broadcast", "float32", True, "initial weights from rank 0"),
+    ]
+    precision, sharding = "fp32", "none"
+    if config is not None:
+        try:
+            from msdoctor.facts.config import load_config
+
+            cfg = load_config(config).run
+            if cfg is not None:
+                precision, sharding = cfg.train.precision, cfg.parallel.optimizer_sharding
+        except Exception:  # a config the trainer cannot read is checked by `msdoctor check --config`
+            pass
+    half = {"bf16": "bfloat16", "fp16": "float16"}.get(precision)
+    for dtype in ("float16", "bfloat16"):
+        required = dtype == half
+        why = f"train.precision = {precision}" if required else "informational"
+        need.append(("AllReduce", dtype, required, why))
+        need.append(("AllGather", dtype, required, why))
+    shard = sharding != "none"
+    need.append(("ReduceScatter", "float32", shard,
+                 f"parallel.optimizer_sharding = {sharding}" if shard else "informational"))
+    if shard and half:
+        need.append(("ReduceScatter", half, True, f"optimizer_sharding = {sharding} with {precision}"))
+    return need
+
+
+def check_collective(comm: Comm, op: str, dtype: str) -> dict[str, Any]:
+    case = {"AllReduce": lambda: patterns.allreduce_sum(comm.rank, comm.world),
+            "AllGather": lambda: patterns.allgather(comm.rank, comm.world, dtype),
+            "Broadcast": lambda: patterns.broadcast(comm.rank, comm.world),
+            "ReduceScatter": lambda: patterns.reducescatter_sum(comm.rank, comm.world)}[op]()
+    started = time.perf_counter()
+    try:
+        got = comm.to_list(comm.run(op, case.inputs, dtype))
+    except Exception as exc:
+        msg = " ".join(str(exc).split())[:600]
+        status = "unsupported" if UNSUPPORTED.search(msg) else "error"
+        return {"op": op, "dtype": dtype, "status": status, "detail": f"{type(exc).__name__}: {_first_line(msg)}"}
+    wrong = patterns.explain(case, got, comm.world)
+    return {"op": op, "dtype": dtype, "status": "wrong" if wrong else "ok", "detail": wrong,
+            "seconds": round(time.perf_counter() - started, 4)}
+
+
+def _first_line(msg: str) -> str:
+    """The informative part of a MindSpore error (they run on with separators and a C++ call stack)."""
+    msg = re.sub(r"(Kernel select failed:)\s*-{8,}", r"\1", msg)
+    msg = re.split(r" -{8,}| node: @|C\+\+ Call Stack", msg, maxsplit=1)[0]
+    return msg.strip()[:300]
+
+
+def subgroups(comm: Comm, ident: Identity, peers: list[dict], backend: str) -> list[dict[str, Any]]:
+    """intra-node (the ranks of one node) and inter-node (one rank per node, same local index) groups."""
+    from mindspore.communication import create_group
+
+    by_node: dict[Any, list[int]] = {}
+    for p in peers:
+        by_node.setdefault(p["node_rank"], []).append(p["rank"])
+    if len(by_node) < 2:
+        return [{"group": "inter-node", "status": "skip", "detail": "one node: no inter-node link to measure"}]
+    out = []
+    plans = []
+    mine = [p for p in peers if p["rank"] == comm.rank][0]
+    intra = sorted(by_node[mine["node_rank"]])
+    if len(intra) > 1:
+        plans.append(("intra-node", f"msdoctor_intra_{mine['node_rank']}", intra))
+    inter = sorted(p["rank"] for p in peers if p["local_index"] == mine["local_index"])
+    plans.append(("inter-node", f"msdoctor_inter_{mine['local_index']}", inter))
+    for kind, name, ranks in plans:
+        try:
+            create_group(name, ranks)
+            case = patterns.allreduce_sum(ranks.index(comm.rank), len(ranks))
+            got = comm.to_list(comm.run("AllReduce", case.inputs, "float32", group=name))
+            wrong = patterns.explain(case, got, len(ranks))
+            out.append({"group": kind, "name": name, "ranks": ranks, "status": "wrong" if wrong else "ok",
+                        "detail": wrong or f"AllReduce(SUM) on {name} {ranks} correct"})
+        except Exception as exc:
+            msg = " ".join(str(exc).split())
+            status = "unsupported" if UNSUPPORTED.search(msg) else "error"
+            out.append({"group": kind, "name": name, "ranks": ranks, "status": status,
+                        "detail": f"{backend}: {_first_line(msg)}"})
+    return out
+
+
+def sweep(comm: Comm, sizes: list[int], iters: int, warmup: int, group: str = "world") -> list[dict[str, Any]]:
+    """Each rank times its own iterations; the slowest rank's time per size counts (nccl-tests)."""
+    np = comm.np
+    rows = []
+    for op in ("AllReduce", "AllGather"):
+        for size in sizes:
+            elems = size // 4 if op == "AllReduce" else max(1, size // 4 // comm.world)
+            x = comm.ms.Tensor(np.ones(elems, dtype=np.float32))
+            f = comm._op(op)
+            for _ in range(warmup):
+                f(x).asnumpy()
+            comm.barrier()
+            t0 = time.perf_counter()
+            out = None
+            for _ in range(iters):
+                out = f(x)
+            if out is not None:
+                out.asnumpy()  # waits for the device (PyNative launches asynchronously on Ascend/GPU)
+            mine = (time.perf_counter() - t0) / max(iters, 1)
+            times = comm.allgather_floats([mine])
+            total = size if op == "AllReduce" else elems * 4 * comm.world
+            rows.append(bw.row(group, op, total, times).as_dict())
+    return rows
+
+
+def matmul_probe(ms: Any, np: Any, n: int, dtype: str, iters: int = 5) -> dict[str, Any]:
+    try:
+        a = ms.Tensor(np.random.default_rng(0).standard_normal((n, n)).astype(np.float32))
+        if dtype != "float32":
+            a = a.astype(getattr(ms, dtype))
+        ms.ops.matmul(a, a).asnumpy()
+        t0 = time.perf_counter()
+        out = None
+        for _ in range(iters):
+            out = ms.ops.matmul(a, a)
+        out.asnumpy()
+        t = (time.perf_counter() - t0) / iters
+        return {"n": n, "dtype": dtype, "seconds": t, "gflops": 2.0 * n ** 3 / t / 1e9}
+    except Exception as exc:
+        return {"n": n, "dtype": dtype, "gflops": None, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+
+
+# The task ----------------------------------------------------------------------------------------
+
+def own_log() -> Optional[Path]:
+    """The file msrun pointed this process's stdout at (LOGS/scheduler.log for the scheduler), if any."""
+    try:
+        target = os.readlink("/proc/self/fd/1")
+    except OSError:
+        return None
+    p = Path(target)
+    return p if p.is_file() else None
+
+
+def run_scheduler(opts: TaskOptions, ident: Identity) -> int:
+    from mindspore.communication import init
+
+    try:
+        init()
+        return 0
+    except Exception as exc:
+        from .schedlog import read
+
+        path = own_log()
+        log(f"the cluster did not form: {_first_line(' '.join(str(exc).split()))}")
+        if path is not None:
+            sched = read(path)
+            line = sched.summary(expected=ident.world_size)
+            log(line)
+            if sched.missing_ranks(ident.world_size) and sched.registered or not sched.registered and sched.failed:
+                # the cluster never formed: no worker wrote a report, this is the one (an abnormal end after the
+                # workers' report leaves theirs)
+                write_json(opts.out / "preflight-report.json", failure_doc(ident, line, sched))
+        return 1
+
+
+def failure_doc(ident: Identity, line: str, sched: Any) -> dict[str, Any]:
+    from msdoctor import __version__
+
+    from .cluster import PREFLIGHT_SCHEMA_VERSION
+
+    return {"schema_version": PREFLIGHT_SCHEMA_VERSION, "kind": "msdoctor-preflight", "msdoctor_version": __version__,
+            "status": "fail", "exit_code": 1, "cluster_formed": False, "summary": line,
+            "missing": {"ranks": sched.missing_ranks(ident.world_size),
+                        "nodes": {str(k): v for k, v in sched.missing_nodes(None, ident.world_size).items()},
+                        "registered": [r.__dict__ for r in sched.registered], "expected": sched.expected or ident.world_size},
+            "scheduler_log": sched.path}
+
+
+def redactor(docs: Any = ()) -> Any:
+    """Secrets (from every rank's environment) and home paths masked; host names kept: they name the nodes."""
+    from msdoctor.redact import Redactor
+
+    envs = [((d.get("facts") or {}).get("env") or {}) for d in docs if isinstance(d, dict)]
+    return Redactor.for_environment(os.environ, more_environs=envs, hosts=())
+
+
+def write_json(path: Path, doc: Any, red: Any = None) -> None:
+    from msdoctor.fsutil import atomic_write
+
+    red = red or redactor()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, json.dumps(red.value(doc), indent=1, default=str, ensure_ascii=False) + "\n", backup=False)
+
+
+def run_worker(opts: TaskOptions, ident: Identity, env0: dict[str, str]) -> int:
+    t_start = time.time()
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t_start))
+    facts = rank_facts(env0)
+    checker: Optional[threading.Thread] = None
+    check_box: dict[str, Any] = {}
+    if ident.first_on_node and opts.node_check:
+        def _check() -> None:
+            check_box["report"] = node_check(sys.executable, opts.config, opts.device_target)
+        checker = threading.Thread(target=_check, name="node-check", daemon=True)
+        checker.start()
+
+    import numpy as np
+
+    import mindspore as ms
+    from mindspore.communication import get_group_size, get_rank, init
+
+    if opts.device_target:
+        ms.set_context(device_target=opts.device_target)
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    t_init = time.time()
+    try:
+        init()
+    except Exception as exc:  # the scheduler names the missing nodes; each worker says why it stops
+        log(f"init() failed after {time.time() - t_init:.0f} s: {_first_line(' '.join(str(exc).split()))}; "
+            "the scheduler log names the nodes that never registered (msdoctor explain --log LOGS/scheduler.log)")
+        return 1
+    init_s = time.time() - t_init
+    rank, world = get_rank(), get_group_size()
+    target = ms.get_context("device_target")
+    backend = {"Ascend": "hccl", "GPU": "nccl", "CPU": "mccl"}.get(target, target)
+    log(f"rank {rank}/{world} joined in {init_s:.1f} s ({backend})")
+    comm = Comm(ms, np, world, rank)
+
+    # who is where: a first small gather, so that groups are derived from msrun's env on every rank
+    from .wire import gather_json
+
+    me = {"rank": rank, "node_rank": ident.node_rank, "local_index": ident.local_index, "host": socket.gethostname()}
+    peers = gather_json(me, comm.allgather_int32)
+
+    coll = []
+    for op, dtype, required, why in required_collectives(opts.config, world):
+        res = check_collective(comm, op, dtype)
+        res.update(required=required, why=why, group="world")
+        coll.append(res)
+    groups = subgroups(comm, ident, peers, backend) if world > 1 else []
+    lo, hi = bw.DEFAULT_SWEEP.get(target, bw.DEFAULT_SWEEP["CPU"])
+    sizes = bw.sweep_sizes(opts.min_bytes or lo, opts.max_bytes or hi)
+    comm.barrier()
+    rows = sweep(comm, sizes, opts.iters, opts.warmup)
+    for g in groups:  # subgroup bandwidth where the backend runs collectives on subgroups (HCCL/NCCL)
+        if g["status"] == "ok":
+            g["bandwidth"] = _group_sweep(comm, g, sizes, opts)
+    comm.barrier()
+    n = opts.matmul_size or (512 if target == "CPU" else 4096)
+    compute = matmul_probe(ms, np, n, "float32" if target == "CPU" else "float16")
+    if checker is not None:
+        checker.join(timeout=300)
+    after = dict(os.environ)
+    doc = {
+        "rank": rank, "world_size": world, "host": socket.gethostname(), "identity": ident.as_dict(),
+        "worker_ip": after.get("MS_WORKER_IP"), "backend": backend, "device_target": target,
+        "device_id": env0.get("DEVICE_ID"), "init_s": round(init_s, 3), "facts": facts,
+        "timeouts": timeouts(env0, after), "node_check": check_box.get("report") if ident.first_on_node else None,
+        "collectives": coll, "subgroups": groups, "bandwidth": rows, "compute": compute,
+        "seconds_before_gather": round(time.time() - t_start, 3),
+    }
+    docs = gather_json(doc, comm.allgather_int32)
+    return verdict(docs, opts, started_at, time.time() - t_start, rank)
+
+
+def _group_sweep(comm: Comm, g: dict[str, Any], sizes: list[int], opts: TaskOptions) -> list[dict[str, Any]]:
+    rows = []
+    np = comm.np
+    for size in sizes:
+        x = comm.ms.Tensor(np.ones(size // 4, dtype=np.float32))
+        f = comm._op("AllReduce", g["name"])
+        for _ in range(opts.warmup):
+            f(x).asnumpy()
+        comm.barrier()
+        t0 = time.perf_counter()
+        out = None
+        for _ in range(opts.iters):
+            out = f(x)
+        if out is not None:
+            out.asnumpy()
+        mine = (time.perf_counter() - t0) / max(opts.iters, 1)
+        times = comm.allgather_floats([mine])
+        group_times = [times[r] for r in g["ranks"]]
+        rows.append(bw.row(g["group"], "AllReduce", size, group_times).as_dict())
+    return rows
+
+
+def verdict(docs: list[dict], opts: TaskOptions, started_at: str, duration_s: float, rank: int) -> int:
+    from msdoctor import __version__
+
+    from .cluster import Options, build, table
+
+    baseline = None
+    if opts.baseline is not None:
+        baseline = bw.load_baseline(opts.baseline)
+    expected_prefix = None
+    if opts.expected_python:
+        expected_prefix = _prefix_of(opts.expected_python)
+    copts = Options(straggler_ratio=opts.straggler_ratio, baseline=baseline,
+                    baseline_path=str(opts.baseline) if opts.baseline else None,
+                    expected_python_prefix=expected_prefix)
+    # subgroup bandwidth rows join the world rows
+    for g in docs[0].get("subgroups") or []:
+        docs[0].setdefault("bandwidth", []).extend(g.pop("bandwidth", []) or [])
+    doc, report = build(docs, copts, started_at=started_at, duration_s=duration_s, msdoctor_version=__version__)
+    me = next((d for d in docs if d["rank"] == rank), {})
+    first_on_node = (me.get("identity") or {}).get("local_index") == 0
+    if rank == 0 or first_on_node:  # every node gets the report (no shared filesystem needed)
+        red = redactor(docs)
+        write_json(opts.out / "preflight-report.json", doc, red)
+    if rank == 0:
+        redact_text = red.text
+        print(redact_text(table(doc)), flush=True)
+        if opts.fmt in ("junit", "github"):
+            import io
+
+            from msdoctor.render import RenderOptions, render
+
+            buf = io.StringIO()
+            render(opts.fmt, report, buf, RenderOptions())
+            name = "preflight-junit.xml" if opts.fmt == "junit" else "preflight-github.txt"
+            from msdoctor.fsutil import atomic_write
+
+            atomic_write(opts.out / name, redact_text(buf.getvalue()), backup=False)
+            print(redact_text(buf.getvalue()), flush=True)
+    return int(doc["exit_code"])
+
+
+def _prefix_of(python: str) -> Optional[str]:
+    """sys.prefix of an interpreter: this one's when it is the same file, else asked in a subprocess."""
+    if os.path.realpath(python) == os.path.realpath(sys.executable) or python == sys.executable:
+        return sys.prefix
+    from msdoctor.proc import run
+
+    res = run([python, "-I", "-c", "import sys; print(sys.prefix)"], timeout=30)
+    return res.stdout.strip() if res.ok else None
+
+
+def main(opts: TaskOptions, environ: Optional[dict[str, str]] = None) -> int:
+    env0 = dict(os.environ if environ is None else environ)
+    ident = identify(env0)
+    if ident.role == "scheduler":
+        return run_scheduler(opts, ident)
+    return run_worker(opts, ident, env0)
+
+
+Runner = Callable[[TaskOptions], int]

@@ -1,0 +1,132 @@
+"""Which nodes never joined, from msrun's scheduler.log.
+
+When the cluster does not form, msrun prints ``Time out nodes are []`` and names nobody (its
+_analyze_log greps for "node: .* is timed out", which MindSpore 2.7.0 does not write while the topology
+is still being built). The scheduler does log every registration (meta_server_node.cc ProcessRegister,
+observed on MindSpore 2.7.0)::
+
+    The new node: 0(role: MS_WORKER), rank id: 0, device id: 0, hostname: vm, ip: 127.0.0.1 is registered
+    successfully. Currently registered node number: 1, expected node number: 4
+
+so the rank ids that never registered are range(expected) minus the registered ones, and with
+``local_worker_num`` (given, or read from the registered nodes' device ids) their node ranks follow:
+msrun numbers ranks node_rank * local_worker_num + local index.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+REGISTERED = re.compile(
+    r"The new node: (?P<node>[^()\s]+)\(role: (?P<role>\w+)\), rank id: (?P<rank>-?\d+), device id: (?P<device>-?\d+), "
+    r"hostname: (?P<host>[^,]*), ip: (?P<ip>\S+) is registered successfully\. "
+    r"Currently registered node number: (?P<count>\d+), expected node number: (?P<expected>\d+)")
+TOPO_TIMEOUT = re.compile(r"Topology build timed out\., retry\((\d+)/(\d+)\)")
+SCHED_FAILED = "Building networking for MS_SCHED failed"
+TIMED_OUT_NODE = re.compile(r"node: (\S+) is timed out")
+TCP_SERVER = "Failed to init the tcp server"
+
+
+@dataclass
+class Registered:
+    node_id: str
+    role: str
+    rank: int
+    device: int
+    host: str
+    ip: str
+
+
+@dataclass
+class SchedulerLog:
+    path: Optional[str]
+    registered: list[Registered] = field(default_factory=list)
+    expected: Optional[int] = None
+    topology_timeouts: int = 0
+    failed: bool = False
+    timed_out_nodes: list[str] = field(default_factory=list)
+    tcp_server_failed: bool = False
+
+    def missing_ranks(self, expected: Optional[int] = None) -> list[int]:
+        """Rank ids that never registered (``expected``: the world size, when the log names none)."""
+        total = self.expected if self.expected is not None else expected
+        if total is None:
+            return []
+        seen = {r.rank for r in self.registered}
+        return [r for r in range(total) if r not in seen]
+
+    def infer_local_worker_num(self) -> Optional[int]:
+        """Workers per node, when every registered host shows the same count (device ids 0..k-1)."""
+        per_host: dict[str, set[int]] = {}
+        for r in self.registered:
+            per_host.setdefault(f"{r.host}/{r.ip}", set()).add(r.device)
+        sizes = {max(d) + 1 for d in per_host.values() if d}
+        if len(sizes) == 1:
+            k = sizes.pop()
+            if k > 0 and (self.expected is None or self.expected % k == 0):
+                return k
+        return None
+
+    def missing_nodes(self, local_worker_num: Optional[int] = None, expected: Optional[int] = None) -> dict[int, list[int]]:
+        """node_rank -> the rank ids of it that never registered ({} when the node ranks cannot be derived)."""
+        k = local_worker_num or self.infer_local_worker_num()
+        if not k:
+            return {}
+        out: dict[int, list[int]] = {}
+        for r in self.missing_ranks(expected):
+            out.setdefault(r // k, []).append(r)
+        return out
+
+    def summary(self, local_worker_num: Optional[int] = None, expected: Optional[int] = None) -> str:
+        """One line a person can act on."""
+        from .cluster import ranks_text
+
+        if self.tcp_server_failed and not self.registered:
+            return ("the scheduler could not listen on its port (\"Failed to init the tcp server\"): another process "
+                    "holds it; `msdoctor preflight --plan` names the holder")
+        total = self.expected if self.expected is not None else expected
+        if total is None or (not self.registered and not local_worker_num):
+            if self.failed:
+                return "the cluster did not form and no worker ever registered with the scheduler"
+            return "no registration seen in the scheduler log"
+        missing = self.missing_ranks(total)
+        if not missing:
+            return f"all {total} workers registered with the scheduler"
+        nodes = self.missing_nodes(local_worker_num, total)
+        head = f"{len(self.registered)} of {total} workers registered"
+        if nodes:
+            parts = [f"node_rank {n} (ranks {ranks_text(rs)})" for n, rs in sorted(nodes.items())]
+            return f"{head}; never registered: " + ", ".join(parts)
+        return f"{head}; rank ids never registered: {ranks_text(missing)}"
+
+
+def parse(text: str, path: Optional[str] = None) -> SchedulerLog:
+    out = SchedulerLog(path)
+    seen: set[int] = set()
+    for line in text.splitlines():
+        m = REGISTERED.search(line)
+        if m:
+            rank = int(m["rank"])
+            if rank not in seen:
+                seen.add(rank)
+                out.registered.append(Registered(m["node"], m["role"], rank, int(m["device"]), m["host"].strip(),
+                                                 m["ip"]))
+            out.expected = int(m["expected"])
+            continue
+        if TOPO_TIMEOUT.search(line):
+            out.topology_timeouts += 1
+        elif SCHED_FAILED in line:
+            out.failed = True
+        elif TCP_SERVER in line:
+            out.tcp_server_failed = True
+        t = TIMED_OUT_NODE.search(line)
+        if t:
+            out.timed_out_nodes.append(t.group(1))
+    return out
+
+
+def read(path: Path) -> SchedulerLog:
+    return parse(Path(path).read_text(encoding="utf-8", errors="replace"), str(path))
