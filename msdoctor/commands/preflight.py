@@ -128,19 +128,33 @@ def preflight(out: Path, config: Optional[Path], device_target: Optional[str], f
     if os.environ.get("MS_ROLE") in ("MS_WORKER", "MS_SCHED") and not (plan or launch):
         return _task(out, config, device_target, fmt, min_bytes, max_bytes, iters, warmup, matmul_size,
                      straggler_ratio, baseline, python, no_node_check)
+    if not (plan or launch):
+        raise UserError("msdoctor preflight runs under msrun (the same line on every node), or with --plan / --launch",
+                        "msrun --worker_num 4 --local_worker_num 2 --master_addr A --master_port P --node_rank R "
+                        "--join True --log_dir LOGS python -m msdoctor preflight --out OUT   (see msdoctor preflight -h)")
     cfg = _load_cfg(config)
     target = resolve_target(python, None)
     args = msrun_args(cfg, worker_num, local_worker_num, master_addr, master_port, node_rank, cluster_time_out)
     dt = device_target or (cfg.runtime.device_target if cfg is not None else None) or _guess_target()
     if plan:
         return _plan(args, dt, target, as_json)
-    if launch:
-        task_args = _task_args(config, device_target, fmt, min_bytes, max_bytes, iters, warmup, matmul_size,
-                               straggler_ratio, baseline, target, no_node_check)
-        return run_launch(target, args, out, log_dir or out / "msrun_log", task_args)
-    raise UserError("msdoctor preflight runs under msrun (the same line on every node), or with --plan / --launch",
-                    "msrun --worker_num 4 --local_worker_num 2 --master_addr A --master_port P --node_rank R "
-                    "--join True --log_dir LOGS python -m msdoctor preflight --out OUT   (see msdoctor preflight -h)")
+    # --launch: the plan first, then msrun
+    from msdoctor.preflight.plan import check
+
+    planned = check(args, device_target=dt, expected_python=target, env=_launch_env(target))
+    if planned.status >= Status.FAIL:
+        _plan_print(args, planned, 0.0)
+        click.echo("msdoctor preflight: msrun not started: the plan above has problems", err=True)
+        return int(ExitCode.PROBLEMS)
+    task_args = _task_args(config, device_target, fmt, min_bytes, max_bytes, iters, warmup, matmul_size,
+                           straggler_ratio, baseline, target, no_node_check)
+    return run_launch(target, args, out, log_dir or out / "msrun_log", task_args)
+
+
+def _launch_env(python: str) -> dict[str, str]:
+    from msdoctor.preflight.launch import environment
+
+    return environment(python, os.environ)
 
 
 def _guess_target() -> str:
@@ -203,16 +217,20 @@ def _plan(args: Any, device_target: str, python: str, as_json: bool) -> int:
                                "seconds": round(took, 3), "findings": [finding_dict(f) for f in res.findings]},
                               indent=1, default=str))
     else:
-        click.echo(f"msdoctor preflight --plan: node_rank {args.node_rank}, {args.local_worker_num} of "
-                   f"{args.worker_num} workers, master {args.master_addr}:{args.master_port} ({took:.2f} s)")
-        for f in res.findings:
-            click.echo(f"  [{f.status.value:^5}] {f.title}")
-            if f.status is not Status.PASS:
-                if f.detail:
-                    click.echo(f"          {f.detail}")
-                if f.fix:
-                    click.echo(f"          fix: {f.fix}")
+        _plan_print(args, res, took)
     return int(ExitCode.PROBLEMS if res.status >= Status.FAIL else ExitCode.OK)
+
+
+def _plan_print(args: Any, res: Any, took: float) -> None:
+    click.echo(f"msdoctor preflight --plan: node_rank {args.node_rank}, {args.local_worker_num} of "
+               f"{args.worker_num} workers, master {args.master_addr}:{args.master_port} ({took:.2f} s)")
+    for f in res.findings:
+        click.echo(f"  [{f.status.value:^5}] {f.title}")
+        if f.status is not Status.PASS:
+            if f.detail:
+                click.echo(f"          {f.detail}")
+            if f.fix:
+                click.echo(f"          fix: {f.fix}")
 
 
 def run_launch(python: str, args: Any, out: Path, log_dir: Path, task_args: list[str]) -> int:

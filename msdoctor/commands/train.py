@@ -21,7 +21,8 @@ from msdoctor.errors import UserError
 LOG_TAIL_LINES = 40
 
 
-def resolve_config(path: Path, max_steps: Optional[int], data: tuple[str, ...], output_dir: Optional[Path]) -> Any:
+def resolve_config(path: Path, max_steps: Optional[int], data: tuple[str, ...], output_dir: Optional[Path],
+                   runtime: Optional[dict[str, Any]] = None) -> Any:
     """The config file with the command-line overrides applied, validated as a whole (exit 2 lists every problem)."""
     from msdoctor.facts.config import ConfigFacts, load_config
     from msdoctor.training.config import ConfigError, from_dict
@@ -33,7 +34,8 @@ def resolve_config(path: Path, max_steps: Optional[int], data: tuple[str, ...], 
                         f"`msdoctor check --config {facts.path}` still checks this file")
     raw = copy.deepcopy(facts.doc.data) or {}
     for section, key, value in (("train", "max_steps", max_steps), ("data", "paths", list(data) or None),
-                                ("runtime", "output_dir", str(output_dir) if output_dir else None)):
+                                ("runtime", "output_dir", str(output_dir) if output_dir else None),
+                                *(("runtime", k, v) for k, v in (runtime or {}).items())):
         if value is not None:
             if not isinstance(raw.get(section), dict):
                 raw[section] = {}
@@ -200,11 +202,14 @@ def explain_failure(files: list[Path], python: str, config: Optional[Path] = Non
 @click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
               help="Run directory (default: runtime.output_dir, else runs/<config name>).")
 @click.option("--data", multiple=True, metavar="GLOB", help="Train on these text files instead of data.paths.")
+@click.option("--node-rank", type=click.IntRange(min=0), help="Multi-node: this node's rank (runtime.node_rank).")
+@click.option("--master-addr", metavar="ADDR", help="Multi-node: node_rank 0's address (runtime.master_addr).")
+@click.option("--master-port", type=click.IntRange(1, 65535), help="Multi-node: msrun's port (runtime.master_port).")
 @timeout_options
 @click.option("-v", "--verbose", is_flag=True, help="Show check details and evidence.")
 def train(python: Optional[str], conda_env: Optional[str], config: Path, resume: bool, max_steps: Optional[int],
-          output_dir: Optional[Path], data: tuple[str, ...], probe_timeout: float, live_timeout: float,
-          verbose: bool) -> int:
+          output_dir: Optional[Path], data: tuple[str, ...], node_rank: Optional[int], master_addr: Optional[str],
+          master_port: Optional[int], probe_timeout: float, live_timeout: float, verbose: bool) -> int:
     """Check the environment against the config, then run the reference pretraining.
 
     Any check that fails or errors stops here: the report is printed and written to the run
@@ -216,6 +221,7 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
       msdoctor train --config training/configs/tiny-cpu.yaml
       msdoctor train --config training/configs/tiny-cpu.yaml --resume
       msdoctor train --config my.yaml --python ~/envs/ms/bin/python --data 'corpus/**/*.txt'
+      msdoctor train --config training/configs/tiny-cpu-2nodes.yaml --master-addr 10.0.0.1 --node-rank 1
     """
     from msdoctor.model import ExitCode, Status
     from msdoctor.render import RenderOptions, render
@@ -223,7 +229,8 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
     from msdoctor.training.config import warnings
 
     target = resolve_target(python, conda_env)
-    facts = resolve_config(config, max_steps, data, output_dir)
+    facts = resolve_config(config, max_steps, data, output_dir, {k: v for k, v in (
+        ("node_rank", node_rank), ("master_addr", master_addr), ("master_port", master_port)) if v is not None})
     cfg = facts.run
     run_dir = run_directory(cfg)
     refuse_unwritable(run_dir)
@@ -244,6 +251,13 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
         click.echo(f"training not started: the checks above found problems (report: {saved})", err=True)
         return int(ExitCode.PROBLEMS)
 
+    from msdoctor.preflight import gate as preflight_gate
+
+    if preflight_gate.needed(cfg):  # every node and rank checked through msrun before the training's msrun
+        if preflight_gate.run(cfg, target, run_dir, facts.path) != 0:
+            click.echo(f"training not started: the multi-node preflight failed (report: "
+                       f"{run_dir / 'preflight' / 'preflight-report.json'})", err=True)
+            return int(ExitCode.PROBLEMS)
     write_config(cfg, run_dir)
     how = launching.build(cfg, target, run_dir, resume, dict(os.environ))
     if cfg.runtime.device_target == "Ascend":

@@ -45,7 +45,7 @@ def ranks_text(ranks: Sequence[int]) -> str:
 def _pseudo_report(doc: dict) -> dict:
     """A rank's facts in the shape ``msdoctor diff`` compares (facts.python / packages / env / platform)."""
     f = doc.get("facts") or {}
-    env = {k: v for k, v in (f.get("env") or {}).items() if k not in PER_NODE_ENV}
+    env = dict(f.get("env") or {})  # per-node names stay in: they are listed as differences that do not count
     return {"schema_version": 1, "checks": [],
             "target": {"python_version": (f.get("python") or {}).get("version"),
                        "implementation": (f.get("python") or {}).get("implementation")},

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,10 +48,12 @@ def msrun_argv(python: str, args: MsrunArgs, log_dir: Path, task_args: list[str]
 
 
 def environment(python: str, environ: Mapping[str, str]) -> dict[str, str]:
-    """The target's bin first on PATH (msrun starts `python` from PATH); MindSpore's C++ warnings off."""
+    """The target's bin first on PATH (msrun starts `python` from PATH)."""
     env = dict(environ)
     env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
-    env.setdefault("GLOG_v", "3")
+    # WARNING level (MindSpore's default): the scheduler's "is registered successfully" lines, which name the
+    # nodes that came, are warnings; GLOG_v=3 would leave nothing to name the missing ones with
+    env.setdefault("GLOG_v", "2")
     return env
 
 
@@ -70,7 +73,20 @@ def run(python: str, args: MsrunArgs, log_dir: Path, out: Path, task_args: list[
     argv = msrun_argv(python, args, log_dir, ["--out", str(out), *task_args])
     bound = args.cluster_time_out + FORM_MARGIN_S + work_timeout
     started = time.monotonic()
-    res = proc.run(argv, timeout=bound, env=environment(python, environ))
+    console = log_dir / "msrun.out"
+    timed_out = False
+    try:
+        with open(console, "wb") as sink:
+            child = proc.spawn(argv, env=environment(python, environ), stdout=sink, stderr=subprocess.STDOUT)
+            try:
+                rc = child.wait(bound)
+                if rc is None:
+                    timed_out = True
+            finally:
+                child.close()  # msrun and every worker it started, on every exit path
+    except proc.StartError as exc:
+        return LaunchResult(None, False, 0.0, None, f"could not start msrun: {exc}", "", log_dir)
+    rc = None if timed_out else child.returncode
     seconds = time.monotonic() - started
     report = None
     if report_path.is_file():
@@ -87,10 +103,10 @@ def run(python: str, args: MsrunArgs, log_dir: Path, out: Path, task_args: list[
                        f"{log_dir.name}/scheduler.log names the nodes that never registered")
         else:
             summary = "msrun ended without a preflight report"
-        if res.timed_out:
+        if timed_out:
             summary += f"; msrun was stopped after {bound:.0f} s"
-    output = (res.stdout or "") + (res.stderr or "")
-    return LaunchResult(res.returncode, res.timed_out, seconds, report, summary, output, log_dir)
+    output = console.read_text(encoding="utf-8", errors="replace") if console.is_file() else ""
+    return LaunchResult(rc, timed_out, seconds, report, summary, output, log_dir)
 
 
 def describe(result: LaunchResult) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from . import bandwidth as bw
 from . import patterns
@@ -203,8 +203,9 @@ def check_collective(comm: Comm, op: str, dtype: str) -> dict[str, Any]:
 
 def _first_line(msg: str) -> str:
     """The informative part of a MindSpore error (they run on with separators and a C++ call stack)."""
-    msg = re.sub(r"(Kernel select failed:)\s*-{8,}", r"\1", msg)
-    msg = re.split(r" -{8,}| node: @|C\+\+ Call Stack", msg, maxsplit=1)[0]
+    msg = re.sub(r"\s*-{8,}\s*(- )?", " ", msg)
+    msg = re.split(r" node: @|C\+\+ Call Stack|\(For framework developers\)", msg, maxsplit=1)[0]
+    msg = re.sub(r"(\w+: ) +", r"\1", msg)
     return msg.strip()[:300]
 
 
@@ -326,7 +327,7 @@ def failure_doc(ident: Identity, line: str, sched: Any) -> dict[str, Any]:
             "status": "fail", "exit_code": 1, "cluster_formed": False, "summary": line,
             "missing": {"ranks": sched.missing_ranks(ident.world_size),
                         "nodes": {str(k): v for k, v in sched.missing_nodes(None, ident.world_size).items()},
-                        "registered": [r.__dict__ for r in sched.registered], "expected": sched.expected or ident.world_size},
+                        "registered": [dict(rank=r.rank, device_id=r.device_id, hostname=r.hostname, ip=r.ip) for r in sched.registered], "expected": sched.expected or ident.world_size},
             "scheduler_log": sched.path}
 
 
@@ -497,5 +498,3 @@ def main(opts: TaskOptions, environ: Optional[dict[str, str]] = None) -> int:
         return run_scheduler(opts, ident)
     return run_worker(opts, ident, env0)
 
-
-Runner = Callable[[TaskOptions], int]

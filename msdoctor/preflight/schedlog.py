@@ -8,7 +8,7 @@ observed on MindSpore 2.7.0)::
     The new node: 0(role: MS_WORKER), rank id: 0, device id: 0, hostname: vm, ip: 127.0.0.1 is registered
     successfully. Currently registered node number: 1, expected node number: 4
 
-so the rank ids that never registered are range(expected) minus the registered ones, and with
+(parsed by :mod:`msdoctor.cluster_logs`, which ``msdoctor explain`` uses too), so the rank ids that never registered are range(expected) minus the registered ones, and with
 ``local_worker_num`` (given, or read from the registered nodes' device ids) their node ranks follow:
 msrun numbers ranks node_rank * local_worker_num + local index.
 """
@@ -20,30 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-REGISTERED = re.compile(
-    r"The new node: (?P<node>[^()\s]+)\(role: (?P<role>\w+)\), rank id: (?P<rank>-?\d+), device id: (?P<device>-?\d+), "
-    r"hostname: (?P<host>[^,]*), ip: (?P<ip>\S+) is registered successfully\. "
-    r"Currently registered node number: (?P<count>\d+), expected node number: (?P<expected>\d+)")
+from msdoctor.cluster_logs import NodeRecord
+
 TOPO_TIMEOUT = re.compile(r"Topology build timed out\., retry\((\d+)/(\d+)\)")
 SCHED_FAILED = "Building networking for MS_SCHED failed"
-TIMED_OUT_NODE = re.compile(r"node: (\S+) is timed out")
 TCP_SERVER = "Failed to init the tcp server"
-
-
-@dataclass
-class Registered:
-    node_id: str
-    role: str
-    rank: int
-    device: int
-    host: str
-    ip: str
 
 
 @dataclass
 class SchedulerLog:
     path: Optional[str]
-    registered: list[Registered] = field(default_factory=list)
+    registered: list[NodeRecord] = field(default_factory=list)
     expected: Optional[int] = None
     topology_timeouts: int = 0
     failed: bool = False
@@ -55,14 +42,15 @@ class SchedulerLog:
         total = self.expected if self.expected is not None else expected
         if total is None:
             return []
-        seen = {r.rank for r in self.registered}
+        seen = {r.rank for r in self.registered if r.rank is not None}
         return [r for r in range(total) if r not in seen]
 
     def infer_local_worker_num(self) -> Optional[int]:
         """Workers per node, when every registered host shows the same count (device ids 0..k-1)."""
         per_host: dict[str, set[int]] = {}
         for r in self.registered:
-            per_host.setdefault(f"{r.host}/{r.ip}", set()).add(r.device)
+            if r.device_id is not None:
+                per_host.setdefault(f"{r.hostname}/{r.ip}", set()).add(r.device_id)
         sizes = {max(d) + 1 for d in per_host.values() if d}
         if len(sizes) == 1:
             k = sizes.pop()
@@ -104,27 +92,20 @@ class SchedulerLog:
 
 
 def parse(text: str, path: Optional[str] = None) -> SchedulerLog:
-    out = SchedulerLog(path)
-    seen: set[int] = set()
-    for line in text.splitlines():
-        m = REGISTERED.search(line)
-        if m:
-            rank = int(m["rank"])
-            if rank not in seen:
-                seen.add(rank)
-                out.registered.append(Registered(m["node"], m["role"], rank, int(m["device"]), m["host"].strip(),
-                                                 m["ip"]))
-            out.expected = int(m["expected"])
-            continue
+    """Registrations through msdoctor.cluster_logs (shared with ``msdoctor explain``), plus how the build ended."""
+    from msdoctor.cluster_logs import parse_scheduler_log
+
+    lines = text.splitlines()
+    summary = parse_scheduler_log(lines)
+    out = SchedulerLog(path, registered=sorted(summary.registered.values(), key=lambda n: (n.rank is None, n.rank or 0)),
+                       expected=summary.expected, timed_out_nodes=list(summary.timed_out))
+    for line in lines:
         if TOPO_TIMEOUT.search(line):
             out.topology_timeouts += 1
         elif SCHED_FAILED in line:
             out.failed = True
         elif TCP_SERVER in line:
             out.tcp_server_failed = True
-        t = TIMED_OUT_NODE.search(line)
-        if t:
-            out.timed_out_nodes.append(t.group(1))
     return out
 
 
