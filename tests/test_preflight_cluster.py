@@ -179,3 +179,53 @@ def test_node_that_never_starts_is_named_within_the_bound(hosts, tmp_path):
     rep = _report(tmp_path, 0)  # the scheduler's own report
     assert rep["cluster_formed"] is False and rep["missing"]["nodes"] == {"1": [2, 3]}
     print(f"\nnode 1 never started: named after {wall:.1f} s (--cluster_time_out {timeout})")
+
+
+def _train_pair(hosts, tmp: Path, *, node1_env=None, max_steps: int = 3):
+    """`msdoctor train` on both nodes with the shipped 2-node config (only --node-rank differs)."""
+    cfg = HERE.parent / "training" / "configs" / "tiny-cpu-2nodes.yaml"
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(PY).parent), os.environ.get("PATH", "")]))
+    env.pop("PYTHONPATH", None)
+    port = str(_free_port())
+    procs = {}
+    for rank in (0, 1):
+        argv = [PY, "-m", "msdoctor", "train", "--config", str(cfg), "--python", PY, "--master-addr", hosts.master_ip,
+                "--master-port", port, "--node-rank", str(rank), "--max-steps", str(max_steps),
+                "--output-dir", str(tmp / f"run{rank}")]
+        if rank == 1:
+            argv = hosts.prefix() + argv
+        procs[rank] = subprocess.Popen(argv, env=dict(env, **(node1_env or {})) if rank == 1 else env,
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                       start_new_session=True)
+    out = {}
+    try:
+        for rank, p in procs.items():
+            text, _ = p.communicate(timeout=900)
+            out[rank] = (p.returncode, text)
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                os.killpg(p.pid, 9)
+                p.wait()
+    return out
+
+
+def test_train_runs_the_preflight_on_every_node_then_trains(hosts, tmp_path):
+    res = _train_pair(hosts, tmp_path)
+    for rank, (rc, text) in res.items():
+        assert rc == 0, f"node {rank}:\n{text[-5000:]}"
+        run = tmp_path / f"run{rank}"
+        rep = json.loads((run / "preflight" / "preflight-report.json").read_text())
+        assert rep["exit_code"] == 0 and rep["cluster"]["world_size"] == 4
+        assert text.index("msdoctor preflight: passed") < text.index("training finished")
+    metrics = (tmp_path / "run0" / "metrics.csv").read_text().splitlines()
+    assert len(metrics) >= 2  # header + the steps rank 0 logged
+
+
+def test_a_failed_preflight_starts_no_training(hosts, tmp_path):
+    res = _train_pair(hosts, tmp_path, node1_env={"HCCL_CONNECT_TIMEOUT": "1200"})
+    for rank, (rc, text) in res.items():
+        assert rc == 1, f"node {rank}:\n{text[-5000:]}"
+        assert "training not started: the multi-node preflight failed" in text
+        assert not (tmp_path / f"run{rank}" / "metrics.csv").exists()
+        assert not (tmp_path / f"run{rank}" / "msrun_log").exists()  # the training's msrun never ran
