@@ -92,7 +92,7 @@ def good_run(hosts, tmp_path_factory):
 
 def test_two_nodes_pass_and_report_every_rank(good_run):
     tmp, res = good_run
-    for rank, (rc, text, wall) in res.items():
+    for rank, (rc, text, _wall) in res.items():
         assert rc == 0, f"node {rank} exit {rc}:\n{text[-4000:]}"
     rep = _report(tmp, 0)
     assert list(rep)[0] == "schema_version" and rep["kind"] == "msdoctor-preflight"

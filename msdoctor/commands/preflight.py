@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -31,11 +30,11 @@ from msdoctor.model import ExitCode, Status
 def _size(text: Optional[str]) -> Optional[int]:
     if text is None:
         return None
-    from msdoctor.memory.units import parse_size
+    from msdoctor.memory.units import SizeError, parse_size
 
     try:
         return int(parse_size(text))
-    except Exception:
+    except SizeError:
         raise UserError(f"not a size: {text!r}", "write it like 4KiB, 16MiB or 1GiB") from None
 
 

@@ -109,7 +109,7 @@ def _node_of(docs: Sequence[dict]) -> dict[int, Optional[int]]:
 
 
 def _where(ranks: Sequence[int], node_of: dict[int, Optional[int]]) -> str:
-    nodes = sorted({node_of.get(r) for r in ranks if node_of.get(r) is not None})
+    nodes = sorted({n for n in (node_of.get(r) for r in ranks) if n is not None})
     return f"rank(s) {ranks_text(ranks)}" + (f" (node_rank {', '.join(str(n) for n in nodes)})" if nodes else "")
 
 
@@ -200,7 +200,8 @@ def build(docs: Sequence[dict], opts: Options, *, started_at: str, duration_s: f
             continue
         bad = [c for c in nc.get("checks") or [] if c.get("status") in ("fail", "error")]
         for c in bad:
-            worst_f = next((f for f in c.get("findings") or [] if f.get("status") in ("fail", "error")), {})
+            worst_f: dict[str, Any] = next((f for f in c.get("findings") or [] if f.get("status") in ("fail", "error")),
+                                           {})
             nodef.append(Finding(Status.FAIL if c["status"] == "fail" else Status.ERROR,
                                  f"{where}: {c['id']}: {worst_f.get('title') or c.get('title')}",
                                  detail=worst_f.get("detail") or "", fix=worst_f.get("fix"),
@@ -375,7 +376,7 @@ def cluster_summary(docs: Sequence[dict]) -> dict[str, Any]:
             n["worker_ips"].add(d["worker_ip"])
         n["ranks"].append(d["rank"])
     first = docs[0] if docs else {}
-    inits = [d.get("init_s") for d in docs if isinstance(d.get("init_s"), (int, float))]
+    inits = [float(d["init_s"]) for d in docs if isinstance(d.get("init_s"), (int, float))]
     return {
         "world_size": len(docs),
         "nodes": [{"node_rank": n["node_rank"], "hosts": sorted(h for h in n["hosts"] if h),
