@@ -155,7 +155,24 @@ def test_hugging_face_dataset_names_are_not_local_paths(tmp_path):
     assert hub.exists and "Hub dataset" in hub.note
     missing = gather.inspect_hf_datasets(Val("./data/train.json", ("path",)), tmp_path)
     assert not missing.exists
-    assert is_placeholder("/.../alpaca-fastchat4096.mindrecord")
+    assert is_placeholder("/.../alpaca-fastchat4096.mindrecord") and is_placeholder("./dataset")
+    assert not is_placeholder("./dataset/wiki.mindrecord")
+
+
+def test_deepseek_multi_token_prediction_layers_are_placed_by_the_pipeline_too():
+    path = MF / "r1.5.0/research/deepseek3/deepseek3_671b/pretrain_deepseek3_671b.yaml"
+    findings = judge(path, 1024, 8)
+    assert not problems(findings), problems(findings)
+    f = only(findings, "pp-layers")
+    assert f.status is Status.PASS and "62 layers (61 + model.model_config.mtp_depth 1) over 16 stages" in f.proved
+
+
+def test_glm_kv_groups_not_divisible_by_tensor_parallel_is_a_warning_not_a_failure():
+    path = MF / "r1.3.0/configs/glm2/run_glm2_6b_finetune_2k_800_32G.yaml"
+    findings = judge(path, 8, 8)
+    assert not problems(findings), problems(findings)
+    f = only(findings, "tp-heads")
+    assert f.status is Status.WARN and "2 KV groups" in f.title and "glm2_transformer.py" in f.detail
 
 
 def test_resolved_numbers_name_their_keys():

@@ -101,6 +101,8 @@ class Resolved:
     interleave: Optional[Val] = None  # MindFormers micro_batch_interleave_num
     vpp: Optional[Val] = None  # virtual pipeline chunks (MindFormers pp_interleave_num)
     offset: Optional[Val] = None  # MindFormers model_config.offset
+    mtp_depth: Optional[Val] = None  # DeepSeek multi-token-prediction layers, placed by the pipeline too
+    model_type: str = ""  # MindFormers model_config.type (LlamaConfig, ChatGLM2Config, ...)
     total_steps: Optional[Val] = None  # optimizer steps, when the file states them
     epochs: Optional[Val] = None  # MindFormers runner_config.epochs (total = epochs x dataset size)
     warmup_steps: Optional[Val] = None
@@ -318,13 +320,13 @@ def from_msdoctor(run: Any, doc: Document, text: Optional[str] = None) -> Resolv
 
 
 # -- MindFormers YAML --------------------------------------------------------------------
-PLACEHOLDER_RE = re.compile(r"(^$|/path/to|path/to/|^/path/|^path_to|/\.\.\./|^\.\.\./|<[^>]+>|\{[^}]*\}|\byour[_ -]|^xxx|/xxx|"
-                            r"please input|todo)", re.IGNORECASE)
+PLACEHOLDER_RE = re.compile(r"(^$|/path/to|path/to/|^/path/|^path_to|/\.\.\./|^\.\.\./|^/\.\./|<[^>]+>|\{[^}]*\}|\byour[_ -]|^xxx|/xxx|"
+                            r"please input|todo|^(\./)?(dataset|datasets|data)/?$)", re.IGNORECASE)
 
 
 def is_placeholder(path: str) -> bool:
     """``""``, ``/path/to/dataset``, ``/path/data``, ``/{path}/x``, ``/.../x``, ``<your data>``, ``xxx``, "Please input ...":
-    a value to fill in (the forms MindFormers' shipped configs use)."""
+    a value to fill in (the forms MindFormers' shipped configs use; a bare ``./dataset`` too)."""
     return bool(PLACEHOLDER_RE.search(str(path).strip()))
 
 
@@ -447,6 +449,7 @@ def from_mindformers(doc: Document, text: Optional[str] = None) -> Resolved:
         ckpt_dir = Val(str(Path(str(out_dir.value)) / "checkpoint"), out_dir.keys, out_dir.line, out_dir.given)
     paths, data_kind = _data_paths(r)
     base = directives.get("base_global_batch")
+    mtp = r.val(mc + ("mtp_depth",), 0)
     res = Resolved(
         path=doc.path, kind="mindformers", doc=doc,
         micro_batch=mbs, data_parallel=dp, tensor_parallel=tp, pipeline_stages=pp, micro_batch_num=mbn,
@@ -466,6 +469,8 @@ def from_mindformers(doc: Document, text: Optional[str] = None) -> Resolved:
         ckpt_network_copy=bool(network_copy.value) if network_copy is not None else False,
         ckpt_per_rank=True, ckpt_dedup=bool(dedup.value) if dedup is not None else False,
         data_paths=paths, data_kind=data_kind, directives=directives, directive_problems=dproblems,
+        mtp_depth=mtp if mtp.given else None,
+        model_type=str(_get(doc.data, mc + ("type",))[1] or _get(doc.data, ("model", "arch", "type"))[1] or ""),
     )
     if not use_parallel.value:
         res.mode = "stand_alone"

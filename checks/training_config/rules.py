@@ -477,14 +477,27 @@ def rule_layout(res: Resolved, env: Env) -> list[Finding]:
     heads, kv = int(res.num_heads.value or 0), int(res.num_kv_heads.value or 0)
     if heads and kv:
         bad = [(name, n) for name, n in (("attention heads", heads), ("KV heads", kv)) if n % tp]
-        if bad:
+        glm = "glm" in res.model_type.lower()
+        if bad and glm and heads % tp == 0:
+            # ChatGLM2/3/4 in MindFormers project Q, K and V with one fused matrix sharded as a whole over
+            # model_parallel (mindformers/models/glm2/glm2_transformer.py): MindSpore redistributes the KV groups
+            out.append(Finding.warn(
+                f"{res.tensor_parallel.key} = {tp} does not divide the {kv} KV groups ({res.num_kv_heads.key})",
+                detail=f"{res.model_type}: MindFormers shards GLM's fused query_key_value projection as a whole "
+                "(glm2_transformer.py), so the job runs, but MindSpore inserts redistributions of the KV groups "
+                "between the projection and attention in every layer.",
+                fix=_set(res, res.tensor_parallel, max(d for d in _divisors(kv) if d <= tp))
+                + " with more data or pipeline parallelism, if the communication shows in the step time",
+                location=_loc(res, res.tensor_parallel), code="tp-heads"))
+        elif bad:
             ok = [d for d in _divisors(math.gcd(heads, kv)) if d <= max(tp, 1) * 8]
             out.append(Finding.fail(
                 f"{res.tensor_parallel.key} = {tp} does not divide the " + " and ".join(
                     f"{name} ({n})" for name, n in bad),
                 detail=f"{res.num_heads.said()}, {res.num_kv_heads.said()}: tensor parallelism splits whole heads "
-                "(Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053, section 3): the shard of the attention "
-                "projections would not be whole heads and the graph fails to compile or shards wrongly.",
+                "(Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053, section 3); MindFormers' Llama attention "
+                "raises ValueError when n_kv_head is not divisible by model_parallel "
+                "(mindformers/models/llama/llama_transformer.py, r1.5.0), after the job was queued.",
                 fix=_set(res, res.tensor_parallel, max(d for d in ok if d <= tp) if any(d <= tp for d in ok) else 1)
                 + f" (values that divide both: {', '.join(map(str, ok))})",
                 location=_loc(res, res.tensor_parallel), code="tp-heads",
@@ -575,6 +588,8 @@ def _pipeline(res: Resolved, env: Env) -> list[Finding]:
                                 "config.json is not read)", code="pp-layers")]
     out: list[Finding] = []
     layers = int(res.num_layers.value or 0)
+    mtp = int(res.mtp_depth.value) if res.mtp_depth is not None and res.mtp_depth.value else 0
+    layers += mtp  # DeepSeek: LayerSetting(num_layers + mtp_depth) (research/deepseek3/deepseek2_model.py)
     vpp = int(res.vpp.value) if res.vpp else 1
     offset = res.offset.value if res.offset is not None else None
     counts, why = stage_layers(layers, pp, vpp, offset)
@@ -587,7 +602,8 @@ def _pipeline(res: Resolved, env: Env) -> list[Finding]:
             fix = _set(res, res.pipeline_stages, max(d for d in _divisors(layers) if d <= pp))
         out.append(Finding.fail(
             f"{res.pipeline_stages.key} = {pp} does not split the {layers} layers: {why}",
-            detail=f"{res.num_layers.said()}, {res.pipeline_stages.said()}"
+            detail=f"{res.num_layers.said()}" + (f" + {res.mtp_depth.said()}" if mtp else "")
+            + f", {res.pipeline_stages.said()}"
             + (f", pp_interleave_num {vpp}" if vpp > 1 else "")
             + (f", {okey.said()}" if res.offset is not None else "")
             + ". MindFormers' LayerSetting raises ValueError at model build (mindformers/models/utils.py).",
@@ -597,7 +613,8 @@ def _pipeline(res: Resolved, env: Env) -> list[Finding]:
         spread = max(counts) - min(counts)
         out.append(Finding.passed(
             f"pipeline stages get {counts} layers",
-            proved=f"{layers} layers over {pp} stages" + (f" x {vpp} chunks" if vpp > 1 else "")
+            proved=f"{layers} layers" + (f" ({res.num_layers.value} + {res.mtp_depth.key} {mtp})" if mtp else "")
+            + f" over {pp} stages" + (f" x {vpp} chunks" if vpp > 1 else "")
             + (f" with {okey.said()}" if res.offset is not None else "") + (
                 f"; uneven by {spread}: the slowest stage sets the pace" if spread > 1 else ""),
             location=_loc(res, res.pipeline_stages), code="pp-layers"))
