@@ -33,7 +33,7 @@ def _moe(r: Reader) -> tuple[int, int, Optional[int]]:
     experts = 0
     for key in K.HF_MOE_KEYS:
         value, keys = r.find((), (key,))
-        if isinstance(value, int) and value > 1:
+        if isinstance(value, int) and value > 1 and keys is not None:
             experts = value
             r.origins["num_experts"] = keys
     chosen = r.int("experts_per_token", (), ("num_experts_per_tok",), 1) or 1
@@ -70,7 +70,8 @@ def _model(r: Reader, doc: Document, notes: list) -> tuple[Optional[ModelShape],
     dropout = max(r.number("dropout", top, (k,), 0.0) for k in K.HF_DROPOUT)
     attention_dropout = max(r.number("attention_dropout", top, (k,), 0.0) for k in K.HF_ATTENTION_DROPOUT)
     experts, chosen, moe_ffn = _moe(r)
-    if r.problems:
+    layers, hidden, heads, vocab = ints["num_layers"], ints["hidden_size"], ints["num_heads"], ints["vocab_size"]
+    if r.problems or layers is None or hidden is None or heads is None or vocab is None:
         return None, max_pos
     ffn = moe_ffn or ints["ffn_size"]
     if ffn is None:
@@ -80,8 +81,7 @@ def _model(r: Reader, doc: Document, notes: list) -> tuple[Optional[ModelShape],
         notes.append(f"mixture of experts: {experts} experts, {chosen} per token"
                      + (" (shared experts and dense layers not modelled)" if "n_shared_experts" in doc.data else ""))
     model = ModelShape(
-        num_layers=ints["num_layers"], hidden_size=ints["hidden_size"], num_heads=ints["num_heads"],
-        vocab_size=ints["vocab_size"], num_kv_heads=kv, ffn_size=ffn, activation=activation,
+        num_layers=layers, hidden_size=hidden, num_heads=heads, vocab_size=vocab, num_kv_heads=kv, ffn_size=ffn, activation=activation,
         head_dim=ints["head_dim"], tie_embeddings=tie, bias=bias, qkv_bias=qkv_bias,
         norm="layernorm" if r.find(top, K.HF_LAYERNORM_EPS)[1] is not None else "rmsnorm",
         qk_norm=model_type.startswith("qwen3") or r.bool("qk_norm", top, ("qk_norm",), False),

@@ -14,6 +14,8 @@ r1.7.0 ``configs/qwen3/*.yaml`` and ``mindformers/parallel_core/transformer_conf
 
 from __future__ import annotations
 
+from typing import Any
+
 # MindFormers: top level ---------------------------------------------------------------
 MF_TOP = frozenset("""
 seed output_dir load_checkpoint load_ckpt_format src_strategy_path_or_dir auto_trans_ckpt only_save_strategy
@@ -198,7 +200,7 @@ MF_PARALLEL_INTS = {
 #:   ("vocab_emb_dp is not supported in MCore", mindformers/parallel_core/transformer_config.py r1.7.0),
 #:   params_dtype float32, compute_dtype bfloat16 (the configs/qwen3 defaults); TransformerConfig
 #:   use_flash_attention True and seq_length 4096 (mindformers 2.1.0 parallel_core/transformer_config.py).
-MF_FAMILY_DEFAULTS = {
+MF_FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
     "legacy": {"vocab_emb_dp": True, "param_dtype": "fp16", "precision": "fp16", "tie_embeddings": False,
                "flash_attention": False, "seq_length": None},
     "mcore": {"vocab_emb_dp": False, "param_dtype": "fp32", "precision": "bf16", "tie_embeddings": False,

@@ -197,7 +197,8 @@ def _pretrained(r: Reader, doc: Document, override: Optional[str], notes: list) 
     if keys is None and not override:
         return None
     text = override or str(raw)
-    where = "--pretrained-model-dir" if override else f"pretrained_model_dir (line {doc.line_of(*keys)})"
+    where = ("--pretrained-model-dir" if override or keys is None
+             else f"pretrained_model_dir (line {doc.line_of(*keys)})")
     folder = Path(text).expanduser()
     if not folder.is_absolute() and doc.path is not None and not override:
         folder = (Path(doc.path).parent / folder)
@@ -256,7 +257,7 @@ def _model(r: Reader, doc: Document, fam: str, notes: list) -> Optional[ModelSha
     bias = any(r.bool("bias", MC, (k,), False) for k in K.MF_BIAS_KEYS)
     qkv_bias = any(r.bool("qkv_bias", MC, (k,), False) for k in K.MF_QKV_BIAS_KEYS)
     norm_raw, _ = r.find(MC, ("normalization",))
-    if r.problems or None in (hidden, heads, layers, vocab):
+    if r.problems or hidden is None or heads is None or layers is None or vocab is None:
         return None
     return ModelShape(
         num_layers=layers, hidden_size=hidden, num_heads=heads, vocab_size=vocab, num_kv_heads=kv, ffn_size=ffn,

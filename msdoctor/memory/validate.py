@@ -81,9 +81,11 @@ def validate(src: Source) -> list[Problem]:
     for name, value in positive:
         if value is None or value < 1:
             bad(name, "must be a positive integer", value)
-    for name, value in (("num_kv_heads", m.num_kv_heads), ("ffn_size", m.ffn_size), ("head_dim", m.head_dim)):
-        if value is not None and value < 1:
-            bad(name, "must be a positive integer", value)
+    optional: tuple[tuple[str, Optional[int]], ...] = (
+        ("num_kv_heads", m.num_kv_heads), ("ffn_size", m.ffn_size), ("head_dim", m.head_dim))
+    for name, opt in optional:
+        if opt is not None and opt < 1:
+            bad(name, "must be a positive integer", opt)
     if src.devices is not None and src.devices < 1:
         bad("devices", "must be a positive integer", src.devices)
     if out:
