@@ -116,6 +116,8 @@ def test_parallel_optimizer_levels_and_gathered_weights():
     # optimizer_weight_shard_size: a smaller shard group keeps bigger shards
     e4 = estimate(m, s.with_(optimizer_shard_size=4), NO_OVERHEAD)
     assert e4.bytes_of("optimizer_states") == pytest.approx(2 * e1.bytes_of("optimizer_states"), rel=1e-3)
+    # a size that does not divide the data-parallel group "will not take effect" (mindspore/context.py)
+    assert estimate(m, s.with_(optimizer_shard_size=3), NO_OVERHEAD).total == e1.total
 
 
 def test_parallel_optimizer_config_keys_are_read(tmp_path):

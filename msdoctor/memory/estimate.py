@@ -189,10 +189,18 @@ def widths(s: Setup) -> Widths:
 
 
 def shard_degree(s: Setup) -> int:
-    """Devices each sharded state is split over (1: sharding off or nothing to shard over)."""
+    """Devices each sharded state is split over (1: sharding off or nothing to shard over).
+
+    MindSpore's optimizer_weight_shard_size "will not take effect" when it does not divide the
+    data-parallel group (mindspore/context.py parallel_optimizer_config); then the group is used.
+    """
     if s.optimizer_sharding == "none":
         return 1
-    return max(1, s.optimizer_shard_size or s.data_parallel * s.context_parallel)
+    group = s.data_parallel * s.context_parallel
+    size = s.optimizer_shard_size
+    if size and s.framework == "mindspore" and (size > group or group % size):
+        size = None
+    return max(1, size or group)
 
 
 #: what MindSpore's parallel optimizer keeps per level (MindSpore 2.7 ``mindspore/context.py``,

@@ -70,7 +70,7 @@ def _recompute_moves(s: Setup) -> Iterator[tuple[Change, Setup]]:
         here = 1  # partial full recompute: recomputing every layer is still a step up
     for level in order[here + 1:]:
         if level == "selective":
-            what = ("the attention core and the FFN activation" if s.framework == "mindspore"
+            what = ("the attention core and the FFN activation" if s.ffn_selective
                     else "the attention core (QK^T, softmax, dropout)")
             cost = f"~+3-7% step time: recomputes {what} (Korthikanti et al. 2022, Table 4)"
             score = 0.05
@@ -79,7 +79,7 @@ def _recompute_moves(s: Setup) -> Iterator[tuple[Change, Setup]]:
             score = 0.33
         yield (Change("recompute", f"recompute {s.recompute} -> {level}", cost, score,
                       (("recompute", level), ("recompute_layers", None))),
-               s.with_(recompute=level, recompute_layers=None))
+               s.with_(recompute=level, recompute_layers=None, selective_layers=None))
 
 
 _SHARD_COST = {
