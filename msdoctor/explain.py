@@ -422,6 +422,7 @@ def required_literals(src: str) -> Optional[tuple[str, ...]]:
 
 # -- matching -----------------------------------------------------------------------------------------------
 _CANN_CODE_LINE = re.compile(r"(?<![\w.=])E[A-Z0-9]\d{4}(?:[:)\]]|\s+Inner Error)")
+_CANN_CODE_ANYWHERE = re.compile(r"E[A-Z0-9]\d{4}(?:[:)\]]|\s+Inner Error)")
 _CAUSE = re.compile(r"\bPossible Cause\s*:\s*(?P<v>.+)", re.I)
 _SOLUTION = re.compile(r"\bSolution\s*:\s*(?P<v>.+)", re.I)
 
@@ -635,7 +636,10 @@ def _log_advice(norm: list[str], i: int) -> tuple[Optional[str], Optional[str]]:
     cause = solution = None
     lines = norm[i:i + CONTEXT_LINES + 1]
     text = "\n".join(lines).replace("\\n", "\n")  # a log pasted as a JSON string keeps its newlines escaped
-    for k, line in enumerate(text.split("\n")):
+    split = text.split("\n")
+    if not any(_CANN_CODE_ANYWHERE.search(line) for line in lines[:3]):
+        return None, None  # only CANN prints these lines after its codes; elsewhere "Solution:" means nothing
+    for k, line in enumerate(split):
         if k > 0 and _CANN_CODE_LINE.search(line) and (cause or solution):
             break
         if cause is None and (c := _CAUSE.search(line)):
