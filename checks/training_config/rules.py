@@ -203,6 +203,11 @@ def _is_adam(res: Resolved) -> bool:
     return "sgd" not in name and "momentum" not in name  # AdamW, AdamWeightDecay, FP32StateAdamWeightDecay, Lamb
 
 
+def _warm_key(res: Resolved) -> str:
+    v = res.warmup_ratio or res.warmup_epochs or res.warmup_steps
+    return v.key if v is not None else ""
+
+
 # -- 1. global batch, optimizer steps, warmup ------------------------------------------------
 def rule_batch(res: Resolved, env: Env) -> list[Finding]:
     gb = res.global_batch
@@ -223,10 +228,12 @@ def rule_batch(res: Resolved, env: Env) -> list[Finding]:
     if total is not None and seq:
         lines.append(f"tokens seen: {total * gb * seq:,}")
     out = [Finding.passed(
-        f"global batch {gb} sequences; "
-        + (f"{total} optimizer steps" if total is not None else
+        f"global batch {gb} sequences (" + " x ".join(f"{v.keys[-1]} {v.value}" for v in res.batch_terms) + "); "
+        + (f"{total} optimizer steps" + (f" ({res.total_steps.key})" if res.total_steps is not None else "")
+           if total is not None else
            f"optimizer steps = {res.epochs.value if res.epochs else 1} epoch(s) x the dataset size in global batches")
-        + "; warmup " + (f"{warm} optimizer steps" if warm is not None else
+        + "; warmup " + (f"{warm} optimizer steps" + (f" ({_warm_key(res)})" if _warm_key(res) else "")
+                         if warm is not None else
                          f"{float(res.warmup_ratio.value):.0%} of them" if res.warmup_ratio is not None else "unknown"),
         proved="; ".join(lines),
         evidence={"global_batch": gb, "batch_terms": {v.key: v.value for v in res.batch_terms},
