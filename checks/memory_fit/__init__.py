@@ -112,14 +112,13 @@ class MemoryFitCheck:
     needs_config = True
 
     def run(self, ctx: Context) -> list[Finding]:
+        cfg = ctx.get(CONFIG)
+        if cfg is None:
+            return [Finding.skipped("no training config", reason="pass --config FILE to estimate its memory per device")]
         from msdoctor.memory.plan import make_plan
         from msdoctor.memory.sources import load as load_source
         from msdoctor.memory.units import SizeError
         from msdoctor.training.config import ConfigError
-
-        cfg = ctx.get(CONFIG)
-        if cfg is None:
-            return [Finding.skipped("no training config", reason="pass --config FILE to estimate its memory per device")]
         try:
             source = load_source(cfg, ctx.options.extra.get("memory_overrides"))
         except ConfigError as exc:

@@ -74,6 +74,8 @@ class InterpInfo:
     modules: dict = field(default_factory=dict)
     versions: dict = field(default_factory=dict)
     jupyter: Optional[dict] = None
+    #: how ``path`` was followed when it is not what was probed (a pyenv shim read by pyenv's rules)
+    via: Optional[str] = None
 
     @classmethod
     def from_json(cls, path: str, data: Mapping[str, Any]) -> "InterpInfo":
@@ -150,20 +152,25 @@ class InterpreterProbes:
         self._lock = threading.Lock()
         self._events: dict[tuple, threading.Event] = {}
         self._results: dict[tuple, InterpInfo] = {}
+        self._followed: dict[str, str] = {}
+        self._reserved: set[tuple] = set()
 
     def get(self, path: str, *, jupyter: bool = False) -> InterpInfo:
-        key = (_identity(path), jupyter)
+        run_path = self._follow(path)
+        key = (_identity(run_path), jupyter)
         with self._lock:
             if not jupyter and (key[0], True) in self._events:
                 key = (key[0], True)  # a probe with the Jupyter paths answers this one too
             event = self._events.get(key)
-            owner = event is None
+            owner = event is None or key in self._reserved  # the first request for a reserved probe runs it
             if owner:
-                event = self._events[key] = threading.Event()
+                self._reserved.discard(key)
+                if event is None:
+                    event = self._events[key] = threading.Event()
         assert event is not None
         if owner:
             try:
-                self._results[key] = self._run(path, key[1])
+                self._results[key] = self._run(run_path, key[1])
             except Exception as exc:  # noqa: BLE001 - one odd interpreter must not take the whole check down
                 self._results[key] = InterpInfo(path, ok=False, error=f"probe failed: {type(exc).__name__}: {exc}")
             finally:
@@ -171,8 +178,32 @@ class InterpreterProbes:
         else:
             event.wait()
         found = self._results[key]
+        if run_path != path:
+            return replace(found, path=path, via=f"pyenv shim for {run_path} (pyenv's version files read, "
+                                                  "the shim not run)")
         # the same interpreter under another name of its own bin dir (python vs python3): one probe
         return found if found.path == path else replace(found, path=path)
+
+    def reserve(self, path: str, *, jupyter: bool = False) -> None:
+        """Announce a probe with the Jupyter paths: a plain request for that interpreter, coming first,
+        runs that one instead, so one probe answers both."""
+        key = (_identity(self._follow(path)), jupyter)
+        with self._lock:
+            if key not in self._events:
+                self._events[key] = threading.Event()
+                self._reserved.add(key)
+
+    def _follow(self, path: str) -> str:
+        """The interpreter a pyenv shim runs (read, not run: a shim starts ~30 bash processes); else path."""
+        with self._lock:
+            if path in self._followed:
+                return self._followed[path]
+        from msdoctor.facts.pyenv import resolve_shim
+
+        real = resolve_shim(path, self.env, str(self.cwd) if self.cwd else None) or path
+        with self._lock:
+            self._followed[path] = real
+        return real
 
     def many(self, paths: Iterable[str]) -> dict[str, InterpInfo]:
         """Probe every path (duplicates once), concurrently; path -> result."""

@@ -178,8 +178,10 @@ def _compute(ctx: Context) -> KernelView:
     vscode = ctx.get(VSCODE)
     rows += vscode_rows(vscode)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelspecs") as pool:
-        # the target's Jupyter search path (one probe) overlaps the probes that do not depend on it
+        # the target's Jupyter search path (one probe) overlaps the probes that do not depend on it;
+        # the target is asked for first with its Jupyter paths, so that one probe answers every row naming it
         specs = pool.submit(ctx.get, KERNELSPECS)
+        probes.reserve(tpath, jupyter=True)
         _fill(rows, probes)
         try:
             jupyter, jupyter_error = specs.result(), None
@@ -217,9 +219,10 @@ def describe(info: Optional[InterpInfo]) -> dict[str, Any]:
     """Evidence about a probed interpreter."""
     if info is None:
         return {}
+    via = {"via": info.via} if info.via else {}
     if not info.ok:
-        return {"probe_error": info.error}
+        return {"probe_error": info.error, **via}
     ms = info.mindspore
     return {"executable": info.executable, "prefix": info.prefix, "python": info.python_version,
             "mindspore": info.versions.get("mindspore") if ms.importable else None,
-            "mindspore_at": ms.home, "ipykernel": info.has_ipykernel}
+            "mindspore_at": ms.home, "ipykernel": info.has_ipykernel, **via}
