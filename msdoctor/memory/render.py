@@ -187,6 +187,7 @@ def render_terminal(plan: Plan, console: Any, verbose: bool = False) -> None:
     for note in list(src.notes) + list(est.notes) + list(plan.notes):
         console.print(f"  note: {note}", style="dim")
     if verbose:
-        console.print("  the estimate is a formula (msdoctor.memory.estimate names each term's source); for an exact "
-                      "figure on Ascend compile once with MS_SIMULATION_LEVEL=1 or msrun --sim_level=1 "
-                      "(MindSpore DryRun)", style="dim")
+        console.print("  the estimate is a formula (msdoctor.memory.estimate names each term's source); for a "
+                      "measured figure on Ascend, compile one rank per pipeline stage with MindSpore's DryRun: "
+                      "msrun --sim_level=1 --sim_rank_id=R (or MS_SIMULATION_LEVEL=1 RANK_ID=R) and GLOG_v=1, "
+                      "then read 'Used peak memory usage' (docs/memory.md)", style="dim")
