@@ -222,6 +222,22 @@ def test_lr_not_rescaled_for_the_global_batch_gives_the_square_root_rule_for_ada
     assert "arXiv:2205.10287" in f.detail
 
 
+def test_mindformers_own_lr_scaling_is_reported_as_the_linear_rule(tmp_path):
+    v = variant(tmp_path, LLAMA7, "lr_scale_factor: 256", "lr_scale: True\nlr_scale_factor: 256")
+    f = only(judge(v, 8, 8), "lr-vs-batch")
+    assert f.status is Status.PASS and "learning_rate_scale" in f.proved and "/ 256" in f.title
+    assert f.location.line == line_of(v, "lr_scale")
+
+
+def test_data_parallel_mode_resets_gradient_accumulation(tmp_path):
+    v = variant(tmp_path, LLAMA7, "parallel_mode: 1", "parallel_mode: 0")
+    findings = judge(v, 8, 8)
+    assert only(findings, "resolved").evidence["global_batch"] == 8  # batch_size 1 x 8 devices, accumulation reset
+    f = only(findings, "ignored-key")
+    assert f.status is Status.WARN and "parallel_mode is 0" in f.detail
+    assert "set runner_config.gradient_accumulation_steps: 1" in f.fix
+
+
 def test_lr_rule_for_sgd_is_linear_and_the_option_overrides_the_file(tmp_path):
     text = TINY.read_text().replace("lr: 3.0e-3", "lr: 3.0e-3\n  optimizer: sgd")
     v = tmp_path / "sgd.yaml"
@@ -472,6 +488,19 @@ def test_msdoctor_text_glob_that_matches_nothing_fails_before_the_trainer(tmp_pa
     assert f.status is Status.FAIL and "100 tokens" in f.title
     (tmp_path / "corpus" / "b.txt").write_text("y" * 5000)
     assert only(judge(v, base=tmp_path), "data").status is Status.PASS
+
+
+def test_megatron_prefix_tokens_from_the_bin_size_and_the_idx_dtype(tmp_path):
+    # the .idx header of Megatron-LM megatron/core/datasets/indexed_dataset.py: magic, version <Q, dtype code <B,
+    # sequence count <Q, document count <Q (then the arrays, not read here)
+    prefix = tmp_path / "wiki_text_document"
+    (Path(str(prefix) + ".bin")).write_bytes(b"\0" * (4 * 10_000))  # 10,000 int32 tokens
+    (Path(str(prefix) + ".idx")).write_bytes(b"MMIDIDX\x00\x00" + struct.pack("<Q", 1) + struct.pack("<B", 4)
+                                             + struct.pack("<Q", 37) + struct.pack("<Q", 38) + b"\0" * 64)
+    d = gather.inspect_megatron(Val(str(prefix), ("data_path", 1)), tmp_path)
+    assert d.exists and d.tokens == 10_000 and "37 documents" in d.note
+    missing = gather.inspect_megatron(Val(str(tmp_path / "nope"), ("data_path", 1)), tmp_path)
+    assert not missing.exists and "nope.idx" in missing.note
 
 
 def write_mindrecord_index(path: Path, rows: int) -> None:
