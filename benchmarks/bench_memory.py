@@ -128,7 +128,10 @@ def _reference_table() -> None:
 
 
 def _shipped_configs() -> None:
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
 
     from msdoctor.context import Context
     from msdoctor.memory import GIB, Overrides, load_source, make_plan

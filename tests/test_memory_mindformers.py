@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +20,11 @@ from msdoctor.memory import GIB, Device, Overrides, Setup, estimate, load_source
 from msdoctor.memory import keys as K
 from msdoctor.memory.estimate import activation_components, layer_activation, layer_plan
 from msdoctor.training.config import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # tomli is a dependency below 3.11 (pyproject.toml)
+    import tomli as tomllib
 
 DATA = Path(__file__).parent / "data" / "memory" / "mindformers"
 HF = Path(__file__).parent / "data" / "memory" / "hf"
