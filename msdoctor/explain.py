@@ -451,6 +451,7 @@ class _Scanner:
 
         self.catalogue = catalogue
         self.prepared = [(e, required_literals(e.pattern.pattern)) for e in entries]
+        self.keys = _cover({lit for _, lits in self.prepared for lit in (lits or ())})
         self.found: dict[tuple[str, str], _Found] = {}
         self.scheduler = SchedulerLogParser() if any(e.lookup == "scheduler" for e in entries) else None
         self.scheduler_literals = LITERALS
@@ -464,6 +465,7 @@ class _Scanner:
         low = text.lower()
         flat = low.replace("\n", " ")
         lines = _Lines(text, low)
+        present: dict[str, bool] = {}  # is this key substring in the block (each key searched once)
         for entry, lits in self.prepared:
             if lits is None:
                 for m in entry.pattern.finditer(text):
@@ -472,6 +474,11 @@ class _Scanner:
                 continue
             positions: list[tuple[int, int]] = []
             for lit in lits:
+                key = self.keys[lit]
+                if key not in present:
+                    present[key] = key in flat
+                if not present[key]:
+                    continue
                 at = flat.find(lit)
                 while at >= 0 and len(positions) < MAX_HITS:
                     positions.append((at, at + len(lit) - 1))
@@ -576,6 +583,24 @@ class _Scanner:
             missing = s.missing_ranks
             groups["missing"] = ", ".join(map(str, missing)) if missing else "?"
         return True
+
+
+def _cover(literals: set[str], width: int = 5) -> dict[str, str]:
+    """A short key substring for each literal, shared by as many literals as possible (greedy set cover):
+    a block is searched once per key, and a literal only when its key is there."""
+    keys: dict[str, str] = {}
+    todo = set(literals)
+    while todo:
+        holders: dict[str, set[str]] = {}
+        for lit in todo:
+            subs = {lit} if len(lit) <= width else {lit[i:i + width] for i in range(len(lit) - width + 1)}
+            for sub in subs:
+                holders.setdefault(sub, set()).add(lit)
+        best = max(sorted(holders), key=lambda k: (len(holders[k]), len(k)))
+        for lit in holders[best]:
+            keys[lit] = best
+        todo -= holders[best]
+    return keys
 
 
 class _Lines:
