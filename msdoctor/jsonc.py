@@ -220,6 +220,7 @@ def key_lines(text: str) -> dict[tuple, int]:
     stack: list[list[Any]] = []
     line, last = 1, 0
     expect_key = False
+    top: Optional[list] = None
     for m in _TOKEN.finditer(text):
         tok = m.group()
         c = tok[0]

@@ -112,7 +112,7 @@ def test_a_plain_interpreter_is_not_a_shim(tmp_path: Path) -> None:
 
 def test_probes_follow_a_shim_without_running_it_and_share_one_probe(tmp_path: Path) -> None:
     root = make_root(tmp_path, {"3.11.7": ["python", "python3"]}, "3.11.7")
-    probes = InterpreterProbes({"PATH": os.environ["PATH"]}, timeout=60, cwd=tmp_path)
+    probes = InterpreterProbes({"PATH": os.environ["PATH"]}, timeout=60)
     runs: list[str] = []
     real_run = probes._run
 
@@ -129,7 +129,7 @@ def test_probes_follow_a_shim_without_running_it_and_share_one_probe(tmp_path: P
 
 
 def test_a_reserved_jupyter_probe_answers_the_plain_request(tmp_path: Path) -> None:
-    probes = InterpreterProbes({"PATH": os.environ["PATH"]}, timeout=60, cwd=tmp_path)
+    probes = InterpreterProbes({"PATH": os.environ["PATH"]}, timeout=60)
     runs: list[tuple[str, bool]] = []
     real_run = probes._run
 

@@ -74,7 +74,7 @@ def shadowed_modules(t: TargetFacts) -> list[Finding]:
     return out
 
 
-def _module_entry(directory: str, entry: str, names: Mapping[str, Distribution]) -> Optional[str]:
+def _module_entry(directory: str, entry: str, names: Mapping[str, object]) -> Optional[str]:
     """The installed name that directory/entry would be imported as, if it is a real module."""
     stem = entry.split(".", 1)[0]
     if stem not in names:
@@ -92,7 +92,7 @@ def stdlib_names(t: TargetFacts) -> set[str]:
     less those already imported when Python starts (a file of that name cannot replace them)."""
     scheme = t.raw.get("scheme") or {}
     names: set[str] = set()
-    for d in {scheme.get("stdlib"), scheme.get("platstdlib")} - {None}:
+    for d in {str(s) for s in (scheme.get("stdlib"), scheme.get("platstdlib")) if s}:
         for sub in (d, os.path.join(d, "lib-dynload")):
             try:
                 entries = os.listdir(sub)

@@ -609,7 +609,7 @@ def _pipeline(res: Resolved, env: Env) -> list[Finding]:
             fix = _set(res, res.pipeline_stages, max(d for d in _divisors(layers) if d <= pp))
         out.append(Finding.fail(
             f"{res.pipeline_stages.key} = {pp} does not split the {layers} layers: {why}",
-            detail=f"{res.num_layers.said()}" + (f" + {res.mtp_depth.said()}" if mtp else "")
+            detail=f"{res.num_layers.said()}" + (f" + {res.mtp_depth.said()}" if mtp and res.mtp_depth else "")
             + f", {res.pipeline_stages.said()}"
             + (f", pp_interleave_num {vpp}" if vpp > 1 else "")
             + (f", {okey.said()}" if res.offset is not None else "")
@@ -620,7 +620,7 @@ def _pipeline(res: Resolved, env: Env) -> list[Finding]:
         spread = max(counts) - min(counts)
         out.append(Finding.passed(
             f"pipeline stages get {counts} layers",
-            proved=f"{layers} layers" + (f" ({res.num_layers.value} + {res.mtp_depth.key} {mtp})" if mtp else "")
+            proved=f"{layers} layers" + (f" ({res.num_layers.value} + {res.mtp_depth.key} {mtp})" if mtp and res.mtp_depth else "")
             + f" over {pp} stages" + (f" x {vpp} chunks" if vpp > 1 else "")
             + (f" with {okey.said()}" if res.offset is not None else "") + (
                 f"; uneven by {spread}: the slowest stage sets the pace" if spread > 1 else ""),

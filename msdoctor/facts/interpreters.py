@@ -13,7 +13,6 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from msdoctor.context import Context, FactSpec
@@ -200,7 +199,7 @@ class InterpreterProbes:
                 return self._followed[path]
         from msdoctor.facts.pyenv import resolve_shim
 
-        real = resolve_shim(path, self.env, str(self.cwd) if self.cwd else None) or path
+        real = resolve_shim(path, self.env) or path  # pyenv reads .python-version from the user's cwd, not the probe's
         with self._lock:
             self._followed[path] = real
         return real
