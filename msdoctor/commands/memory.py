@@ -26,9 +26,9 @@ RECOMPUTE_CHOICES = ["none", "selective", "selective-attention", "selective-ffn"
 @click.option("--seq-length", type=_POS, metavar="N", help="Tokens per sequence.")
 @click.option("--micro-batch-size", type=_POS, metavar="N", help="Sequences per device per micro-step.")
 @click.option("--grad-accumulation", type=_POS, metavar="N", help="Micro-steps per optimizer step.")
-@click.option("--data-parallel", type=_POS, metavar="N")
-@click.option("--tensor-parallel", type=_POS, metavar="N")
-@click.option("--pipeline-stages", type=_POS, metavar="N")
+@click.option("--data-parallel", type=_POS, metavar="N", help="Data-parallel replicas (MindFormers data_parallel).")
+@click.option("--tensor-parallel", type=_POS, metavar="N", help="Tensor-parallel ranks (MindFormers model_parallel).")
+@click.option("--pipeline-stages", type=_POS, metavar="N", help="Pipeline stages (MindFormers pipeline_stage).")
 @click.option("--micro-batch-num", type=_POS, metavar="N", help="Micro-batches per step through the pipeline.")
 @click.option("--sequence-parallel/--no-sequence-parallel", default=None,
               help="Shard the norm and dropout activations over the tensor-parallel ranks.")
@@ -54,7 +54,8 @@ RECOMPUTE_CHOICES = ["none", "selective", "selective-attention", "selective-ffn"
               help="MindFormers pretrained_model_dir (the Hugging Face model directory with config.json).")
 @click.option("--suggestions", type=click.IntRange(min=0), default=3, show_default=True, metavar="N",
               help="How many changes that fit to show when it does not fit or is tight.")
-@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True,
+              help="json: every component in bytes, the capacity, verdict and suggestions.")
 @click.option("-v", "--verbose", is_flag=True, help="Show the formula behind every number.")
 def memory(config: Path, device_memory: Optional[str], devices: Optional[int], device_target: Optional[str],
            seq_length: Optional[int], micro_batch_size: Optional[int], grad_accumulation: Optional[int],
