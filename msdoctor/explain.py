@@ -530,19 +530,20 @@ class _Scanner:
         found.hits.append(_Hit(no, shown, groups, cause, solution))
 
     def matches(self) -> list[Match]:
-        specific: set[int] = set()
+        near: set[int] = set()  # lines a specific entry explains, and their neighbours
         for f in self.found.values():
             if not f.entry.fallback:
-                specific.update(f.starts)
+                for s in f.starts:
+                    near.update((s - 1, s, s + 1))
         out = []
         for f in self.found.values():
             e = f.entry
             hits = f.hits
             if e.fallback:
-                hits = [h for h in hits if not any(abs(h.no - s) <= 1 for s in specific)]
+                hits = [h for h in hits if h.no not in near]
                 if not hits:
                     continue
-                count = sum(1 for s in f.starts if not any(abs(s - t) <= 1 for t in specific))
+                count = len(f.starts - near)
             else:
                 count = len(f.starts)
             hit = hits[0]
