@@ -376,16 +376,20 @@ def units(s: Setup) -> int:
 def in_flight(s: Setup, stage: int) -> float:
     """Units (micro-batches, or SeqPipe chunks) whose activations stage `stage` holds at its peak.
 
-    1F1B (and SeqPipe, whose units are sequence chunks): min(p - stage, units); GPipe: all of
-    them; interleaved (virtual chunks m): x (1 + (p - 1)/(p m)) (Korthikanti et al. section 2.3).
+    1F1B: min(p - stage, micro-batches); GPipe: all of them; interleaved (virtual chunks m):
+    x (1 + (p - 1)/(p m)) (Korthikanti et al. section 2.3). SeqPipe: the units are sequence
+    chunks, and a micro-batch's chunks run backward in reverse order (a chunk's K/V gradients come
+    from the later chunks that attend to it), so every stage holds at least one micro-batch's
+    seq_split_num chunks: min(all chunks, max(p - stage, seq_split_num)).
     """
     p = s.pipeline_stages
+    u = units(s)
     if p == 1:
-        return 1.0
-    total = max(1, s.micro_batch_num) * units(s)
+        return float(u)
+    total = max(1, s.micro_batch_num) * u
     if s.pipeline_scheduler == "gpipe":
         return float(total)
-    n = float(min(p - stage, total))
+    n = float(min(p - stage, total)) if u == 1 else float(min(total, max(p - stage, u)))
     if s.virtual_pipeline_chunks > 1:
         n *= 1 + (p - 1) / (p * s.virtual_pipeline_chunks)
     return n
@@ -449,6 +453,7 @@ def _io_components(m: ModelShape, s: Setup, stage: int, unit: Setup, flight: flo
     if stage == p - 1:
         v = m.padded_vocab(t)
         cb = DTYPE_BYTES[s.precision]
+        seq = s.seq_length / s.context_parallel  # SeqPipe: the chunks' logits wait for their backward together
         logits = (cb + 4) * seq * b * v / t
         out.append(Component("logits", "logits / loss buffers", round(logits),
                              f"({cb} B {s.precision} logits + 4 B fp32 softmax for the cross-entropy) x s*b*V/t = "
