@@ -450,8 +450,8 @@ class _Scanner:
         from msdoctor.cluster_logs import LITERALS, SchedulerLogParser
 
         self.catalogue = catalogue
-        self.prepared = [(e, required_literals(e.pattern.pattern)) for e in entries]
-        self.keys = _cover({lit for _, lits in self.prepared for lit in (lits or ())})
+        self.prepared = [(e, _literals(e.pattern.pattern)) for e in entries]
+        self.keys = _cover(frozenset(lit for _, lits in self.prepared for lit in (lits or ())))
         self.found: dict[tuple[str, str], _Found] = {}
         self.scheduler = SchedulerLogParser() if any(e.lookup == "scheduler" for e in entries) else None
         self.scheduler_literals = LITERALS
@@ -586,7 +586,13 @@ class _Scanner:
         return True
 
 
-def _cover(literals: set[str], width: int = 5) -> dict[str, str]:
+@functools.lru_cache(maxsize=512)
+def _literals(src: str) -> Optional[tuple[str, ...]]:
+    return required_literals(src)
+
+
+@functools.lru_cache(maxsize=8)
+def _cover(literals: frozenset[str], width: int = 5) -> dict[str, str]:
     """A short key substring for each literal, shared by as many literals as possible (greedy set cover):
     a block is searched once per key, and a literal only when its key is there."""
     keys: dict[str, str] = {}
