@@ -103,3 +103,26 @@ def test_probe_runs_under_other_interpreters_and_the_check_reads_it(version: str
     assert data["top_level_specs"]["demo"]["origin"] == str(project / "demo.py")
     findings = evaluate(TargetFacts.from_probe(data))
     assert [(f.code, f.location.path) for f in findings if f.code] == [("shadowed-module", str(project / "demo.py"))]
+
+
+def test_metadata_headers_read_as_the_email_parser_reads_them(tmp_path: Path) -> None:
+    """The probe reads core metadata without email.parser (its import cost more than the parsing):
+    every distribution of the test environment gives the same fields as HeaderParser, folded lines included."""
+    import email.parser
+
+    folded = tmp_path / "folded.dist-info"
+    folded.mkdir()
+    (folded / "METADATA").write_text("Metadata-Version: 2.1\nName: folded\nVersion: 1.0\nSummary: one\n  two\n"
+                                     "Requires-Dist: a>=1\nrequires-dist: b ; extra == 'x'\nno header here\n"
+                                     "Requires-Dist: never\n\nRequires-Dist: body\n")
+    data = _probe(BASE_PYTHON, tmp_path, PYTHONPATH=str(tmp_path))
+    dists = [d for d in data["distributions"] if d["kind"] == "dist-info"]
+    assert len(dists) > 20
+    for d in dists:
+        with open(os.path.join(d["path"], "METADATA"), encoding="utf-8", errors="replace") as f:
+            want = email.parser.HeaderParser().parsestr(f.read().split("\n\n", 1)[0])
+        assert (d["name"], d["version"], d["requires"], d["requires_python"]) == (
+            want.get("Name"), want.get("Version"), want.get_all("Requires-Dist") or [], want.get("Requires-Python")
+        ), d["path"]
+    mine = next(d for d in dists if d["name"] == "folded")
+    assert mine["requires"] == ["a>=1", "b ; extra == 'x'"]

@@ -8,7 +8,6 @@
 # It prints exactly one JSON object between two marker lines, so that output
 # from a sitecustomize or a noisy .pth file cannot corrupt it.
 
-import email.parser
 import json
 import os
 import platform
@@ -45,13 +44,40 @@ def _read(path, limit=None):
         return None
 
 
+class _Headers(object):
+    """The header block of a METADATA / PKG-INFO file (core metadata is RFC 822 style, as
+    email.parser.HeaderParser reads it; that module costs more to import than all the parsing)."""
+
+    def __init__(self, pairs):
+        self._pairs = pairs
+
+    def get(self, name):
+        name = name.lower()
+        for key, value in self._pairs:
+            if key == name:
+                return value
+        return None
+
+    def get_all(self, name):
+        name = name.lower()
+        return [value for key, value in self._pairs if key == name] or None
+
+
 def _metadata(meta_path):
     text = _read(meta_path)
     if text is None:
         return None
+    pairs = []
     # headers only: the long description after the blank line is not needed
-    head = text.split("\n\n", 1)[0]
-    return email.parser.HeaderParser().parsestr(head)
+    for line in text.split("\n\n", 1)[0].splitlines():
+        if line[:1] in (" ", "\t") and pairs:  # a folded header continues the previous one
+            pairs[-1] = (pairs[-1][0], pairs[-1][1] + "\n" + line)
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            break  # like HeaderParser: the first line that is not a header ends the headers
+        pairs.append((key.strip().lower(), value.lstrip(" \t")))
+    return _Headers(pairs)
 
 
 def _top_level_from_record(record_text):
