@@ -130,10 +130,16 @@ def _entry_points() -> list[Any]:
     return list(eps.get(ENTRY_POINT_GROUP, []))  # pragma: no cover - Python 3.9
 
 
-def _provider_of(ep: Any) -> str:
+def _provider_of(ep: Any, names: Optional[dict] = None) -> str:
+    """The distribution that declares ``ep``; ``names`` caches one METADATA read per distribution."""
     dist = getattr(ep, "dist", None)
+    key = str(getattr(dist, "_path", id(dist)))
+    if names is not None and key in names:
+        return names[key]
     name = getattr(dist, "name", None) if dist is not None else None
     if name:
+        if names is not None:
+            names[key] = str(name)
         return str(name)
     # Python 3.9 entry points carry no dist: fall back to the module's top package
     return ep.value.split(":", 1)[0].split(".", 1)[0]
@@ -202,9 +208,10 @@ def load_registry(
 
     eps = list(entry_points) if entry_points is not None else _entry_points()
     # msdoctor's own checks first, then plugins sorted by name: deterministic order
-    eps.sort(key=lambda ep: (_provider_of(ep) != BUILTIN_PROVIDER, ep.name))
+    providers: dict = {}
+    eps.sort(key=lambda ep: (_provider_of(ep, providers) != BUILTIN_PROVIDER, ep.name))
     for ep in eps:
-        provider = _provider_of(ep)
+        provider = _provider_of(ep, providers)
         if provider != BUILTIN_PROVIDER and not plugins:
             continue
         ep_text = f"{ep.name} = {ep.value}"
