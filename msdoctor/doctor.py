@@ -126,6 +126,22 @@ def _device_facts(ctx: Context) -> dict[str, Any]:
     return out
 
 
+def _refuse_unsupported_target(ctx: Context, chosen: list[LoadedCheck]) -> None:
+    """A Python 2.7 (or < 3.7) target is one usage error (exit 2), not the same error in every check."""
+    from msdoctor.facts.target import TARGET, UnsupportedTarget
+    from msdoctor.plugins import check_prefetch
+
+    if not chosen:
+        return
+    ctx.prefetch([spec for c in chosen for spec in check_prefetch(c.check)])  # slow facts start now, as in run_checks
+    try:
+        ctx.get(TARGET)
+    except UnsupportedTarget as exc:
+        raise UserError(exc.message, exc.fix) from None
+    except FactUnavailable:
+        pass  # the checks report it
+
+
 @dataclass
 class Diagnosis:
     report: Report
@@ -154,6 +170,7 @@ def diagnose(
     rules = suppress.load(ctx.options.project_dir) if suppressions else []
     registry = registry or load_checks(selection.plugins)
     chosen = select(registry, selection)
+    _refuse_unsupported_target(ctx, chosen)
     results = run_checks(chosen, ctx, settings, on_done)
     for failure in registry.failures:
         if not selection.only or failure.id in selection.only:

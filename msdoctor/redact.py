@@ -35,10 +35,10 @@ MASK = "<redacted>"
 USER_MASK = "<user>"
 HOST_MASK = "<host>"
 
-#: env var names whose values are secrets
-SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL", re.IGNORECASE)
+#: env var names whose values are secrets (DB_PASS, FTP_PWD as well as *PASSWORD*)
+SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|(?:^|_)PASS$|(?:^|_)PWD$", re.IGNORECASE)
 #: names that look secret but hold paths or flags (PYTHONDONTWRITEBYTECODE has no KEY; these do)
-NOT_SECRET = frozenset({"SSH_AUTH_SOCK", "KEYTAB_PATH", "GPG_KEY_PATH"})
+NOT_SECRET = frozenset({"SSH_AUTH_SOCK", "KEYTAB_PATH", "GPG_KEY_PATH", "PWD"})
 
 #: generic accounts and hosts identify nobody, and masking them garbles paths
 GENERIC_NAMES = frozenset({
@@ -52,12 +52,56 @@ MIN_NAME = 3
 # scheme://user[:password]@host  -> scheme://<redacted>@host
 _URL_CREDS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s:@'\"<>]+(?::[^/\s@'\"<>]*)?)@")
 # NAME=value inside free text, where NAME looks secret
-_ASSIGN = re.compile(r"\b([A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSW|CREDENTIAL)[A-Z0-9_]*)=([^\s'\"]+)")
-# token shapes: Hugging Face, GitHub, AWS access key ids, GitLab personal tokens, OpenAI-style keys
+_ASSIGN = re.compile(
+    r"\b([A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSW|CREDENTIAL)[A-Z0-9_]*|[A-Z0-9_]+_(?:PASS|PWD))=([^\s'\"]+)")
+# token shapes: Hugging Face, GitHub, AWS access key ids, GitLab personal tokens, OpenAI-style keys. Bounded by
+# letters and digits only: a token joined by "_" or "-" inside a path or a name (/x/key_hf_Abc...) is masked too.
 _TOKENS = re.compile(
-    r"\b(?:hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
-    r"|AKIA[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9]{32,})\b"
+    r"(?<![A-Za-z0-9])(?:hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
+    r"|AKIA[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9]{32,})(?![A-Za-z0-9])"
 )
+
+# Terminal control from outside text (a target's output, a kernel's display_name, a log line): CSI / OSC /
+# other ESC sequences and every C0/C1 control character except tab and newline. Shown raw, they could clear
+# the screen or retitle the terminal (ECMA-48).
+_CONTROL = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[PX^_][^\x1b]*(?:\x1b\\)?|[ -/]*[0-~])?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+
+
+def clean_text(s: str) -> str:
+    """``s`` without terminal escape sequences and control characters (tabs and newlines kept)."""
+    return _CONTROL.sub("", s) if s else s
+
+
+def one_line(s: str) -> str:
+    """:func:`clean_text`, and newlines shown as ``\\n``: for line-based formats (vscode) and single-line fields."""
+    return clean_text(s).replace("\n", "\\n").replace("\t", " ") if s else s
+
+
+def sanitize(v: Any) -> Any:
+    """Every string inside ``v`` (a Report, dataclasses, mappings, sequences) through :func:`clean_text`."""
+    if isinstance(v, str):
+        return clean_text(v)
+    if isinstance(v, enum.Enum) or v is None or isinstance(v, (bool, int, float)):
+        return v
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        changes = {}
+        for f in dataclasses.fields(v):
+            if f.init:
+                old = getattr(v, f.name)
+                new = sanitize(old)
+                if new is not old and new != old:
+                    changes[f.name] = new
+        return dataclasses.replace(v, **changes) if changes else v
+    if isinstance(v, Mapping):
+        return {(clean_text(k) if isinstance(k, str) else k): sanitize(val) for k, val in v.items()}
+    if isinstance(v, tuple):
+        return tuple(sanitize(x) for x in v)
+    if isinstance(v, list):
+        return [sanitize(x) for x in v]
+    return v
 MIN_SECRET = 6  # shorter values ("1", "true") would mask unrelated text
 
 

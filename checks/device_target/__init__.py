@@ -126,7 +126,8 @@ def _requested(ctx: Context) -> tuple[Optional[str], Optional[str], Optional[Loc
     if target is None:
         return None, None, None
     if ctx.options.device_target:
-        return target, "--device-target", None
+        # a command that chose the target itself (explain: from the error it explains) says where from
+        return target, str(ctx.options.extra.get("device_target_from") or "--device-target"), None
     cfg = ctx.get(CONFIG)
     assert cfg is not None  # the target came from the config: requested_device_target read it there
     keys = ("runtime", "device_target") if cfg.kind == "msdoctor" else ("context", "device_target")

@@ -142,6 +142,13 @@ def live_findings(live: Optional[LiveDevice], c: LiveContext) -> list[Finding]:
     target = c.requested or (live.data.get("default_device") or "the default device")
     ver = live.mindspore_version
     logs = log_findings(live.logs, c)
+    if live.data.get("mindspore_missing"):
+        return logs + [Finding.fail(
+            f"MindSpore is not installed in {c.python_cmd}: no device can be used",
+            detail="The live probe found no mindspore module on the target's sys.path (find_spec; nothing imported).",
+            fix=f"{c.python_cmd} -m pip install mindspore==2.7.0",
+            evidence={"mindspore": None}, code="mindspore-not-installed",
+        )]
     if live.import_error:
         e = live.import_error
         not_installed = e.get("type") == "ModuleNotFoundError" and "mindspore" in e.get("message", "")

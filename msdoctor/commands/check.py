@@ -201,11 +201,13 @@ def invocation_facts(options: Any) -> dict[str, Any]:
 
 
 def prepare(report: Any, fmt: str, *, redact: bool) -> Any:
-    """The report as a format shows it: redacted unless --no-redact (the vscode format keeps paths to open)."""
+    """The report as a format shows it: terminal control characters from outside text removed (always), and
+    redacted unless --no-redact (the vscode format keeps paths to open)."""
+    from msdoctor.redact import redact_report, sanitize
+
+    report = sanitize(report)
     if not redact:
         return report
-    from msdoctor.redact import redact_report
-
     return redact_report(report, keep_paths=(fmt == "vscode"))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -49,7 +50,9 @@ def _confirm(matches: list[Any], python_path: str, config: Optional[Path], proje
     target = device_target or next((m.device_target for m in matches if m.device_target), None)
     about = f" (device target {target})" if target else ""
     click.echo(f"\nConfirming with {', '.join(available)} against {python_path}{about} ...\n")
-    options = build_options(python_path, project, config, target, quick, False, 30.0)
+    origin = "--device-target" if device_target else "the explained error"
+    options = build_options(python_path, project, config, target, quick, False, 30.0,
+                            extra={"device_target_from": origin} if target else None)
     ctx = make_context(options)
     diagnosis = diagnose(ctx, Selection(only=available), registry=registry)
     render("terminal", prepare(diagnosis.report, "terminal", redact=True), sys.stdout, RenderOptions(color=color))
@@ -99,15 +102,19 @@ def explain(text: Optional[str], log: Optional[Path], python: Optional[str], con
         source = "the text"
         matches = explain_text(text or "")
 
+    from msdoctor.redact import Redactor, clean_text, sanitize
+
+    # the text explained is outside text: secrets in it are masked, terminal escapes removed
+    redactor = Redactor.for_environment(os.environ)
     if fmt == "json":
-        click.echo(json.dumps({
+        click.echo(json.dumps(redactor.value(sanitize({
             "source": source,
             "matches": [{
                 "id": m.entry_id, "title": m.title, "category": m.category, "cause": m.cause,
                 "fix": m.fix_for(python_path, config_text), "check": m.check_id, "source": m.source, "line": m.line,
                 "line_no": m.line_no, "count": m.count, "log_cause": m.log_cause, "log_solution": m.log_solution,
             } for m in matches],
-        }, indent=2, ensure_ascii=False))
+        })), indent=2, ensure_ascii=False))
         return int(ExitCode.OK if matches else ExitCode.PROBLEMS)
 
     if not matches:
@@ -117,7 +124,7 @@ def explain(text: Optional[str], log: Optional[Path], python: Optional[str], con
         return int(ExitCode.PROBLEMS)
     click.echo(f"{len(matches)} known error{'s' if len(matches) != 1 else ''} in {source}:\n")
     for m in matches:
-        click.echo(describe(m, python_path, config_text))
+        click.echo(redactor.text(clean_text(describe(m, python_path, config_text))))
         click.echo()
     if not no_confirm:
         _confirm(matches, python_path, config, project, device_target, quick, color)

@@ -244,7 +244,9 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
 
     diagnosis = gate(target, facts, verbose, probe_timeout, live_timeout)
     report = diagnosis.report
-    render("terminal", report, sys.stdout, RenderOptions(verbose=verbose))
+    from msdoctor.commands.check import prepare
+
+    render("terminal", prepare(report, "terminal", redact=True), sys.stdout, RenderOptions(verbose=verbose))
     run_dir.mkdir(parents=True, exist_ok=True)
     saved = write_report(report, run_dir)
     if report.exit_code(Status.FAIL) != ExitCode.OK:

@@ -275,6 +275,10 @@ class TargetFacts:
         )
 
 
+class UnsupportedTarget(FactUnavailable):
+    """The target is older than Python 3.7: msdoctor says so once (exit 2) instead of in every check."""
+
+
 def _compute_target(ctx: Context) -> TargetFacts:
     python = ctx.options.python or sys.executable
     try:
@@ -286,6 +290,8 @@ def _compute_target(ctx: Context) -> TargetFacts:
         )
         return TargetFacts.from_probe(data)
     except ProbeError as exc:
+        if exc.unsupported:
+            raise UnsupportedTarget(f"{python}: {exc.message}", exc.fix) from None
         raise FactUnavailable(f"could not probe the target interpreter: {exc.message}", exc.fix) from None
     except (ValueError, KeyError, TypeError) as exc:
         raise FactUnavailable(

@@ -316,7 +316,9 @@ def render_plan(plan: KernelPlan) -> str:
     if plan.notes:
         lines.append("notes:")
         lines.extend(f"  - {n}" for n in plan.notes)
-    return "\n".join(lines)
+    from msdoctor.redact import clean_text
+
+    return clean_text("\n".join(lines))  # kernel names and display names are outside text
 
 
 def _quote(arg: str) -> str:

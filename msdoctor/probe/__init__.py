@@ -81,11 +81,13 @@ def scratch_dir(prefix: str = "msdoctor-") -> Iterator[str]:
 class ProbeError(Exception):
     """A probe could not produce its JSON. ``message`` says why, ``fix`` what to do."""
 
-    def __init__(self, message: str, fix: Optional[str] = None, output: str = "") -> None:
+    def __init__(self, message: str, fix: Optional[str] = None, output: str = "", unsupported: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.fix = fix
         self.output = output
+        #: the interpreter is older than Python 3.7: a usage error, said once
+        self.unsupported = unsupported
 
 
 def script_source(name: str) -> str:
@@ -164,7 +166,8 @@ def run_script(
         ) from None
     if isinstance(data, dict) and isinstance(data.get("unsupported_python"), str):
         raise ProbeError(unsupported_message(data["unsupported_python"]),
-                         fix="pass --python a Python 3.7+ interpreter (the one your training runs with)")
+                         fix="pass --python a Python 3.7+ interpreter (the one your training runs with)",
+                         unsupported=True)
     return data, result
 
 

@@ -55,7 +55,9 @@ def error_of(exc):
     return {
         "type": type(exc).__name__,
         "message": str(exc)[:8000],
-        "where": "".join(traceback.format_tb(exc.__traceback__)[-2:])[-2000:],
+        # the package's own frames: this probe's (File "<stdin>") say nothing about the failure
+        "where": "".join(traceback.format_list(
+            [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != "<stdin>"][-2:]))[-2000:],
         "summary": "".join(tail).strip().splitlines()[0][:500] if tail else type(exc).__name__,
     }
 
@@ -206,6 +208,8 @@ def main():
         "mindspore_version": None,
         "mindspore_file": None,
         "import_error": None,
+        # MindSpore cannot be found at all: not installed (not an import that fails)
+        "mindspore_missing": False,
         "default_device": None,
         "set_device_api": None,
         "set_device_error": None,
@@ -231,8 +235,15 @@ def main():
     phase("import")
     start = time.time()
     try:
-        import numpy as np
+        import importlib.util
+        if importlib.util.find_spec("mindspore") is None:
+            data["mindspore_missing"] = True
+            return finish(data, t0)
+    except (ImportError, ValueError):
+        pass
+    try:
         import mindspore as ms
+        import numpy as np
     except BaseException as exc:  # an import that raises SystemExit is still a result
         data["import_error"] = error_of(exc)
         data["timings"]["import_s"] = time.time() - start

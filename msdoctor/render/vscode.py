@@ -38,20 +38,25 @@ def anchor_file(report: Report) -> str:
 
 
 def line_of(item: Item, anchor: str) -> str:
+    """One problem line; a newline or a control character inside a path or a message cannot break it."""
+    from msdoctor.redact import one_line
+
     f = item.finding
-    text = message(f)
+    text = one_line(message(f))
     if f.location is not None and f.location.line is not None:
         col = f.location.column or 1
-        return f"{f.location.path}:{f.location.line}:{col}: {item.severity}: {text} [{item.ref}]"
-    path = f.location.path if f.location is not None else anchor
+        return f"{one_line(f.location.path)}:{f.location.line}:{col}: {item.severity}: {text} [{item.ref}]"
+    path = one_line(f.location.path) if f.location is not None else one_line(anchor)
     return f"{path}: {item.severity}: {text} [{item.ref}]"
 
 
 def lines(report: Report) -> list[str]:
+    from msdoctor.redact import one_line
+
     anchor = anchor_file(report)
     out = []
     if report.target.probe_error:
-        out.append(f"{report.target.executable}: error: the target could not be probed: "
+        out.append(f"{one_line(report.target.executable)}: error: the target could not be probed: "
                    f"{' '.join(report.target.probe_error.split())} [msdoctor/probe]")
     out.extend(line_of(item, anchor) for item in problems(report))
     return out
