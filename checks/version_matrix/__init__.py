@@ -99,6 +99,8 @@ class VersionMatrixCheck:
     description = "MindSpore, MindNLP, MindFormers, transformers, numpy, Python, CANN, driver and CUDA fit together"
     order = 20  # place in reports: environment first, then stack, devices, editors, project
     prefetch = (IMPORT_SMOKE,)
+    #: the live probe (--live-timeout) and, when a pip fix is due, the target's resolver (fix.stack budget)
+    timeout_s = 600.0
 
     def run(self, ctx: Context) -> list[Finding]:
         from msdoctor.checks.version_matrix.common import mindspore_dir
@@ -116,5 +118,22 @@ class VersionMatrixCheck:
         inputs = MatrixInputs(t, m, ctx.get(CANN), read_gpu(ctx.environ, t.env.get("LD_LIBRARY_PATH", ""),
                                                            mindspore_dir(t)), _requested(ctx))
         findings = evaluate_static(inputs)
-        findings += evaluate_smoke(t, ctx.get(IMPORT_SMOKE), accepted_prefixes(t, m))
-        return fold_skips(findings)
+        smoke = ctx.get(IMPORT_SMOKE)
+        findings += evaluate_smoke(t, smoke, accepted_prefixes(t, m))
+        return fold_skips(_ground_truth_and_plan(ctx, t, smoke, inputs.requested, findings))
+
+
+def _ground_truth_and_plan(ctx: Context, t: Any, smoke: Any, requested: Optional[str],
+                           findings: list[Finding]) -> list[Finding]:
+    """Metadata-only conflicts the live probe disproved become warnings; every pip fix becomes ONE checked command."""
+    from msdoctor.checks.version_matrix_truth import demote, proof
+    from msdoctor.fix.stack import STACK_PLAN, apply_to_findings, pip_fixable, quick_plan
+
+    if not ctx.quick:
+        from msdoctor.facts.live import LIVE_DEVICE
+
+        findings = demote(findings, proof(ctx.get(LIVE_DEVICE), smoke, requested))
+    if not pip_fixable(findings):
+        return findings
+    plan = quick_plan(t, findings) if ctx.quick else ctx.get(STACK_PLAN)
+    return apply_to_findings(findings, plan)

@@ -44,7 +44,8 @@ def evaluate_mindnlp(t: Any, m: Matrix, reported: set) -> list[Finding]:
                       else f"No MindNLP release on PyPI allows {ms}."),
             fix=_ms_fix(t, m, row.mindspore),
             evidence={"pair": ["mindnlp", "mindspore"], "mindspore": ms, "required": row.mindspore,
-                      "mindnlp_allowing": others, "source": row.source}, code="mindnlp-mindspore",
+                      "mindnlp_allowing": others, "source": row.source,
+                      "wants": [["mindspore", row.mindspore, "mindnlp"]]}, code="mindnlp-mindspore",
         ))
     elif ms and row.mindspore_documented and not spec_contains(row.mindspore_documented, ms):
         out.append(Finding.warn(
@@ -94,7 +95,8 @@ def evaluate_mindformers(t: Any, m: Matrix, reported: set) -> list[Finding]:
                    f"{', '.join(row.mindspore_prefer) or 'another MindSpore'}.",
             fix=pip_install(t, f"mindspore=={row.mindspore_prefer[-1]}") if row.mindspore_prefer
             else _ms_fix(t, m, row.mindspore),
-            evidence={"pair": ["mindformers", "mindspore"], "source": row.source}, code="mindformers-mindspore",
+            evidence={"pair": ["mindformers", "mindspore"], "required": row.mindspore, "source": row.source,
+                      "wants": [["mindspore", row.mindspore, "mindformers"]]}, code="mindformers-mindspore",
         ))
     elif ms and row.mindspore_prefer and ms not in row.mindspore_prefer:
         out.append(Finding.warn(
@@ -109,7 +111,8 @@ def evaluate_mindformers(t: Any, m: Matrix, reported: set) -> list[Finding]:
             f"mindformers {version} requires transformers{row.transformers}, but {tf} is installed",
             detail="MindFormers pins one transformers version per release.",
             fix=pip_install(t, f"transformers{row.transformers}"),
-            evidence={"pair": ["mindformers", "transformers"], "source": row.source}, code="mindformers-transformers",
+            evidence={"pair": ["mindformers", "transformers"], "required": row.transformers, "source": row.source,
+                      "wants": [["transformers", row.transformers, "mindformers"]]}, code="mindformers-transformers",
         ))
     if not out:
         out.append(Finding.passed(

@@ -115,7 +115,8 @@ def evaluate_requirements(t: Any, reported: set) -> list[Finding]:
                     "tested with can fail at import or, worse, later during training."),
             fix=pip_install(t, _spec(req)),
             evidence={"pair": sorted(key), "requirement": req.raw, "required_by": d.name,
-                      "installed": have.version, "location": have.location},
+                      "installed": have.version, "location": have.location,
+                      "wants": [[req.key, req.spec, d.key]]},
             code="requirement-conflict",
         ))
     by_dist: dict[str, list] = {}
@@ -128,7 +129,8 @@ def evaluate_requirements(t: Any, reported: set) -> list[Finding]:
             f"{d.name} {d.version} requires {names}, {'which is' if len(reqs) == 1 else 'which are'} not installed",
             detail=f"{d.name}'s metadata lists them as dependencies; importing {d.name} may fail without them.",
             fix=pip_install(t, *(_spec(r) for r in reqs)),
-            evidence={"required_by": d.name, "missing": [r.raw for r in reqs]},
+            evidence={"required_by": d.name, "missing": [r.raw for r in reqs],
+                      "wants": [[r.key, r.spec, d.key] for r in reqs]},
             code="requirement-missing",
         ))
     if not (conflicts or missing):

@@ -99,7 +99,8 @@ def evaluate_mindspore(t: Any, m: Matrix, reported: set) -> list[Finding]:
                 f"{dep} {have} is installed, but MindSpore {version} needs {dep}{spec}",
                 detail=_DEP_WHY[dep],
                 fix=pip_install(t, f"{dep}{spec}"),
-                evidence={"pair": ["mindspore", dep], dep: have, "required": spec, "source": row.source},
+                evidence={"pair": ["mindspore", dep], dep: have, "required": spec, "source": row.source,
+                          "wants": [[dep, spec, "mindspore"]]},
                 code=f"mindspore-{dep}",
             ))
     if not out:
@@ -117,8 +118,9 @@ def evaluate_mindspore(t: Any, m: Matrix, reported: set) -> list[Finding]:
 
 _DEP_WHY = {
     "numpy": "MindSpore up to 2.9.0 is built against numpy 1.x and its metadata requires numpy<2 (2.10.0 is the first "
-             "release without the cap). On CPU 2.7.0 was seen to import with numpy 2.2.6, but CANN's TBE Python "
-             "stack is installed with numpy<2 and numpy 2 there is untested (research/compat.md C18).",
+             "release without the cap). On CPU 2.7.0 was seen to import and compute with numpy 2.2.6 (observed: "
+             "`pip install --no-deps numpy==2.2.6` over mindspore 2.7.0, then `msdoctor check`), but CANN's TBE Python "
+             "stack is installed with numpy<2 and numpy 2 there is untested.",
     "protobuf": "MindSpore's checkpoint and graph code is generated for the protobuf it declares "
                 "(2.10.0 requires protobuf>=7.34.1); other versions give descriptor errors (research C19).",
 }
@@ -135,7 +137,8 @@ def evaluate_breakages(t: Any, m: Matrix, installed: dict, reported: set) -> lis
             detail=f"{b.symptom}." + (f" Use {b.package}{b.good}." if b.good else ""),
             fix=pip_install(t, f"{b.package}{b.good}") if b.good else None,
             evidence={"pair": [owner, b.package], b.package: installed[b.package], owner: installed[owner],
-                      "bad": b.bad, "good": b.good, "source": b.source},
+                      "bad": b.bad, "good": b.good, "source": b.source,
+                      "wants": [[b.package, b.good, owner]] if b.good else []},
             code="known-breakage",
         ))
     return out

@@ -1,0 +1,452 @@
+"""One pip command that repairs the stack, found with the target's own pip and checked by msdoctor's rules.
+
+The version-matrix rules (Requires-Dist of every installed distribution, the compat matrix's MindSpore /
+MindNLP / MindFormers rows and known breakages) say what is wrong and, in each finding's evidence
+``wants``, what would make it right: ``[package, specifier, owner]``, where owner is the distribution
+whose requirement (or matrix row) it is. :func:`plan_stack` turns those wants into versions the index
+really has and checks the result:
+
+1. every wanted package is asked of the target's pip (``install --dry-run --report - --no-deps``; with
+   --no-deps each package's choice is independent, so each answer is cached for the whole search and a
+   780 MB MindSpore wheel is read once);
+2. the chosen versions, with their own Requires-Dist from pip's report, are laid over the installed
+   set in memory and the same rules run again; what they still find adds wants (a new transformers
+   needs an older huggingface-hub, and so on), round after round;
+3. when no version on the index satisfies a want (``mindspore~=2.11.0``), or two wants on one package
+   contradict each other, the owner of the want moves instead: its other versions on the index
+   (``pip index versions``) are tried newest first, skipping those the matrix knows cannot be installed
+   from the index (its ``installable`` / ``on_pypi`` data);
+4. the search ends when the overlay breaks no rule (the plan is the changed packages, pinned exactly,
+   in ONE ``pip install --no-deps`` command that installs exactly the checked set), or when its rounds,
+   candidates or time run out (no command is printed then, only what blocks), or when pip cannot reach
+   its index (the plan is marked unverified, with pip's own words).
+
+Missing dependencies that were already missing and only warned about (accelerate's torch when MindNLP
+brings its own torch front-end) are left alone: the plan does not pull in multi-GB packages nobody asked for.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional, Sequence
+
+from msdoctor.context import FactSpec
+from msdoctor.fix.resolver import DryRun, Planned, Resolver
+from msdoctor.model import Finding, Status
+
+#: finding codes whose evidence carries ``wants`` a pip install can meet
+PIP_CODES = frozenset({
+    "known-breakage", "mindspore-numpy", "mindspore-protobuf", "mindnlp-mindspore", "mindformers-mindspore",
+    "mindformers-transformers", "requirement-conflict", "requirement-missing",
+})
+MAX_ROUNDS = 24
+MAX_CANDIDATES = 10
+#: which owner gives way when two wants on one package contradict: the larger number moves first
+_RANK = {"mindspore": 0, "mindnlp": 1, "mindformers": 1, "transformers": 2}
+
+
+@dataclass(frozen=True)
+class Want:
+    package: str  # canonical name
+    spec: str  # PEP 440 specifier, "" for any version
+    owner: Optional[str]  # canonical name of the distribution whose requirement this is
+
+
+def wants_of(f: Finding) -> list[Want]:
+    out = []
+    for item in (f.evidence or {}).get("wants") or []:
+        try:
+            pkg, spec, owner = item
+        except (TypeError, ValueError):
+            continue
+        out.append(Want(_canon(str(pkg)), str(spec or ""), _canon(owner) if owner else None))
+    return out
+
+
+def _canon(name: str) -> str:
+    from packaging.utils import canonicalize_name
+
+    return canonicalize_name(name)
+
+
+def problems(t: Any, m: Any) -> list[Finding]:
+    """The pip-fixable findings of the static version-matrix rules for the (possibly overlaid) target."""
+    from msdoctor.checks.version_matrix_common import installed_versions
+    from msdoctor.checks.version_matrix_nlp import evaluate_mindformers, evaluate_mindnlp
+    from msdoctor.checks.version_matrix_requires import evaluate_requirements
+    from msdoctor.checks.version_matrix_stack import evaluate_breakages, evaluate_mindspore
+
+    reported: set = set()
+    out = evaluate_breakages(t, m, installed_versions(t), reported)
+    out += evaluate_mindspore(t, m, reported)
+    out += evaluate_mindnlp(t, m, reported)
+    out += evaluate_mindformers(t, m, reported)
+    out += evaluate_requirements(t, reported)
+    return [f for f in out if f.status in (Status.FAIL, Status.WARN) and f.code in PIP_CODES and wants_of(f)]
+
+
+def overlay(t: Any, planned: Sequence[Planned]) -> Any:
+    """The target as it would be after installing ``planned`` (their metadata wins on sys.path)."""
+    from msdoctor.facts.target import Distribution, TargetFacts
+
+    keys = {p.key for p in planned}
+    new = [Distribution(name=p.name, version=p.version, path=f"(planned) {p.name}-{p.version}",
+                        location="(planned by pip)", kind="dist-info", files=[], requires=list(p.requires),
+                        requires_python=p.requires_python, top_level=None, installer="pip", direct_url=None,
+                        editable=False) for p in planned]
+    raw = dict(t.raw)
+    raw["find_spec"] = {k: v for k, v in (t.find_spec or {}).items() if _canon(k) not in keys}
+    return TargetFacts(raw=raw, distributions=new + [d for d in t.distributions if d.key not in keys])
+
+
+@dataclass(frozen=True)
+class Change:
+    name: str
+    old: Optional[str]  # None: not installed now
+    new: str
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.old} -> {self.new}" if self.old else f"{self.name} (new) {self.new}"
+
+
+@dataclass
+class StackPlan:
+    """What :func:`plan_stack` found.
+
+    state: "ok" (no rule is broken: nothing to do), "found" (``command`` repairs every broken rule,
+    checked), "unverified" (pip could not reach its index: ``command`` is msdoctor's best guess and
+    ``reason`` says why it is unchecked), "none" (no set of versions on the index was found:
+    ``reason`` and ``blocking`` say what stands in the way; ``command`` is None).
+    """
+
+    python: str
+    state: str
+    changes: list[Change] = field(default_factory=list)
+    command: Optional[list[str]] = None
+    reason: str = ""
+    before: list[str] = field(default_factory=list)
+    blocking: list[str] = field(default_factory=list)
+    remaining: list[str] = field(default_factory=list)  # problems the plan leaves (warnings that were there before)
+    left_alone: list[str] = field(default_factory=list)  # missing, only warned about, not pulled in (torch)
+    tried: list[str] = field(default_factory=list)
+    dry_runs: list[DryRun] = field(default_factory=list)
+    pip_calls: int = 0
+    seconds: float = 0.0
+
+    @property
+    def command_text(self) -> Optional[str]:
+        if not self.command:
+            return None
+        head = self.command[:5]  # python -m pip install --no-deps
+        return " ".join(head) + " " + " ".join(f'"{a}"' for a in self.command[5:])
+
+    def summary(self) -> str:
+        """One paragraph: what the plan rests on."""
+        if self.state == "found":
+            return (f"checked: the target's pip ({self.pip_calls} dry run(s), nothing installed) has every version on "
+                    f"its index, and with them every Requires-Dist and compat-matrix rule msdoctor knows holds "
+                    f"({len(self.before)} problem(s) now, none after)")
+        if self.state == "unverified":
+            return f"UNVERIFIED: {self.reason}"
+        if self.state == "none":
+            return f"no set of versions on the index repairs it: {self.reason}"
+        return "nothing to change"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.state, "command": self.command_text, "changes": [str(c) for c in self.changes],
+                "left_alone": self.left_alone,
+                "reason": self.reason, "before": self.before, "blocking": self.blocking,
+                "remaining": self.remaining, "tried": self.tried, "pip_calls": self.pip_calls,
+                "seconds": round(self.seconds, 1)}
+
+
+def _key(f: Finding) -> tuple:
+    return (f.code, tuple(sorted((w.package, w.spec) for w in wants_of(f))))
+
+
+def _merged(specs: dict[str, str]) -> str:
+    parts: list[str] = []
+    for s in specs.values():
+        for p in s.split(","):
+            p = p.strip()
+            if p and p not in parts:
+                parts.append(p)
+    return ",".join(parts)
+
+
+def _holds(spec: str, version: Optional[str]) -> bool:
+    from msdoctor.matrix import spec_contains
+
+    return bool(version) and spec_contains(spec, version or "")
+
+
+class _Search:
+    def __init__(self, t: Any, m: Any, resolver: Resolver) -> None:
+        self.t, self.m, self.r = t, m, resolver
+        self.pins: dict[str, dict[str, str]] = {}  # package -> {owner ("" none): spec}
+        self.moved: dict[str, str] = {}  # owner -> the version the search put in its place
+        self.tried_for: dict[str, list[str]] = {}
+        self.tried: list[str] = []
+        self.chosen: dict[str, Planned] = {}
+        self.answers: dict[str, DryRun] = {}  # package -> pip's last answer for it
+
+    # -- pip --------------------------------------------------------------------------------
+    def ask(self, package: str, spec: str) -> DryRun:
+        dr = self.r.dry_run([f"{package}{spec}"], no_deps=True)
+        self.answers[package] = dr
+        return dr
+
+    def installed(self, package: str) -> Optional[str]:
+        return self.t.version_of(package)
+
+    # -- moving an owner --------------------------------------------------------------------------
+    def candidates(self, owner: str) -> tuple[Optional[list[str]], str]:
+        versions, why = self.r.versions(owner)
+        if versions is None:
+            return None, why
+        from packaging.version import InvalidVersion, Version
+
+        have = self.installed(owner)
+        wanted = _merged(self.pins.get(owner, {}))
+        ok = [v for v in versions if v != have and v not in self.tried_for.get(owner, [])
+              and self._installable(owner, v) and (not wanted or _holds(wanted, v))]
+        try:
+            hv = Version(have) if have else None
+            older = [v for v in ok if hv is None or Version(v) < hv]
+            newer = [v for v in ok if hv is not None and Version(v) > hv]
+        except InvalidVersion:
+            older, newer = ok, []
+        return (older + newer)[:MAX_CANDIDATES], ""
+
+    def _installable(self, owner: str, version: str) -> bool:
+        """The matrix's knowledge of what cannot come from the index alone (MindFormers 2.0.0/2.1.0)."""
+        row = None
+        if owner == "mindformers":
+            row = self.m.mindformers(version)
+            return row is None or row.installable
+        if owner == "mindspore":
+            row = self.m.mindspore(version)
+            py = ".".join(self.t.python_version.split(".")[:2])
+            return row is None or (row.on_pypi and py in row.python)
+        return True
+
+    def move(self, owner: str) -> Optional[str]:
+        """Put the owner's next candidate in place; why not, when there is none."""
+        cands, why = self.candidates(owner)
+        if cands is None:
+            return f"pip could not list the versions of {owner}: {why}"
+        if not cands:
+            return f"no other version of {owner} on the index is left to try"
+        v = cands[0]
+        self.tried_for.setdefault(owner, []).append(v)
+        self.moved[owner] = v
+        for specs in self.pins.values():
+            specs.pop(owner, None)
+        return None
+
+    # -- the loop ---------------------------------------------------------------------------------
+    def resolve_pins(self) -> Optional[tuple[str, str, DryRun]]:
+        """Choose a version for every pin; (package, spec, pip's answer) of the first that fails."""
+        self.chosen = {}
+        wanted: dict[str, str] = {p: _merged(s) for p, s in self.pins.items()}
+        for owner, v in self.moved.items():
+            wanted[owner] = (wanted.get(owner, "") + "," if wanted.get(owner) else "") + f"=={v}"
+        for package, spec in sorted(wanted.items()):
+            if not spec and self.installed(package):
+                continue
+            if spec and _holds(spec, self.installed(package)):
+                continue
+            dr = self.ask(package, spec)
+            if not dr.ok:
+                return package, spec, dr
+            for p in dr.install:
+                self.chosen[p.key] = p
+        return None
+
+
+def _rank(name: Optional[str]) -> int:
+    from msdoctor.checks.version_matrix_common import STACK
+
+    if name is None:
+        return -1
+    return _RANK.get(name, 3 if name in STACK else 4)
+
+
+def plan_stack(t: Any, m: Any, resolver: Resolver, *, max_rounds: int = MAX_ROUNDS) -> StackPlan:
+    """Search for one pip command that leaves no version-matrix rule broken (see the module docstring)."""
+    started = time.monotonic()
+    base = problems(t, m)
+    plan = StackPlan(python=t.python_cmd(), state="ok", before=[f.title for f in base])
+    if not base:
+        return plan
+    # already missing, only warned about: not pulled in (see the module docstring)
+    left_alone = {w.package for f in base if f.status is Status.WARN and f.code == "requirement-missing"
+                  for w in wants_of(f)}
+    base_keys = {_key(f) for f in base}
+    plan.left_alone = sorted(left_alone)
+    s = _Search(t, m, resolver)
+    current = t
+    outcome: Optional[str] = None
+    for _ in range(max_rounds):
+        probs = problems(current, m)
+        relevant = [f for f in probs if not (f.code == "requirement-missing" and f.status is Status.WARN
+                                             and all(w.package in left_alone for w in wants_of(f)))]
+        if not relevant:
+            outcome = "found"
+            break
+        added = False
+        for f in relevant:
+            for w in wants_of(f):
+                if f.code == "requirement-missing" and w.package in left_alone:
+                    continue
+                owner = w.owner or ""
+                if owner in s.moved and w.package == owner:
+                    continue
+                specs = s.pins.setdefault(w.package, {})
+                if specs.get(owner) != w.spec:
+                    specs[owner] = w.spec
+                    added = True
+        if not added:
+            # every want is pinned and the rules still complain: the owner of a remaining want moves
+            owner = max((w.owner for f in relevant for w in wants_of(f) if w.owner), key=_rank, default=None)
+            if owner is None or (why := s.move(owner)):
+                outcome = "none"
+                plan.blocking = [f.title for f in relevant]
+                plan.reason = (why if owner else "the remaining problems have no version to move") + "; " + \
+                    "; ".join(plan.blocking[:3])
+                break
+            s.tried.append(f"{owner}=={s.moved[owner]}: tried because {relevant[0].title}")
+        failed = s.resolve_pins()
+        while failed is not None:
+            package, spec, dr = failed
+            if dr.state in ("offline", "timeout"):
+                plan.state = "unverified"
+                plan.reason = (f"the target's pip could not check it ({dr.error}); the versions are msdoctor's "
+                               "rules applied without the index, so they may not exist there")
+                plan.command = _guess_command(t, s.pins)
+                plan.dry_runs, plan.pip_calls = [dr], resolver.calls
+                plan.seconds = time.monotonic() - started
+                return plan
+            owners = sorted((o for o in s.pins.get(package, {}) if o), key=_rank, reverse=True)
+            if package in s.moved and not owners:
+                owners = [package]
+            s.tried.append(f"{package}{spec}: " + (f"no such version on the index" if dr.state == "unsatisfiable"
+                                                    else (dr.error or dr.state)[:300]))
+            movable = next((o for o in owners if o in s.moved or s.installed(o)), None)
+            why = s.move(movable) if movable else (
+                f"nothing to move: {package}{spec} is wanted by {', '.join(owners) or 'the rules'}")
+            if why:
+                plan.state = "none"
+                plan.reason = f"{package}{spec} is not available from the index ({_short(dr.error)}); {why}"
+                plan.blocking = [f"{package}{spec}: {_short(dr.error)}"]
+                plan.tried, plan.dry_runs, plan.pip_calls = s.tried, [dr], resolver.calls
+                plan.seconds = time.monotonic() - started
+                return plan
+            failed = s.resolve_pins()
+        current = overlay(t, list(s.chosen.values()))
+    else:
+        outcome = "none"
+        plan.reason = f"no repair found within {max_rounds} rounds of the search"
+    plan.tried, plan.pip_calls = s.tried, resolver.calls
+    plan.dry_runs = [s.answers[k] for k in sorted(s.answers) if k in s.chosen or k in s.moved]
+    plan.seconds = time.monotonic() - started
+    if outcome != "found":
+        plan.state = "none"
+        if not plan.blocking:
+            plan.blocking = [f.title for f in problems(current, m)]
+        return plan
+    changes = []
+    for key, p in sorted(s.chosen.items()):
+        old = t.version_of(p.name)
+        if old != p.version:
+            changes.append(Change(p.name, old, p.version))
+    plan.state = "found"
+    plan.changes = changes
+    plan.remaining = [f.title for f in problems(current, m) if _key(f) in base_keys]
+    plan.command = [t.python_cmd(), "-m", "pip", "install", "--no-deps", *(f"{c.name}=={c.new}" for c in changes)]
+    return plan
+
+
+def _short(text: str, limit: int = 240) -> str:
+    return text if len(text) <= limit else text[:limit] + " ...)"
+
+
+def _guess_command(t: Any, pins: dict[str, dict[str, str]]) -> Optional[list[str]]:
+    specs = [f"{p}{_merged(s)}" for p, s in sorted(pins.items())]
+    return [t.python_cmd(), "-m", "pip", "install", "--no-deps", *specs] if specs else None
+
+
+# -- findings ----------------------------------------------------------------------------------------
+def pip_fixable(findings: Sequence[Finding]) -> list[Finding]:
+    return [f for f in findings if f.code in PIP_CODES and f.status in (Status.FAIL, Status.WARN) and wants_of(f)]
+
+
+def apply_to_findings(findings: list[Finding], plan: StackPlan) -> list[Finding]:
+    """ONE command for every pip-fixable finding it repairs: the first carries it, the others point at it.
+
+    Findings the plan leaves as they are (a torch nobody installed) keep their own advice; a failed
+    import smoke is told that the command repairs known causes first.
+    """
+    left = set(plan.remaining)
+    alone = set(plan.left_alone)
+    targets = [f for f in pip_fixable(findings) if f.title not in left
+               and not (f.code == "requirement-missing" and all(w.package in alone for w in wants_of(f)))]
+    if not targets or plan.state == "ok":
+        return findings
+    first = targets[0]
+    head = first.title
+    if plan.state == "found":
+        fix = (plan.command_text or "") + f"\n({plan.summary()}; `msdoctor fix-stack` shows the plan and applies it)"
+        other = f"the one command under “{head}” repairs this too"
+    elif plan.state == "unverified" and plan.command_text:
+        fix = plan.command_text + f"\n({plan.summary()})"
+        other = f"see the (unverified) command under “{head}”"
+    else:
+        fix = f"no pip command is printed: {plan.summary()}"
+        other = f"see “{head}”"
+    evidence = {"stack_plan": plan.to_json()}
+    out = []
+    for f in findings:
+        if f is first:
+            out.append(replace(f, fix=fix, evidence={**f.evidence, **evidence}))
+        elif f in targets:
+            out.append(replace(f, fix=other))
+        elif f.code in ("import-fails", "import-crash") and plan.state == "found":
+            out.append(replace(f, fix=f"first run the one command under “{head}” (it repairs the version rules "
+                                       f"above, known causes of import failures), then rerun msdoctor; {f.fix or ''}"
+                                      .rstrip("; ")))
+        else:
+            out.append(f)
+    return out
+
+
+def quick_plan(t: Any, findings: Sequence[Finding]) -> StackPlan:
+    """--quick: the wants of the failures merged into one command, marked unverified (pip is not asked)."""
+    pins: dict[str, dict[str, str]] = {}
+    for f in pip_fixable(findings):
+        if f.status is not Status.FAIL:
+            continue
+        for w in wants_of(f):
+            pins.setdefault(w.package, {})[w.owner or ""] = w.spec
+    return StackPlan(python=t.python_cmd(), state="unverified", command=_guess_command(t, pins),
+                     before=[f.title for f in pip_fixable(findings)],
+                     reason="--quick does not ask the target's pip; run `msdoctor fix-stack --dry-run` for a checked "
+                            "command")
+
+
+#: budget for asking pip during `msdoctor check` (one MindSpore wheel is ~780 MB to read)
+CHECK_BUDGET_S = 420.0
+
+
+def _compute(ctx: Any) -> StackPlan:
+    from msdoctor.matrix import load
+
+    t = ctx.target
+    resolver = Resolver(t.executable, environ=ctx.environ, budget_s=CHECK_BUDGET_S)
+    return plan_stack(t, load(), resolver)
+
+
+#: The repair plan of the installed stack (asks the target's pip; computed once per run).
+STACK_PLAN: FactSpec[StackPlan] = FactSpec("stack-plan", _compute, slow=True,
+                                           description="one pip command that repairs the stack, checked by pip")
