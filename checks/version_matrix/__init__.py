@@ -126,7 +126,7 @@ class VersionMatrixCheck:
 def _ground_truth_and_plan(ctx: Context, t: Any, smoke: Any, requested: Optional[str],
                            findings: list[Finding]) -> list[Finding]:
     """Metadata-only conflicts the live probe disproved become warnings; every pip fix becomes ONE checked command."""
-    from msdoctor.checks.version_matrix_truth import demote, proof
+    from msdoctor.checks.version_matrix.truth import demote, proof
     from msdoctor.fix.stack import STACK_PLAN, apply_to_findings, pip_fixable, quick_plan
 
     if not ctx.quick:

@@ -72,10 +72,10 @@ def _canon(name: str) -> str:
 
 def problems(t: Any, m: Any) -> list[Finding]:
     """The pip-fixable findings of the static version-matrix rules for the (possibly overlaid) target."""
-    from msdoctor.checks.version_matrix_common import installed_versions
-    from msdoctor.checks.version_matrix_nlp import evaluate_mindformers, evaluate_mindnlp
-    from msdoctor.checks.version_matrix_requires import evaluate_requirements
-    from msdoctor.checks.version_matrix_stack import evaluate_breakages, evaluate_mindspore
+    from msdoctor.checks.version_matrix.common import installed_versions
+    from msdoctor.checks.version_matrix.nlp import evaluate_mindformers, evaluate_mindnlp
+    from msdoctor.checks.version_matrix.requires import evaluate_requirements
+    from msdoctor.checks.version_matrix.stack import evaluate_breakages, evaluate_mindspore
 
     reported: set = set()
     out = evaluate_breakages(t, m, installed_versions(t), reported)
@@ -138,8 +138,8 @@ class StackPlan:
     def command_text(self) -> Optional[str]:
         if not self.command:
             return None
-        head = self.command[:5]  # python -m pip install --no-deps
-        return " ".join(head) + " " + " ".join(f'"{a}"' for a in self.command[5:])
+        n = 5 if "--no-deps" in self.command[:5] else 4  # python -m pip install [--no-deps]
+        return " ".join(self.command[:n]) + " " + " ".join(f'"{a}"' for a in self.command[n:])
 
     def summary(self) -> str:
         """One paragraph: what the plan rests on."""
@@ -266,7 +266,7 @@ class _Search:
 
 
 def _rank(name: Optional[str]) -> int:
-    from msdoctor.checks.version_matrix_common import STACK
+    from msdoctor.checks.version_matrix.common import STACK
 
     if name is None:
         return -1
@@ -309,14 +309,15 @@ def plan_stack(t: Any, m: Any, resolver: Resolver, *, max_rounds: int = MAX_ROUN
                     added = True
         if not added:
             # every want is pinned and the rules still complain: the owner of a remaining want moves
-            owner = max((w.owner for f in relevant for w in wants_of(f) if w.owner), key=_rank, default=None)
-            if owner is None or (why := s.move(owner)):
+            owners = [w.owner for f in relevant for w in wants_of(f) if w.owner]
+            mover = max(owners, key=_rank) if owners else None
+            why = s.move(mover) if mover else "the remaining problems have no version to move"
+            if why or mover is None:
                 outcome = "none"
                 plan.blocking = [f.title for f in relevant]
-                plan.reason = (why if owner else "the remaining problems have no version to move") + "; " + \
-                    "; ".join(plan.blocking[:3])
+                plan.reason = f"{why}; " + "; ".join(plan.blocking[:3])
                 break
-            s.tried.append(f"{owner}=={s.moved[owner]}: tried because {relevant[0].title}")
+            s.tried.append(f"{mover}=={s.moved[mover]}: tried because {relevant[0].title}")
         failed = s.resolve_pins()
         while failed is not None:
             package, spec, dr = failed
@@ -331,7 +332,7 @@ def plan_stack(t: Any, m: Any, resolver: Resolver, *, max_rounds: int = MAX_ROUN
             owners = sorted((o for o in s.pins.get(package, {}) if o), key=_rank, reverse=True)
             if package in s.moved and not owners:
                 owners = [package]
-            s.tried.append(f"{package}{spec}: " + (f"no such version on the index" if dr.state == "unsatisfiable"
+            s.tried.append(f"{package}{spec}: " + ("no such version on the index" if dr.state == "unsatisfiable"
                                                     else (dr.error or dr.state)[:300]))
             movable = next((o for o in owners if o in s.moved or s.installed(o)), None)
             why = s.move(movable) if movable else (
@@ -357,7 +358,7 @@ def plan_stack(t: Any, m: Any, resolver: Resolver, *, max_rounds: int = MAX_ROUN
             plan.blocking = [f.title for f in problems(current, m)]
         return plan
     changes = []
-    for key, p in sorted(s.chosen.items()):
+    for _name, p in sorted(s.chosen.items()):
         old = t.version_of(p.name)
         if old != p.version:
             changes.append(Change(p.name, old, p.version))
@@ -373,8 +374,14 @@ def _short(text: str, limit: int = 240) -> str:
 
 
 def _guess_command(t: Any, pins: dict[str, dict[str, str]]) -> Optional[list[str]]:
-    specs = [f"{p}{_merged(s)}" for p, s in sorted(pins.items())]
-    return [t.python_cmd(), "-m", "pip", "install", "--no-deps", *specs] if specs else None
+    """Without the index: the wanted specifiers, and pip's own resolver left to pull dependencies."""
+    wanted = set(pins)
+    specs = []
+    for p, owned in sorted(pins.items()):
+        kept = {o: sp for o, sp in owned.items() if not o or o not in wanted or o == p}  # owners that change anyway
+        if kept or not owned:
+            specs.append(f"{p}{_merged(kept)}")
+    return [t.python_cmd(), "-m", "pip", "install", *specs] if specs else None
 
 
 # -- findings ----------------------------------------------------------------------------------------

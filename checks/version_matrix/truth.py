@@ -25,7 +25,7 @@ METADATA_CODES = frozenset({
 
 def proof(live: Any, smoke: Any, requested: Optional[str]) -> Optional[dict[str, Any]]:
     """What the live probe proved, or None when it did not prove the stack works on the requested device."""
-    from msdoctor.checks.device_live import REL_TOLERANCE
+    from msdoctor.checks.device_target.live import REL_TOLERANCE
 
     if live is None or smoke is None or smoke.state != "ran" or smoke.failed_step is not None or not smoke.steps:
         return None
