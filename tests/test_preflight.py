@@ -291,3 +291,30 @@ def test_plan_reports_python_on_path_that_is_not_the_target(tmp_path):
 def test_preflight_outside_msrun_is_a_usage_error():
     r = _msdoctor("preflight")
     assert r.returncode == 2 and "runs under msrun" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_compare_plans_finds_unequal_time_outs_duplicate_ranks_and_a_missing_node(tmp_path):
+    def plan(rank, **kw):
+        args = dict(worker_num=4, local_worker_num=2, master_addr="10.0.0.1", master_port=18118, node_rank=rank,
+                    cluster_time_out=120)
+        args.update(kw)
+        p = tmp_path / f"n{rank}-{len(list(tmp_path.iterdir()))}.json"
+        p.write_text(json.dumps({"args": args, "status": "pass", "findings": []}))
+        return str(p)
+
+    ok = _msdoctor("preflight", "--compare-plans", plan(0), "--compare-plans", plan(1))
+    assert ok.returncode == 0 and "2 plans describe one job of 4 workers" in ok.stdout
+    bad = _msdoctor("preflight", "--compare-plans", plan(0), "--compare-plans", plan(1, cluster_time_out=30))
+    assert bad.returncode == 1 and "--cluster_time_out differs" in bad.stdout
+    dup = _msdoctor("preflight", "--compare-plans", plan(0), "--compare-plans", plan(0))
+    assert dup.returncode == 1 and "node_rank 0 used by more than one node" in dup.stdout
+    one = _msdoctor("preflight", "--compare-plans", plan(0))
+    assert one.returncode == 1 and "node ranks without a plan: 1" in one.stdout
+
+
+def test_a_rank_on_another_interpreter_fails_the_cluster():
+    docs = [_doc(r, r // 2) for r in range(4)]
+    docs[3]["facts"]["python"]["prefix"] = "/other-env"
+    doc, _ = build(docs, Options(expected_python_prefix="/env"), started_at="t", duration_s=1.0, msdoctor_version="0")
+    ranks = {c["id"]: c for c in doc["checks"]}["preflight-ranks"]
+    assert ranks["status"] == "fail" and "rank 3 ran /env/bin/python, not the job's interpreter" in ranks["findings"][0]["title"]

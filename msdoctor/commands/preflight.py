@@ -102,12 +102,14 @@ def _load_cfg(config: Optional[Path]) -> Any:
 @click.option("--log-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
               help="--launch: msrun --log_dir (default OUT/msrun_log).")
 @click.option("--json", "as_json", is_flag=True, help="--plan: print the findings as JSON.")
+@click.option("--compare-plans", "compare_plans", multiple=True, type=click.Path(path_type=Path, dir_okay=False,
+              exists=True), metavar="PLAN.json", help="Compare every node's `--plan --json` output (give each file).")
 def preflight(out: Path, config: Optional[Path], device_target: Optional[str], fmt: str, min_bytes: Optional[str],
               max_bytes: Optional[str], iters: int, warmup: int, matmul_size: Optional[int], straggler_ratio: float,
               baseline: Optional[Path], python: Optional[str], no_node_check: bool, plan: bool, launch: bool,
               worker_num: Optional[int], local_worker_num: Optional[int], master_addr: Optional[str],
               master_port: Optional[int], node_rank: Optional[int], cluster_time_out: Optional[int],
-              log_dir: Optional[Path], as_json: bool) -> int:
+              log_dir: Optional[Path], as_json: bool, compare_plans: tuple[Path, ...]) -> int:
     """Check every rank of a multi-node job through msrun: versions, env, HCCL timeouts, collectives, bandwidth.
 
     \b
@@ -124,6 +126,8 @@ def preflight(out: Path, config: Optional[Path], device_target: Optional[str], f
     """
     if plan and launch:
         raise UserError("--plan and --launch are two different runs", "give one of them")
+    if compare_plans:
+        return _compare_plans(list(compare_plans))
     if os.environ.get("MS_ROLE") in ("MS_WORKER", "MS_SCHED") and not (plan or launch):
         return _task(out, config, device_target, fmt, min_bytes, max_bytes, iters, warmup, matmul_size,
                      straggler_ratio, baseline, python, no_node_check)
@@ -218,6 +222,30 @@ def _plan(args: Any, device_target: str, python: str, as_json: bool) -> int:
     else:
         _plan_print(args, res, took)
     return int(ExitCode.PROBLEMS if res.status >= Status.FAIL else ExitCode.OK)
+
+
+def _compare_plans(paths: list[Path]) -> int:
+    from msdoctor.preflight.plan import compare
+
+    plans = []
+    for p in paths:
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UserError(f"{p}: not a plan ({exc})", "write it on each node with: msdoctor preflight --plan --json "
+                            "... > nodeR.json") from None
+        if not isinstance(data, dict) or not isinstance(data.get("args"), dict):
+            raise UserError(f"{p}: not the output of `msdoctor preflight --plan --json`",
+                            "write it on each node with: msdoctor preflight --plan --json ... > nodeR.json")
+        plans.append(data)
+    findings = compare(plans)
+    click.echo(f"msdoctor preflight --compare-plans: {len(plans)} plans")
+    for f in findings:
+        click.echo(f"  [{f.status.value:^5}] {f.title}")
+        for extra in (f.detail, f"fix: {f.fix}" if f.fix else ""):
+            if extra:
+                click.echo(f"          {extra}")
+    return int(ExitCode.PROBLEMS if any(f.status >= Status.FAIL for f in findings) else ExitCode.OK)
 
 
 def _plan_print(args: Any, res: Any, took: float) -> None:

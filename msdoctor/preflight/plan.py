@@ -243,3 +243,42 @@ def _same_interpreter(a: str, b: str) -> bool:
         return os.path.realpath(os.path.dirname(os.path.abspath(p)))
 
     return where(a) == where(b)
+
+
+def compare(plans: list[dict[str, Any]]) -> list[Finding]:
+    """Several nodes' ``--plan --json`` outputs side by side: do they describe one job?
+
+    The same --worker_num, --master_addr/--master_port and --cluster_time_out everywhere (a node with a
+    shorter cluster_time_out gives up first), node ranks unique and complete, local workers adding up.
+    """
+    out: list[Finding] = []
+    args = [p.get("args") or {} for p in plans]
+    for key in ("worker_num", "master_addr", "master_port", "cluster_time_out", "local_worker_num"):
+        values = {str(a.get(key)) for a in args}
+        if len(values) > 1:
+            shown = ", ".join(f"node_rank {a.get('node_rank')}: {a.get(key)}" for a in args)
+            out.append(Finding.fail(f"--{key} differs between the nodes' plans ({shown})",
+                                    fix=f"give every node the same --{key}", code=f"plans-{key}"))
+    ranks = [a.get("node_rank") for a in args]
+    dup = sorted({r for r in ranks if ranks.count(r) > 1}, key=str)
+    if dup:
+        out.append(Finding.fail(f"node_rank {', '.join(map(str, dup))} used by more than one node",
+                                fix="number the nodes 0..N-1, one number per node", code="plans-node-rank"))
+    total = sum(int(a.get("local_worker_num") or 0) for a in args)
+    wn = args[0].get("worker_num") if args else None
+    if wn is not None and not dup and total != wn:
+        missing = sorted(set(range(int(wn) // max(int(args[0].get("local_worker_num") or 1), 1))) - set(ranks))
+        out.append(Finding.fail(f"the plans' local workers add up to {total}, --worker_num is {wn}",
+                                detail=f"node ranks without a plan: {', '.join(map(str, missing))}" if missing else "",
+                                fix="run --plan on every node and compare all of them", code="plans-sum"))
+    for p in plans:
+        if p.get("status") in ("fail", "error"):
+            a = p.get("args") or {}
+            out.append(Finding.fail(f"node_rank {a.get('node_rank')}'s own plan failed",
+                                    detail="; ".join(f["title"] for f in p.get("findings") or []
+                                                     if f.get("status") in ("fail", "error")), code="plans-node"))
+    if not out:
+        out.append(Finding.passed(f"{len(plans)} plans describe one job of {wn} workers",
+                                  proved="same worker_num, master, port and cluster_time_out; node ranks unique "
+                                         "and local workers adding up", code="plans"))
+    return out
