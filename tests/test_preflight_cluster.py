@@ -154,8 +154,10 @@ def test_node_checks_and_consistency(good_run):
 
 def test_timeout_set_on_one_node_only_fails_and_names_it(hosts, tmp_path):
     res = launch(hosts, tmp_path, _free_port(), node1_env={"HCCL_CONNECT_TIMEOUT": "1200"},
-                 extra=("--no-node-check", "--max-bytes", "16KiB"))
+                 extra=("--no-node-check", "--max-bytes", "16KiB", "--format", "junit"))
     assert res[0][0] != 0 and res[1][0] != 0, res
+    junit = (tmp_path / "node0" / "preflight-junit.xml").read_text()
+    assert 'name="preflight-timeouts"' in junit and "<failure" in junit
     rep = _report(tmp_path, 0)
     diff = [d for d in rep["differences"] if d["key"] == "HCCL_CONNECT_TIMEOUT"]
     assert diff and diff[0]["matters"]
@@ -181,7 +183,7 @@ def test_node_that_never_starts_is_named_within_the_bound(hosts, tmp_path):
     print(f"\nnode 1 never started: named after {wall:.1f} s (--cluster_time_out {timeout})")
 
 
-def _train_pair(hosts, tmp: Path, *, node1_env=None, max_steps: int = 3):
+def _train_pair(hosts, tmp: Path, *, node1_env=None, max_steps: int = 6):
     """`msdoctor train` on both nodes with the shipped 2-node config (only --node-rank differs)."""
     cfg = HERE.parent / "training" / "configs" / "tiny-cpu-2nodes.yaml"
     env = dict(os.environ, PATH=os.pathsep.join([str(Path(PY).parent), os.environ.get("PATH", "")]))
