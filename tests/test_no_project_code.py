@@ -95,3 +95,15 @@ def test_full_check_explain_train_and_fix_kernel_run_no_project_file(world: dict
          "--output-dir", str(tmp_path / "run"))
     _run(world, "fix-kernel", *py, "--yes", "--no-vscode", "--project", ".")
     assert os.path.isdir(world["env"]["JUPYTER_DATA_DIR"])  # the kernel was registered (ipykernel from the env)
+
+
+def test_the_launcher_for_pythons_before_311_drops_the_workspace_from_sys_path(world: dict) -> None:
+    """Python < 3.11 has no -P: the task runs SAFE_MAIN, which removes the cwd entry before importing msdoctor."""
+    from msdoctor.commands.vscode import SAFE_MAIN, launcher
+
+    assert launcher("/envs/a/bin/python", True, (3, 9, 18)) == ["/envs/a/bin/python", "-c", SAFE_MAIN]
+    assert launcher("/envs/a/bin/python", True, (3, 12, 1))[1:3] == ["-P", "-m"]
+    res = subprocess.run([BASE_PYTHON, "-c", SAFE_MAIN, "list-checks"], cwd=world["project"], env=world["env"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and "duplicate-installs" in res.stdout, res.stderr
+    assert markers(world["root"]) == []

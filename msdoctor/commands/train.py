@@ -129,21 +129,31 @@ def write_config(cfg: Any, run_dir: Path) -> None:
 def start(launch: Any, run_dir: Path) -> int:
     """Run the trainer; stdout stays the terminal's (progress bar), stderr is also kept in stderr.log.
 
-    Not proc.run: training has no natural timeout and its output must stream. SIGTERM is passed on
-    so the trainer can save a checkpoint; Ctrl-C reaches it directly (same process group).
+    Not proc.run: training has no natural timeout and its output must stream. proc.spawn: the trainer
+    (msrun and its workers too) is its own process group, dies with msdoctor (parent-death signal) and
+    leaves nothing behind; SIGTERM and Ctrl-C (SIGINT) are passed on to the whole group so the trainer
+    can save a checkpoint.
     """
-    proc = subprocess.Popen(launch.argv, env=launch.env, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    import io
+
+    from msdoctor import proc as procs
+
+    try:
+        child = procs.spawn(launch.argv, env=launch.env, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    except procs.StartError as exc:
+        raise UserError(f"cannot start the trainer ({launch.argv[0]}): {exc.reason}",
+                        "check the target interpreter (msdoctor check --python ...)") from None
 
     def forward(signum: int, _frame: Any) -> None:
-        if proc.poll() is None:
-            proc.send_signal(signum)
+        child.signal(signum)
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
 
     def tee() -> None:
-        assert proc.stderr is not None  # started with stderr=PIPE
+        assert child.stderr is not None  # started with stderr=PIPE
+        stream = io.BufferedReader(child.stderr)  # type: ignore[arg-type,type-var]
         with open(run_dir / "stderr.log", "ab") as keep:
-            for line in iter(proc.stderr.readline, b""):
+            for line in iter(stream.readline, b""):
                 keep.write(line)
                 keep.flush()
                 sys.stderr.buffer.write(line)
@@ -152,12 +162,15 @@ def start(launch: Any, run_dir: Path) -> int:
     copier = threading.Thread(target=tee, daemon=True)
     copier.start()
     try:
-        rc = proc.wait()
+        rc = child.wait()
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        if child.returncode is None:  # an exception on the way (SIGHUP, a second Ctrl-C): the group goes too
+            child.kill()
     copier.join(timeout=5)
-    return rc
+    child.close()
+    return rc if rc is not None else 1
 
 
 def log_files(run_dir: Path, worker_logs: Optional[Path]) -> list[Path]:
