@@ -17,7 +17,7 @@ Prints, side by side (median of N runs):
 The added cost is evaluate() plus the probe additions; the wall-time rows show scale (on a busy
 machine their noise is larger than the check itself).
 
-Target (issue 5): the check adds well under 100 ms to `msdoctor check --quick`.
+Target: the check adds well under 100 ms to `msdoctor check --quick`.
 
 Usage: python benchmarks/bench_duplicate_installs.py [--dists 300] [--runs 7] [--keep DIR]
 """
@@ -165,7 +165,7 @@ def main() -> None:
         print(f"{label:<{width}}  {med:9.1f}  {low:8.1f}")
     added = [rows[0][1][i] + rows[1][1][i] for i in (0, 1)]
     print(f"{'added to msdoctor check --quick by this check':<{width}}  {added[0]:9.1f}  {added[1]:8.1f}")
-    print("target (issue 5): well under 100 ms added to `msdoctor check --quick`")
+    print("target: well under 100 ms added to `msdoctor check --quick`")
     if args.keep is None:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -17,8 +17,8 @@ kernel. Per step at batch 8, median: forward 16-17 ms (torch 9), forward + backw
 ~10 ms (torch ~5 with its foreach kernels). The CPU backend runs each primitive as its own
 kernel: graph-kernel fusion (enable_graph_kernel) needs the AKG toolchain, which the CPU wheel
 lacks. runtime_num_threads (1, 2), inter_op_parallel_num=1 and jit_level O1/O2 changed nothing
-beyond noise, and PyNative with a jit step is close to GRAPH. Anchor: research/mindspore_cpu.md
-measured GRAPH at 0.55-0.63x torch eager on a smaller model (hidden 64, seq 64).
+beyond noise, and PyNative with a jit step is close to GRAPH. Anchor: an earlier run of
+the same comparison on a smaller model (hidden 64, seq 64) measured GRAPH at 0.55-0.63x torch eager.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def main() -> None:
         mfu = max(runs) * per_token / (peak[0] * 1e12) if peak else float("nan")
         print(f"{name:28}{', '.join(f'{r:,.0f}' for r in runs):>40}{max(runs):>12,.0f}{mfu:>8.1%}")
     print(f"ratio MindSpore / PyTorch (best of each): {ms_best / torch_best:.2f}   "
-          "(anchor: 0.55-0.63 in research/mindspore_cpu.md; why below 1: this script's docstring)")
+          "(anchor: 0.55-0.63 on a smaller model; why below 1: this script's docstring)")
     if peak:
         print(f"MFU against {peak[0]:.3g} TFLOP/s ({peak[1]})")
 

@@ -2,7 +2,7 @@
 
 Reports get pasted into issues and uploaded as CI artifacts, so every output
 format is redacted by default (``--no-redact`` opts out). What is masked, and
-why (the practice of other doctors, research/anchors_doctor.md lessons 10, 14):
+why (flutter doctor and `transformers env` reports are pasted into public issues; docs/sources.md):
 
 - the home directory becomes ``~`` (brew doctor does the same);
 - the user name and the host name become ``<user>`` / ``<host>``, except

@@ -14,7 +14,7 @@ A suppressed finding stays in every output format, marked with its reason, and
 counts as a pass for the verdict (``Finding.effective_status``). A suppression
 without a reason still applies but is itself a warning; an expired one no longer
 applies and is a warning; one naming an unknown check is a warning. Brew's users
-asked for exactly this and never got it (research/anchors_doctor.md, lesson 8).
+asked for exactly this and never got it (https://github.com/Homebrew/brew/issues/6017).
 A malformed file is bad input: exit 2 with file and line.
 """
 

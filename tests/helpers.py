@@ -7,7 +7,7 @@ packages (MindSpore 2.7.0, transformers, ...) through a .pth file, so the
 few small installs on top of it.
 
 Ascend and NVIDIA hardware are not here: their tools are faked by executables
-that print the real formats recorded in shared research (compat.md B9).
+that print the real formats taken from public issues (tests/data/npu_smi/SOURCES.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """CANN / Ascend driver facts and the MindSpore <-> CANN <-> driver rules, on fixture trees.
 
 There is no Ascend hardware or CANN install here: every case is a directory tree whose files
-reproduce, character for character, the real samples recorded in research/compat.md section (b)
+reproduce, character for character, the real samples of public reports and install trees (docs/sources.md)
 (driver/firmware version.info B1-B2, ascend_toolkit_install.info B4, version.cfg B5, component
 version.info B6), laid out like /usr/local/Ascend (the CANN <= 8.3 ascend-toolkit layout and the
-CANN >= 8.5 cann-<ver> layout), and selected by the variables CANN's set_env.sh exports (B8) or by
+CANN >= 8.5 cann-<ver> layout), and selected by the variables CANN's set_env.sh exports or by
 MSDOCTOR_SYSROOT for the default layout. MindSpore itself is the real 2.7.0 of the test environment.
 """
 
@@ -32,7 +32,7 @@ from msdoctor.facts.target import TargetFacts
 from msdoctor.matrix import load
 from msdoctor.model import Status
 
-# -- verbatim samples (research/compat.md section b) ---------------------------------------------
+# -- verbatim samples (public reports and install trees) ---------------------------------------------
 DRIVER_25_0_RC1_1 = """Version=25.0.rc1.1
 ascendhal_version=7.35.23
 aicpu_version=1.0
@@ -148,7 +148,7 @@ def toolkit(ascend: Path, version: str, *, info: Optional[str], internal: str, f
             cfg: Optional[str] = None, layout: str = "toolkit") -> Path:
     """One CANN version dir with its `latest` (<= 8.3) or `cann` (>= 8.5) link, as the installer leaves it.
 
-    compiler/version.info has no public verbatim sample (research B6, UNVERIFIED): it is written in the
+    compiler/version.info has no public verbatim sample (UNVERIFIED): it is written in the
     shape of the other component files, `Version=` first, which is all MindSpore reads.
     """
     if layout == "toolkit":
@@ -163,7 +163,7 @@ def toolkit(ascend: Path, version: str, *, info: Optional[str], internal: str, f
         write(root / "aarch64-linux" / "ascend_toolkit_install.info", info)
     write(root / "compiler" / "version.info", f"Version={internal}\nversion_dir={version}\n")
     write(root / "opp" / "version.info", f"Version={internal}\nversion_dir={version}\n")
-    # the CANN kernels package (opp_kernel), which MindSpore 2.7.0 requires (research C21)
+    # the CANN kernels package (opp_kernel), which MindSpore 2.7.0 requires
     write(root / "opp_kernel" / "version.info", f"Version={internal}\nversion_dir={version}\n")
     if cfg:
         write(root / "version.cfg", cfg)
@@ -171,7 +171,7 @@ def toolkit(ascend: Path, version: str, *, info: Optional[str], internal: str, f
 
 
 def set_env(root: Path) -> dict[str, str]:
-    """The variables CANN's set_env.sh exports (research B8), pointing into the fixture tree."""
+    """The variables CANN's set_env.sh exports, pointing into the fixture tree."""
     return {"ASCEND_TOOLKIT_HOME": str(root), "ASCEND_HOME_PATH": str(root), "ASCEND_OPP_PATH": f"{root}/opp",
             "ASCEND_AICPU_PATH": str(root), "TOOLCHAIN_HOME": f"{root}/toolkit"}
 
@@ -242,7 +242,7 @@ def test_default_layout_without_set_env(tmp_path: Path) -> None:
 
 
 def test_cann_8_5_layout_is_found(tmp_path: Path) -> None:
-    """CANN >= 8.5: /usr/local/Ascend/cann-8.5.0, the `cann` link, and ascend-toolkit/latest -> cann (B4, B8)."""
+    """CANN >= 8.5: /usr/local/Ascend/cann-8.5.0, the `cann` link, and ascend-toolkit/latest -> cann."""
     sysroot, root = machine(tmp_path, "8.5.0")
     ascend = sysroot / "usr/local/Ascend"
     (ascend / "ascend-toolkit").mkdir()
@@ -312,7 +312,7 @@ def test_cann_8_2_rc1_under_mindspore_270_passes(tmp_path: Path, real_target: Ta
 
 @pytest.mark.mindspore
 def test_mindspore_270_reads_the_opp_path_not_home(tmp_path: Path, real_target: TargetFacts) -> None:
-    """2.7.0 derives compiler/version.info from ASCEND_OPP_PATH (B10.2): that install decides."""
+    """2.7.0 derives compiler/version.info from ASCEND_OPP_PATH: that install decides."""
     sysroot, good = machine(tmp_path, "8.2.RC1")
     other = toolkit(tmp_path / "elsewhere", "8.0.RC3", info=INSTALL_INFO_8_0_RC3, internal="7.5.0.1.129")
     env = {"MSDOCTOR_SYSROOT": str(sysroot), **set_env(other), "ASCEND_OPP_PATH": f"{good}/opp"}

@@ -5,7 +5,7 @@ No NPU or GPU exists here. Ascend and NVIDIA facts come from:
   driver and CANN toolkit directories, CUDA libraries named as their packages install them);
 - fake `npu-smi` / `nvidia-smi` / `ldconfig` executables first on PATH that print real
   outputs (tests/data/npu_smi, tests/data/nvidia_smi; sources in their SOURCES.md);
-- the environment exactly as CANN's set_env.sh (CANN 8.0.0, research/compat.md B8) exports it.
+- the environment exactly as CANN's set_env.sh (CANN 8.0.0, as printed in https://github.com/vllm-project/vllm-ascend/issues/629) exports it.
 The target interpreter and its MindSpore (with its real lib/plugin directories) are real;
 these runs use --quick, so MindSpore is not imported (the live probe is tested in
 test_device_target_live.py).
@@ -34,7 +34,7 @@ ARCH = "x86_64"
 
 
 def set_env_exports(extra_pythonpath: str = "") -> dict[str, str]:
-    """The variables CANN 8.0.0's set_env.sh exports (compat.md B8), starting from empty variables."""
+    """The variables CANN 8.0.0's set_env.sh exports, starting from empty variables."""
     drv = "/usr/local/Ascend/driver"
     ld = [f"{TK}/tools/aml/lib64", f"{TK}/tools/aml/lib64/plugin",
           f"{TK}/lib64", f"{TK}/lib64/plugin/opskernel", f"{TK}/lib64/plugin/nnengine",
@@ -154,7 +154,7 @@ def test_alarm_chip_and_busy_chip_warn(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_container_without_device_nodes(tmp_path: Path) -> None:
-    # a container started without --device: CANN and the driver mounted, /dev empty, npu-smi fails (C12)
+    # a container started without --device: CANN and the driver mounted, /dev empty, npu-smi fails (https://github.com/vllm-project/vllm-ascend/issues/2698)
     ascend_tree(tmp_path / "root", chips=0, control=False)
     env = base_env(tmp_path, **set_env_exports(cann_python(tmp_path)))
     bin_dir = tmp_path / "bin"

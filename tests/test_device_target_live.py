@@ -4,7 +4,7 @@ Nothing is faked about MindSpore: it is imported in a subprocess of the target
 interpreter, asked for the device, and runs a real matmul. The Ascend case uses
 the real "Unsupported device target Ascend" error MindSpore raises on a machine
 without CANN, and MindSpore's own CANN version warning, provoked by a CANN
-compiler/version.info in a temp directory (format: research/compat.md B6/B10).
+compiler/version.info in a temp directory (the format of a CANN toolkit's compiler/version.info).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 the capacity logic with injected device facts.
 
 No Ascend or NVIDIA hardware here: Ascend capacity comes from a fake `npu-smi` on PATH that prints
-the real `npu-smi info` table of 8 x 910B3 (driver 25.2.0) recorded in research/compat.md B9
+the real `npu-smi info` table of 8 x 910B3 (driver 25.2.0) from https://github.com/vllm-project/vllm-ascend/issues/3865 (tests/data/npu_smi)
 (https://github.com/vllm-project/vllm-ascend/issues/3865); GPU facts are injected as the parsed
 objects msdoctor.facts.nvidia produces.
 """
@@ -27,7 +27,7 @@ DATA = Path(__file__).parent / "data" / "memory"
 LEGACY = DATA / "pretrain_llama2_7b_legacy.yaml"
 MCORE = DATA / "pretrain_llama2_7b_mcore.yaml"
 
-# research/compat.md B9, verbatim chip table (8 x 910B3, 65536 MB HBM each) without the process table
+# https://github.com/vllm-project/vllm-ascend/issues/3865, verbatim chip table (8 x 910B3, 65536 MB HBM each) without the process table
 NPU_SMI_910B3 = """\
 +------------------------------------------------------------------------------------------------+
 | npu-smi 25.2.0                   Version: 25.2.0                                               |

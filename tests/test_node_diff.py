@@ -1,7 +1,7 @@
 """`msdoctor diff` on two real reports whose nodes differ in CANN: the versions the checks read are in the facts.
 
 The two "nodes" are fixture sysroots (no Ascend here): the real CANN file formats
-of research/compat.md (b), selected by the variables set_env.sh exports, under the
+of a CANN install (docs/sources.md), selected by the variables set_env.sh exports, under the
 test environment's real MindSpore 2.7.0.
 """
 

@@ -1,7 +1,7 @@
 """`npu-smi info` parsing against real outputs.
 
 Every fixture under tests/data/npu_smi/ is a verbatim output of the real tool
-(sources in tests/data/npu_smi/SOURCES.md; research/compat.md B9, C12). No
+(sources in tests/data/npu_smi/SOURCES.md). No
 Ascend hardware is used: the fact is exercised through a fake `npu-smi` on PATH
 that prints those outputs.
 """

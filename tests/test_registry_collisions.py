@@ -7,7 +7,7 @@ a silent replacement (exist_ok=True, a name registered twice, MindFormers' regis
 replace the class.
 
 MindFormers itself does not install here (1.3.2 needs an older MindSpore; 2.x needs packages absent
-from PyPI, see research/compat.md C17), so the executed MindFormers cases use a fixture distribution
+from PyPI: hyper-parallel~=1.0.0 is not there, observed with pip install mindformers==2.0.0), so the executed MindFormers cases use a fixture distribution
 shaped like its registry API (MindFormerRegister / MindFormerModuleType / models.auto.AutoConfig, as
 read in the mindformers 1.3.2 wheel), written for these tests and installed with the real pip. The
 real 1.3.2 wheel (and MindNLP 0.4.1's) is still read statically in `test_real_mindformers_and_mindnlp_wheels`.

@@ -29,7 +29,7 @@ from msdoctor.training.config import RunConfig, from_dict, to_dict
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.mindspore]
 
-#: the research model (research/mindspore_cpu.md): 2 layers, width 64, byte vocabulary
+#: the smallest model that trains on CPU in seconds: 2 layers, width 64, byte vocabulary
 SMALL = {"model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
          "train": {"micro_batch_size": 8, "seq_length": 64, "max_steps": 40, "warmup_steps": 2},
          "logging": {"every_steps": 1, "tensorboard": False}, "checkpoint": {"every_steps": 0}}
@@ -114,7 +114,7 @@ def tensorboard_scalars(tb_dir):
     backend in the test process before MindSpore (imported later by other tests in this process)
     sets PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python for its own old-style _pb2 modules, and
     MindSpore's import would then fail with "Descriptors cannot be created directly"
-    (observed; research/compat.md C19).
+    (observed).
     """
     code = textwrap.dedent("""
         import json, struct, sys, pathlib

@@ -299,7 +299,7 @@ def test_mfu_peak_comes_from_the_config_the_chip_npu_smi_named_or_the_cpu():
 
 
 def test_train_passes_the_chip_npu_smi_reported_to_the_trainer():
-    """npu-smi's chip name, as the Ascend facts parsed it during the checks (real npu-smi format, compat.md B9)."""
+    """npu-smi's chip name, as the Ascend facts parsed it during the checks (real npu-smi format, tests/data/npu_smi)."""
     from msdoctor.commands.train import chip_name
     from msdoctor.context import Context
     from msdoctor.facts.ascend import NPU_SMI, NpuChip, NpuSmiInfo

@@ -8,7 +8,7 @@ More: MindSpore's own launcher, so multi-node jobs use the existing engine::
         --cluster_time_out=300 training/run.py --config ... --run-dir ...
 
 msrun starts every worker as ``python <script>`` resolved through PATH, not with its own
-interpreter (research/mindspore_cpu.md section 5), so the target env's bin goes first on PATH.
+interpreter (observed with msrun of MindSpore 2.7.0), so the target env's bin goes first on PATH.
 ``--join=True`` makes msrun wait and return the job's real status (the default returns at once),
 and the master port comes from the config: msrun's default 8118 is also taken by its workers.
 """

@@ -12,7 +12,7 @@ matmuls split along which axis under tensor parallelism.
 
 Everything is built from primitives that have CPU kernels in MindSpore 2.7: the fused ops
 (ops.rms_norm, flash_attention_score, rotary_position_embedding) and mint.nn.Embedding have none
-(research/mindspore_cpu.md section 1). Each primitive is its own instance so that semi-auto
+(observed with MindSpore 2.7.0 on CPU; benchmarks/bench_train.py measures it). Each primitive is its own instance so that semi-auto
 parallel can give it a shard strategy (see :mod:`.parallel`); on CPU no strategy is applied.
 """
 

@@ -5,8 +5,8 @@ Tensor parallelism splits attention by heads and the FFN by its inner dimension 
 rows split over ``tp``), the attention output and down projections are row-parallel (weight
 columns split, partial sums all-reduced). In MindSpore this is written as ``.shard()`` strategies
 on primitives under ``semi_auto_parallel`` (``set_auto_parallel_context(tensor_parallel=...)`` does
-not exist). CPU rejects semi-auto parallel ("Invalid backend: CPU", research/mindspore_cpu.md
-section 6), so on CPU only data parallelism runs and these strategies are unit-tested, not executed.
+not exist). CPU rejects semi-auto parallel ("Invalid backend: CPU", observed with MindSpore 2.7.0),
+so on CPU only data parallelism runs and these strategies are unit-tested, not executed.
 
 Ranks follow MindSpore's device matrix with the stage outermost and tensor parallel innermost:
 ``rank = stage * dp * tp + dp_index * tp + tp_index``.
@@ -109,7 +109,7 @@ def assign_stages(net: Any, stages: int) -> None:
         net.head.pipeline_stage = stages - 1
 
 
-#: optimizer_sharding -> MindSpore parallel optimizer level (research/memory.md section 7.4)
+#: optimizer_sharding -> MindSpore parallel optimizer level (MindSpore docs/mindspore/source_en/features/parallel/optimizer_parallel.md)
 OPTIMIZER_LEVEL = {"optimizer": "level1", "grads": "level2", "params": "level3"}
 
 

@@ -1,7 +1,7 @@
 """The jit-compiled training step: forward, backward, gradient all-reduce, loss scaling, clipping, update.
 
 GRAPH mode with one ``@ms.jit`` function per step is the fast path on CPU (PyNative eager is ~30x
-slower there: research/mindspore_cpu.md section 1). With gradient accumulation, micro-steps add
+slower there: observed, benchmarks/bench_train.py). With gradient accumulation, micro-steps add
 into Parameter buffers inside the graph and one apply step updates (section 3); the optimizer
 steps, the schedule and the checkpoints all count apply steps.
 """

@@ -83,7 +83,7 @@ def compute_precision(cfg: RunConfig) -> tuple[str, str]:
         return t.precision, (f"precision {t.precision} on CPU (train.half_on_cpu): fp16 is slower than fp32 there, "
                              "bf16 has no CPU kernels")
     return "fp32", (f"precision fp32 on CPU instead of {t.precision}: bf16 has no CPU kernels and fp16 is 2-3x "
-                    "slower than fp32 on CPU in MindSpore 2.7 (research/mindspore_cpu.md section 2)")
+                    "slower than fp32 on CPU in MindSpore 2.7 (observed: benchmarks/bench_train.py)")
 
 
 def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:

@@ -41,7 +41,7 @@ def _plugin(f: AscendFacts) -> list[Finding]:
     return [Finding.fail(
         "the installed MindSpore has no Ascend backend (mindspore/lib/plugin/ascend is missing)",
         detail="Only wheels built with the Ascend plugin can run on NPUs; this one runs on CPU only. The unified "
-        "x86_64/aarch64 wheels from PyPI carry the Ascend, GPU and CPU plugins (compat.md A1, A6).",
+        "x86_64/aarch64 wheels from PyPI carry the Ascend, GPU and CPU plugins (mindspore/lib/plugin/ in the 2.7.0 wheel).",
         fix=f"{f.python_cmd} -m pip install --force-reinstall {pin}",
         code="ascend-plugin-missing",
     )]
@@ -53,7 +53,7 @@ def _nodes(f: AscendFacts) -> list[Finding]:
         return [Finding.fail(
             f"no Ascend device nodes: {n.dev_dir}/davinci* does not exist",
             detail="Without /dev/davinciN the runtime sees no NPU. On a bare host the driver is not installed or "
-            "not loaded; in a container the devices were not passed through (research/compat.md C12).",
+            "not loaded; in a container the devices were not passed through (https://github.com/vllm-project/vllm-ascend/issues/2698).",
             fix=f"start the container with --device=/dev/davinci0 (one per NPU) {DEVICE_FLAGS} and mount "
             "/usr/local/Ascend/driver; on a bare host install the Ascend driver (npu-smi info must list the chips)",
             evidence={"dev_dir": n.dev_dir, "control_nodes": n.control},
@@ -78,7 +78,7 @@ def _driver(f: AscendFacts) -> list[Finding]:
         return [Finding.fail(
             "the Ascend driver is not installed (or not mounted): /usr/local/Ascend/driver does not exist",
             detail="The CANN runtime loads the driver's libraries (libascend_hal.so) from the driver directory.",
-            fix="install the Ascend HDK driver matching your CANN (compat.md A5); in a container mount it with "
+            fix="install the Ascend HDK driver matching your CANN (see msdoctor matrix --cann); in a container mount it with "
             "-v /usr/local/Ascend/driver:/usr/local/Ascend/driver",
             code="ascend-driver-missing",
         )]
@@ -92,7 +92,7 @@ def _chips(f: AscendFacts) -> list[Finding]:
         out.append(Finding.warn(
             f"npu-smi failed: {e.message}",
             detail="Chip health and memory could not be read. msdoctor judges the devices from /dev and the "
-            "driver files instead (research/compat.md C12).",
+            "driver files instead (https://github.com/Ascend/cann-container-image/issues/46).",
             fix=e.fix,
             evidence={"npu_smi": e.path, "kind": e.kind, "code": e.code, "output": e.output},
             code=f"npu-smi-{e.kind}",
@@ -159,7 +159,7 @@ def _environment(f: AscendFacts) -> list[Finding]:
             "CANN's set_env.sh was not sourced in the environment of this interpreter",
             detail="ASCEND_HOME_PATH, ASCEND_OPP_PATH, LD_LIBRARY_PATH (toolkit and driver lib64), PYTHONPATH (TBE "
             "op_impl) and PATH (ccec_compiler) are unset, so libmindspore_ascend.so cannot load "
-            "(\"libge_runner.so: cannot open shared object file\") and MindSpore quietly runs on CPU (compat.md B8, C7).",
+            "(\"libge_runner.so: cannot open shared object file\") and MindSpore quietly runs on CPU (https://github.com/mindspore-lab/mindyolo/issues/273).",
             fix=f"{env.source_command()}   (put it in ~/.bashrc or the job script, before starting Python)",
             evidence={"missing": [g.problem for g in gaps], "set_env_scripts": env.set_env_scripts},
             code="set-env-not-sourced",
@@ -177,7 +177,7 @@ def _environment(f: AscendFacts) -> list[Finding]:
         out.append(Finding.fail(
             "libge_runner.so is not in any LD_LIBRARY_PATH directory",
             detail=f"ASCEND_HOME_PATH={env.home} is set, but the CANN runtime library the Ascend plugin links "
-            "against is missing: a partial or non-toolkit CANN (nnrt) install (compat.md C7, C11).",
+            "against is missing: a partial or non-toolkit CANN (nnrt) install (MindSpore FAQ: https://www.mindspore.cn/docs/en/master/faq/installation.html).",
             fix=f"install the full CANN toolkit ({CANN_INSTALL_DOC}) and {env.source_command()}",
             evidence={"LD_LIBRARY_PATH": env.variables.get("LD_LIBRARY_PATH")},
             code="ge-runner-missing",
@@ -196,7 +196,7 @@ def _cann_python(f: AscendFacts) -> list[Finding]:
     return [Finding.fail(
         f"CANN's Python package(s) {', '.join(missing)} cannot be imported by this interpreter",
         detail="MindSpore imports `te` at start-up on Ascend and fails with \"MindSpore relies on whl packages of "
-        "\\\"te\\\" and \\\"hccl\\\"\" (compat.md B10, C3).",
+        "\\\"te\\\" and \\\"hccl\\\"\" (mindspore/run_check/_check_version.py).",
         fix=f"{f.python_cmd} -m pip install {wheels}",
         evidence={"te": f.te_found, "hccl": f.hccl_found},
         code="cann-python-missing",

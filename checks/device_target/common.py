@@ -25,7 +25,7 @@ class Verdict:
 
 @dataclass
 class Plugins:
-    """Backend plugins inside the target's MindSpore (mindspore/lib/plugin/*; compat.md A6)."""
+    """Backend plugins inside the target's MindSpore (mindspore/lib/plugin/* in the wheel)."""
 
     root: Optional[str]  # the plugin directory, None when MindSpore is not found
     ascend: bool = False

@@ -3,7 +3,7 @@
 MindSpore 2.7-2.10 wheels carry GPU plugins for CUDA 11.1 and 11.6
 (``lib/plugin/gpu11.1``, ``gpu11.6``); its checker takes the CUDA version from the
 ``libcudart.so.X.Y.Z`` the loader resolves and warns when cuDNN < 7.6, or < 8.0
-with CUDA >= 11 (research/compat.md A6). The driver's "CUDA Version" is the
+with CUDA >= 11 (mindspore/run_check/_check_version.py). The driver's "CUDA Version" is the
 newest runtime it supports.
 """
 
@@ -41,7 +41,7 @@ def _plugin(f: GpuFacts) -> list[Finding]:
         return []
     return [Finding.fail(
         "the installed MindSpore has no GPU backend (no mindspore/lib/plugin/gpu* directory)",
-        detail="Only wheels that carry the GPU plugin can run on NVIDIA GPUs (compat.md A6).",
+        detail="Only wheels that carry the GPU plugin can run on NVIDIA GPUs (mindspore/lib/plugin/ in the wheel).",
         fix=f"{f.python_cmd} -m pip install --force-reinstall mindspore  (a unified wheel with lib/plugin/gpu11.x)",
         code="gpu-plugin-missing",
     )]
@@ -98,7 +98,7 @@ def _cuda(f: GpuFacts) -> list[Finding]:
             f"the loader finds CUDA runtime {lib.version or '?'} ({lib.path}); MindSpore's GPU plugins are built for "
             f"CUDA {' / '.join(f.plugin_cuda)}",
             detail="MindSpore reads the CUDA version from the libcudart file name and loads the matching plugin; "
-            "another major version cannot be loaded (compat.md A6).",
+            "another major version cannot be loaded.",
             fix=f"install CUDA {f.plugin_cuda[-1]} and put its lib64 first on LD_LIBRARY_PATH ({GPU_DOC})",
             evidence={"cudart": lib.path, "version": lib.version, "plugins": f.plugin_cuda},
             code="cudart-mismatch",
@@ -124,7 +124,7 @@ def _cuda(f: GpuFacts) -> list[Finding]:
         if v and (v < (7, 6) or (v < (8, 0) and _vtuple(lib.major_minor if lib else None) >= (11,))):
             out.append(Finding.warn(
                 f"cuDNN {dnn.version} is older than MindSpore supports",
-                detail="MindSpore warns when cuDNN < 7.6, or < 8.0 with CUDA >= 11 (compat.md A6).",
+                detail="MindSpore warns when cuDNN < 7.6, or < 8.0 with CUDA >= 11 (mindspore/run_check/_check_version.py).",
                 fix=f"install cuDNN 8.x for CUDA {lib.major_minor if lib else '11.x'}",
                 code="cudnn-old",
             ))

@@ -23,7 +23,7 @@ _WHY_TWICE = (
     "that is not used."
 )
 
-#: MindSpore's per-device wheels, replaced by the unified `mindspore` wheel (research compat.md A1, 2.3.0).
+#: MindSpore's per-device wheels, replaced by the unified `mindspore` wheel (since 2.3.0: mindspore-ai/docs resource/release/release_list_en.md).
 LEGACY_MINDSPORE = ("mindspore-ascend", "mindspore-gpu", "mindspore-cpu")
 
 
@@ -164,7 +164,7 @@ def _rival(t: TargetFacts, name: str, owners: list[Distribution], spec: Mapping[
                      "shadowed but still answer to pip and importlib.metadata.")
     if any(d.key in LEGACY_MINDSPORE for d in owners):
         parts.append("mindspore-ascend/-gpu/-cpu are the legacy per-device wheels; current releases ship one "
-                     "`mindspore` wheel (research compat.md A1), so keep `mindspore` only.")
+                     "`mindspore` wheel since 2.3.0, so keep `mindspore` only.")
     others = [d for d in owners if d is not keep]
     fix = [removal_fix(t, d, True) for d in others] + [reinstall(t, keep)]
     return Finding(

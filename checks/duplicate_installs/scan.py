@@ -16,7 +16,7 @@ from msdoctor.model import Status
 #: Every copy of every project, by canonical name, in sys.path order.
 Groups = dict[str, list[Distribution]]
 
-#: Packages the training stack imports: a problem with one of them fails the check (issue 5).
+#: Packages the training stack imports: a problem with one of them fails the check.
 STACK = frozenset({"mindspore", "mindnlp", "mindformers", "transformers", "numpy", "tokenizers", "safetensors"})
 
 
@@ -25,7 +25,7 @@ def is_stack(*names: Optional[str]) -> bool:
 
 
 def status_for(*names: Optional[str]) -> Status:
-    """fail for the training stack, warn for everything else (issue 5's severity rule)."""
+    """fail for the training stack, warn for everything else (the training stack is what breaks a run)."""
     return Status.FAIL if is_stack(*names) else Status.WARN
 
 

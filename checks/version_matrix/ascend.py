@@ -1,7 +1,7 @@
 """version-matrix rule 4: MindSpore <-> CANN <-> Ascend driver/firmware, two CANN installs, te/hccl wheels.
 
 Pure functions of TargetFacts, CannFacts (msdoctor.facts.cann) and the Matrix. Which CANN MindSpore
-sees is derived the way MindSpore derives it (research/compat.md B10): the compiler/version.info
+sees is derived the way MindSpore derives it (mindspore/run_check/_check_version.py): the compiler/version.info
 under ASCEND_OPP_PATH's prefix (2.7.0-2.7.1) or ASCEND_HOME_PATH (>= 2.7.2); without set_env.sh
 sourced, the install the default set_env.sh would select.
 """
@@ -30,7 +30,7 @@ def installed_accepted_list(msdir: Optional[str]) -> Optional[list[str]]:
 
 
 def custom_ops_version(msdir: Optional[str]) -> Optional[str]:
-    """custom_opp_compiler_version of MindSpore's bundled Ascend C ops (B7)."""
+    """custom_opp_compiler_version of MindSpore's bundled Ascend C ops (mindspore/lib/plugin/ascend/custom_ascendc_910b/version.info)."""
     text = read_text(os.path.join(msdir, "lib", "plugin", "ascend", "custom_ascendc_910b", "version.info")) if msdir else None
     m = re.search(r"custom_opp_compiler_version=(\S+)", text or "")
     return m.group(1) if m else None
@@ -113,7 +113,7 @@ def _mindspore_vs_cann(t: Any, cann: CannFacts, m: Matrix, ms: str) -> list[Find
         out.append(make(
             f"CANN {name} (internal {prefix}) does not match MindSpore {ms}, which accepts {', '.join(accepted)}",
             detail=("MindSpore logs 'version ... does not match' at import and then runs ops compiled for another "
-                    "CANN; users report segmentation faults (research/compat.md C1). " if verified else
+                    "CANN; users report a segmentation fault right after that warning. " if verified else
                     f"msdoctor knows only the CANN the docs pair with MindSpore {ms}, not MindSpore's own list. ")
                    + (f"CANN versions with a matching internal version: {', '.join(wanted)}." if wanted else ""),
             fix=f"install CANN {' or '.join(wanted) or ', '.join(accepted)} (see {INSTALL_URL}) and source its "
@@ -130,7 +130,7 @@ def _mindspore_vs_cann(t: Any, cann: CannFacts, m: Matrix, ms: str) -> list[Find
             out.append(Finding.warn(
                 f"MindSpore {ms}'s bundled custom ops were built for CANN {cann_prefix(custom)}, this CANN is {prefix}",
                 detail="MindSpore then disables its fused AllFinite overflow check and falls back silently to the "
-                       "slower path (mindspore/amp.py; research/compat.md C22).",
+                       "slower path (mindspore/amp.py).",
                 fix=f"use CANN {cann_prefix(custom)} for the full speed of MindSpore {ms}",
                 evidence={"custom_opp_compiler_version": custom, "cann_internal": seen["internal"]},
                 code="custom-ops-cann"))
@@ -138,7 +138,7 @@ def _mindspore_vs_cann(t: Any, cann: CannFacts, m: Matrix, ms: str) -> list[Find
 
 
 def _opp_kernel(cann: CannFacts, ms: str) -> list[Finding]:
-    """MindSpore 2.7.0 only: import raises when the CANN kernels package (opp_kernel) is missing (C21, B10.6)."""
+    """MindSpore 2.7.0 only: import raises when the CANN kernels package (opp_kernel) is missing (mindspore/run_check/_check_version.py in the 2.7.0 wheel)."""
     opp = cann.env.get("ASCEND_OPP_PATH")
     if ms != "2.7.0" or not opp or os.path.exists(opp.replace("opp", "opp_kernel")):
         return []
@@ -147,13 +147,13 @@ def _opp_kernel(cann: CannFacts, ms: str) -> list[Finding]:
         detail=f"MindSpore 2.7.0 checks {opp.replace('opp', 'opp_kernel')} (ASCEND_OPP_PATH with every 'opp' replaced "
                "by 'opp_kernel') at import and raises when it is missing: the CANN kernels package is not installed, "
                "or the install path contains 'opp' elsewhere. "
-               "MindSpore 2.7.1 dropped this check (research/compat.md C21).",
+               "MindSpore 2.7.1 dropped this check (mindspore/run_check/_check_version.py in the 2.7.0 and 2.7.1 wheels).",
         fix="install the CANN kernels package (Ascend-cann-kernels) matching the toolkit, or use MindSpore 2.7.1",
         evidence={"ASCEND_OPP_PATH": opp}, code="opp-kernel-missing")]
 
 
 def _cann_wheels(t: Any, cann: CannFacts, used: Optional[CannInstall]) -> list[Finding]:
-    """te / hccl pip-installed from another CANN's lib64 than the one in use (research/compat.md C2)."""
+    """te / hccl pip-installed from another CANN's lib64 than the one in use (MindSpore's Ascend install guide)."""
     from urllib.parse import unquote, urlparse
 
     out = []
@@ -169,7 +169,7 @@ def _cann_wheels(t: Any, cann: CannFacts, used: Optional[CannInstall]) -> list[F
             f"the {name} wheel was installed from {origin.label}, but MindSpore uses {used.label}",
             detail="MindSpore checks te's CANN version at import and warns, then compiles operators with the other "
                    "CANN's te; the te/hccl wheels must be reinstalled after every CANN upgrade (MindSpore install "
-                   "guide, research/compat.md C2).",
+                   "guide).",
             fix=f"{t.python_cmd()} -m pip uninstall -y te hccl && {t.python_cmd()} -m pip install "
                 f"{used.root}/lib64/te-*-py3-none-any.whl {used.root}/lib64/hccl-*-py3-none-any.whl",
             evidence={"pair": ["cann", name], "wheel": wheel, "cann_in_use": used.root}, code="cann-wheel"))
@@ -187,7 +187,7 @@ def _two_installs(t: Any, cann: CannFacts, ms: str) -> list[Finding]:
         return [Finding.fail(
             f"two CANN installs (nnae and toolkit) with MindSpore {ms} (< 2.4.0)",
             detail="Before 2.4.0 MindSpore finds CANN through RPATH with nnae before ascend-toolkit and ignores "
-                   "LD_LIBRARY_PATH, so binaries of both get mixed: segmentation faults, missing .so (D-FAQ, C10).",
+                   "LD_LIBRARY_PATH, so binaries of both get mixed: segmentation faults, missing .so (MindSpore FAQ, installation).",
             fix="upgrade to MindSpore >= 2.4.0 and source one CANN's set_env.sh, or remove one of the two installs",
             evidence={"installs": both}, code="cann-nnae-and-toolkit")]
     if cann.active is None:
@@ -219,7 +219,7 @@ def _driver(cann: CannFacts, m: Matrix) -> list[Finding]:
                 f"CANN {inst.commercial} does not list driver {drv.version} (C{drv.c_number}) as compatible",
                 detail="Its ascend_toolkit_install.info compatible_version omits the driver's Innerversion; in every "
                        "working pair found it was listed, and a CANN newer than the driver fails with 'Invalid opp "
-                       "version' (research/compat.md A5, C8).",
+                       "version ... Please check if it is within the required range' (ACL error E19999).",
                 fix=f"install the driver paired with CANN {inst.commercial}: {', '.join(paired) or 'see the CANN release notes'}",
                 location=Location(drv.path), evidence=evidence, code="cann-driver"))
         elif ok:
@@ -231,7 +231,7 @@ def _driver(cann: CannFacts, m: Matrix) -> list[Finding]:
             f"firmware {fw.version} is outside driver {drv.version}'s compatible_version_fw "
             + ", ".join(f"[{lo},{hi}]" for lo, hi in drv.compatible_fw),
             detail="Driver and firmware are installed from one Ascend HDK release; in the samples found the firmware "
-                   "lies within the driver's range (research/compat.md A5).",
+                   "lies within the driver's range (ascend_toolkit_install.info).",
             fix="install the firmware package of the same HDK release as the driver",
             location=Location(fw.path), evidence={"firmware": fw.version, "driver": drv.version}, code="driver-firmware"))
     return out

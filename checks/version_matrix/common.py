@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-#: packages whose broken requirements fail the check (others warn); issue 3, rule 1
+#: packages whose broken requirements fail the check (others warn)
 STACK = frozenset({
     "mindspore", "mindnlp", "mindformers", "transformers", "numpy", "protobuf", "tokenizers",
     "safetensors", "te", "hccl",

@@ -2,7 +2,7 @@
 
 MindSpore's own GPUEnvChecker takes the CUDA version from the file-name suffix of the
 ``libcudart.so.X.Y.Z`` the loader resolves for its GPU plugin and compares major.minor with its list
-(research/compat.md A6). msdoctor reads the same file names, without loading anything, from the
+(mindspore/run_check/_check_version.py). msdoctor reads the same file names, without loading anything, from the
 directories the loader searches: LD_LIBRARY_PATH first, then the usual system and CUDA directories.
 The NVIDIA driver version comes from /proc/driver/nvidia/version, which "lists the installed driver
 revision" (http://http.download.nvidia.com/XFree86/Linux-x86_64/460.80/README/procinterface.html).

@@ -69,7 +69,7 @@ def _satisfies(spec: str, version: str) -> bool:
     try:
         return SpecifierSet(spec).contains(version, prereleases=True)
     except (InvalidSpecifier, InvalidVersion):
-        return False  # a non-PEP 440 version breaks pip's resolver too (research/compat.md C15)
+        return False  # a non-PEP 440 version breaks pip's resolver too (https://github.com/candle-org/MindAct/issues/1869)
 
 
 def broken_requirements(t: Any) -> tuple[list[tuple], list[tuple], int]:

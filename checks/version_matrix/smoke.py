@@ -31,7 +31,7 @@ def evaluate_smoke(t: Any, result: SmokeResult, accepted: Optional[Sequence[str]
         return [Finding.fail(
             f"`import {result.crashed_in}` crashed the interpreter" if result.crashed_in else "the import smoke could not run",
             detail=f"{result.reason}. Last output: {tail or 'none'}. A crash at import is typical of MindSpore "
-                   "running against a CANN it does not match (research/compat.md C1).",
+                   "running against a CANN it does not match (users report the version warning, then a segmentation fault).",
             fix=f"run `{result.python} -c \"import {result.crashed_in or 'mindspore'}\"` and compare its CANN with "
                 "`msdoctor matrix`", evidence=evidence, code="import-crash")]
     failed = result.failed_step
@@ -51,7 +51,7 @@ def evaluate_smoke(t: Any, result: SmokeResult, accepted: Optional[Sequence[str]
         out.append(Finding.fail(
             f"CANN's te wheel reports version {te['version']}, MindSpore accepts {', '.join(accepted)}",
             detail="MindSpore compares te.version.version at import, warns and counts down, then compiles operators "
-                   "with this te (research/compat.md C2).",
+                   "with this te (MindSpore's Ascend install guide).",
             fix=f"{t.python_cmd()} -m pip uninstall -y te hccl, then install the te and hccl wheels from the lib64 "
                 "folder of the CANN you use", evidence=evidence, code="te-version"))
     parts = []

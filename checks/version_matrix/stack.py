@@ -122,7 +122,7 @@ _DEP_WHY = {
              "`pip install --no-deps numpy==2.2.6` over mindspore 2.7.0, then `msdoctor check`), but CANN's TBE Python "
              "stack is installed with numpy<2 and numpy 2 there is untested.",
     "protobuf": "MindSpore's checkpoint and graph code is generated for the protobuf it declares "
-                "(2.10.0 requires protobuf>=7.34.1); other versions give descriptor errors (research C19).",
+                "(2.10.0 requires protobuf>=7.34.1); other versions give descriptor errors (observed).",
 }
 
 

@@ -4,7 +4,7 @@ Public API (other checks read these):
 
 * ``NPU_SMI`` -> :class:`NpuSmiInfo` or None (npu-smi not installed). Raises
   :class:`NpuSmiFailed` (a ``FactUnavailable``) when npu-smi exists but fails: a
-  dcmi error inside a container (-8005 / -8020, research/compat.md C12), a hang
+  dcmi error inside a container (-8005 / -8020: https://github.com/vllm-project/vllm-ascend/issues/2698), a hang
   (stopped after ``NPU_SMI_TIMEOUT_S``), or output that is not the table. Callers
   to whom npu-smi is optional catch it.
 * :func:`parse_npu_smi_info` (pure): the text of ``npu-smi info`` -> NpuSmiInfo.
@@ -14,8 +14,8 @@ Public API (other checks read these):
 * ``ASCEND_ENV`` -> :class:`AscendEnv`: what set_env.sh sets, as the TARGET
   interpreter's process saw it (``ctx.target.env``), with every gap listed.
 
-Formats and facts come from research/compat.md B8 (set_env.sh), B9 (npu-smi),
-B10 (what MindSpore's own checker reads), C7 and C12; test fixtures under
+Formats and facts: docs/sources.md (set_env.sh, npu-smi, what MindSpore's own checker reads, the
+libge_runner.so fallback to CPU, npu-smi in containers); test fixtures under
 tests/data/npu_smi/ are real outputs (sources in tests/data/npu_smi/SOURCES.md).
 Fixed system paths go through ``host_path`` so tests can point MSDOCTOR_SYSROOT
 at a fixture tree.
@@ -232,7 +232,7 @@ def _process(cells: list[str]) -> Optional[NpuProcess]:
 
 
 def parse_npu_smi_info(text: str) -> NpuSmiInfo:
-    """Parse the output of `npu-smi info` (research/compat.md B9 formats).
+    """Parse the output of `npu-smi info` (the formats of tests/data/npu_smi, sources in its SOURCES.md).
 
     Handles 910B (one chip per NPU), A3 (Phy-ID column, two chips per NPU separated
     by a `+----+` line), 910ProB (DDR and HBM columns), 310P (no HBM column, power
@@ -295,7 +295,7 @@ _DCMI_RE = re.compile(r"dcmi\s+mod\w*\s+initiali[sz]ed?\s+failed.*?ret is\s*(-?\
 
 
 def dcmi_error(text: str) -> Optional[int]:
-    """The dcmi return code when npu-smi could not initialise (-8005, -8020; C12), else None."""
+    """The dcmi return code when npu-smi could not initialise (-8005, -8020), else None."""
     m = _DCMI_RE.search(text)
     return int(m.group(1)) if m else None
 
@@ -334,7 +334,7 @@ def find_npu_smi(environ: Mapping[str, str]) -> Optional[str]:
 
 _DCMI_FIX = (
     "npu-smi could not open the devices. -8005/-8020 usually mean another container or process "
-    "holds them (research/compat.md C12): stop that container, or start this one with the "
+    "holds them (https://github.com/vllm-project/vllm-ascend/issues/2698): stop that container, or start this one with the "
     "devices passed through (--device=/dev/davinciN --device=/dev/davinci_manager "
     "--device=/dev/devmm_svm --device=/dev/hisi_hdc) or --privileged"
 )
@@ -396,7 +396,7 @@ _DAVINCI_RE = re.compile(r"^davinci(\d+)$")
 
 @dataclass
 class DeviceNodes:
-    """Ascend device nodes under /dev (research/compat.md B9/C12: a container needs all of them).
+    """Ascend device nodes under /dev (a container needs all of them: https://github.com/Ascend/cann-container-image/issues/46).
 
     Attributes:
         dev_dir: the directory read (host /dev, or the fixture tree's).
@@ -433,7 +433,7 @@ DEVICE_NODES: FactSpec[DeviceNodes] = FactSpec(
 
 
 # -- the environment set_env.sh sets -------------------------------------------
-#: where CANN puts set_env.sh (B8): toolkit, nnae, CANN >= 8.5 layout, non-root install
+#: where CANN puts set_env.sh: toolkit, nnae, CANN >= 8.5 layout, non-root install
 SET_ENV_CANDIDATES = (
     "/usr/local/Ascend/ascend-toolkit/set_env.sh",
     "/usr/local/Ascend/cann/set_env.sh",
@@ -536,7 +536,7 @@ def _host_toolkits(environ: Mapping[str, str]) -> list[str]:
 
 
 def ascend_env(env: Mapping[str, str], environ: Mapping[str, str]) -> AscendEnv:
-    """Compare the target's environment ``env`` with what set_env.sh sets (B8, B10).
+    """Compare the target's environment ``env`` with what set_env.sh sets, and what mindspore/run_check/_check_version.py reads.
 
     ``environ`` is msdoctor's own environment, used only to locate host paths
     (MSDOCTOR_SYSROOT in tests) and HOME.
@@ -561,12 +561,12 @@ def ascend_env(env: Mapping[str, str], environ: Mapping[str, str]) -> AscendEnv:
         gaps.append(EnvGap(
             "ASCEND_OPP_PATH", "ASCEND_OPP_PATH is not set",
             "operators are loaded from ASCEND_OPP_PATH; MindSpore 2.7.0-2.7.1 also locate CANN's "
-            "version file through it (compat.md B10)",
+            "version file through it (mindspore/run_check/_check_version.py)",
         ))
     elif "/opp" not in opp:
         gaps.append(EnvGap(
             "ASCEND_OPP_PATH", f"ASCEND_OPP_PATH={opp} does not point at an opp directory",
-            "MindSpore's environment check expects .../opp here (compat.md B10 step 5)", severity="warn",
+            "MindSpore's environment check expects .../opp here (mindspore/run_check/_check_version.py)", severity="warn",
         ))
     if home is not None:
         lib64 = _norm(os.path.join(home, "lib64"))
@@ -574,7 +574,7 @@ def ascend_env(env: Mapping[str, str], environ: Mapping[str, str]) -> AscendEnv:
             gaps.append(EnvGap(
                 "LD_LIBRARY_PATH", f"LD_LIBRARY_PATH lacks the toolkit's {lib64}",
                 "libmindspore_ascend.so needs libge_runner.so from there: \"libge_runner.so: cannot open "
-                "shared object file\" and MindSpore falls back to CPU (compat.md C7)",
+                "shared object file\" and MindSpore falls back to CPU (https://github.com/mindspore-lab/mindyolo/issues/273)",
             ))
     if not any(_norm(e).endswith("/driver/lib64") or "/driver/lib64/" in _norm(e) + "/" for e in ld):
         gaps.append(EnvGap(
@@ -585,12 +585,12 @@ def ascend_env(env: Mapping[str, str], environ: Mapping[str, str]) -> AscendEnv:
         gaps.append(EnvGap(
             "PYTHONPATH", f"PYTHONPATH lacks {os.path.join(home, TBE_IMPL)}",
             "operator compilation imports the TBE implementations from there; MindSpore warns about it "
-            "(compat.md B10 step 5)", severity="warn",
+            "(mindspore/run_check/_check_version.py)", severity="warn",
         ))
     if home is not None and not any("ccec_compiler/bin" in e for e in _entries(env.get("PATH"))):
         gaps.append(EnvGap(
             "PATH", "PATH lacks the toolkit's compiler/ccec_compiler/bin",
-            "kernel compilation runs ccec from PATH (set_env.sh adds it; compat.md B8)", severity="warn",
+            "kernel compilation runs ccec from PATH (set_env.sh adds it)", severity="warn",
         ))
     driver = host_path(environ, DRIVER_DIR)
     return AscendEnv(

@@ -1,15 +1,16 @@
 """CANN, Ascend driver and firmware facts, read from the files an Ascend install leaves on disk.
 
-Nothing is executed (``npu-smi`` fails inside many containers, research/compat.md C12): every fact
-comes from the files whose formats research/compat.md section (b) records verbatim:
-``driver/version.info`` and ``firmware/version.info`` (B1, B2), ``/etc/ascend_install.info`` (B3),
-``<toolkit>/<arch>-linux/ascend_toolkit_install.info`` (B4), ``<toolkit>/version.cfg`` (B5) and the
-per-component ``compiler|opp|runtime|toolkit/version.info`` (B6).
+Nothing is executed (``npu-smi`` fails inside many containers:
+https://github.com/vllm-project/vllm-ascend/issues/2698): every fact comes from the files an install
+leaves, in the formats the fixtures under tests/data/ reproduce (docs/sources.md):
+``driver/version.info`` and ``firmware/version.info``, ``/etc/ascend_install.info``,
+``<toolkit>/<arch>-linux/ascend_toolkit_install.info``, ``<toolkit>/version.cfg`` and the
+per-component ``compiler|opp|runtime|toolkit/version.info``.
 
 Where installs are looked for: the variables CANN's ``set_env.sh`` exports (``ASCEND_HOME_PATH``,
-``ASCEND_TOOLKIT_HOME``, ``ASCEND_OPP_PATH``; B8), then the default layout under
+``ASCEND_TOOLKIT_HOME``, ``ASCEND_OPP_PATH``), then the default layout under
 ``host_path(environ, "/usr/local/Ascend")``: ``ascend-toolkit/latest``, ``nnae/latest``, the CANN >= 8.5
-``cann`` link and ``cann-<ver>`` directories (B4, B8). Symlinked paths to one directory are one install.
+``cann`` link and ``cann-<ver>`` directories. Symlinked paths to one directory are one install.
 
 API (other checks may read it)::
 
@@ -44,7 +45,7 @@ from msdoctor.context import Context, FactSpec
 from msdoctor.facts.sysroot import host_path
 
 ENV_VARS = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH", "TOOLCHAIN_HOME")
-#: default entry points under /usr/local/Ascend, in the order set_env.sh users meet them (B4, B8)
+#: default entry points under /usr/local/Ascend, in the order set_env.sh users meet them
 DEFAULT_ENTRIES = ("ascend-toolkit/latest", "cann", "nnae/latest", "nnrt/latest")
 
 
@@ -62,7 +63,7 @@ def parse_kv(text: str) -> dict[str, str]:
 
 
 def first_version_line(text: str) -> Optional[str]:
-    """The value of the first line starting with ``Version=``, read exactly as MindSpore does (B10.3)."""
+    """The value of the first line starting with ``Version=``, read exactly as mindspore/run_check/_check_version.py does."""
     for line in text.splitlines():
         if line.startswith("Version="):
             return line.split("=", 1)[1].strip()
@@ -249,7 +250,7 @@ _VERSION_DIR_RE = re.compile(r"^(?:cann-)?(\d+\.\d+\.[0-9A-Za-z.-]+)$")
 
 
 def _info_file(root: Path, machine: str) -> Optional[Path]:
-    """<arch>-linux/ascend_*_install.info: this machine's arch first, the toolkit's file first (B4)."""
+    """<arch>-linux/ascend_*_install.info: this machine's arch first, the toolkit's file first."""
     found = sorted(root.glob("*-linux/ascend_*_install.info"))
     found = [p for p in found if p.name != "ascend_ops_install.info"]  # CANN >= 8.5 separate ops package
     found.sort(key=lambda p: (not p.parent.name.startswith(machine), "toolkit" not in p.name))
@@ -263,7 +264,7 @@ def looks_like_cann(root: Path) -> bool:
 
 
 def read_install(root: Path, found_via: tuple[str, ...], machine: str) -> CannInstall:
-    """Read one install's version files (B4-B6); missing files leave fields None."""
+    """Read one install's version files; missing files leave fields None."""
     files: dict[str, str] = {}
     commercial = internal = innerversion = arch = package_name = None
     compatible: tuple[tuple[int, int], ...] = ()
@@ -326,7 +327,7 @@ def _opp_root(opp: str) -> Path:
 
 
 def _compiler_read(variable: str, environ: Mapping[str, str]) -> CompilerRead:
-    """Derive compiler/version.info exactly as MindSpore does (B10.2), then read its Version= line."""
+    """Derive compiler/version.info exactly as mindspore/run_check/_check_version.py does, then read its Version= line."""
     value = environ.get(variable)
     if not value:
         return CompilerRead(variable, None, False, None)

@@ -4,8 +4,8 @@
 imports the stack under the target interpreter, from the project directory, with the live timeout,
 before it tests the device: one MindSpore import serves both checks. It imports the stack packages that are installed, in the order a
 training script imports them: mindspore first (its import sets up the Ascend environment and avoids
-the libgomp static-TLS failure, research/compat.md C5), mindnlp before transformers (the reverse
-order fails even with transformers 4.57.1, C14), then transformers with one attribute touched so
+the libgomp static-TLS failure, https://github.com/hiyouga/LlamaFactory/issues/8768), mindnlp before transformers (the reverse
+order fails even with transformers 4.57.1; observed with mindnlp 0.5.1, see docs/sources.md), then transformers with one attribute touched so
 that its lazy module really loads. With ``--quick`` it does not run and says so.
 """
 
@@ -21,10 +21,10 @@ from msdoctor.context import Context, FactSpec
 #: (module, attributes touched after import, version attribute); the training-script order
 ORDER: tuple[tuple[str, tuple[str, ...], Optional[str]], ...] = (
     ("mindspore", ("Tensor",), "__version__"),
-    ("mindnlp", (), None),  # __version__ lies for 0.5.x (research A9); the dist version is used instead
+    ("mindnlp", (), None),  # __version__ lies for 0.5.x (https://github.com/candle-org/MindAct/issues/2245); the dist version is used instead
     ("mindformers", (), None),
     ("transformers", ("PretrainedConfig",), "__version__"),
-    ("te", (), "version.version"),  # CANN's te: MindSpore compares te.version.version (B10.4)
+    ("te", (), "version.version"),  # CANN's te: MindSpore compares te.version.version (mindspore/run_check/_check_version.py)
     ("hccl", (), None),
 )
 

@@ -25,7 +25,7 @@ Public API:
 * Pure helpers: :func:`parse_gpu_query`, :func:`parse_cuda_version`,
   :func:`parse_ldconfig`, :func:`lib_version`.
 
-How MindSpore itself decides (research/compat.md A6, CODE of 2.7.0-2.10.0): the CUDA
+How MindSpore itself decides (mindspore/run_check/_check_version.py in the 2.7.0-2.10.0 wheels; docs/sources.md): the CUDA
 version is the file-name suffix of the ``libcudart.so.X.Y.Z`` that ``ldd`` of the GPU
 plugin resolves; plugins exist for CUDA 11.1 and 11.6; cuDNN < 7.6 (or < 8.0 with
 CUDA >= 11) is warned about. The environment read is the TARGET process's

@@ -8,7 +8,7 @@
 # processes) would double the slowest part of `msdoctor check` on a 2-core machine.
 #
 # 1. Import smoke ("steps"): import the installed stack in the order a training
-#    script does (mindspore, mindnlp before transformers: research/compat.md C14),
+#    script does (mindspore, mindnlp before transformers: observed, docs/sources.md),
 #    stop at the first failure. A marker line on stderr before each import tells
 #    the caller which import was running if the process crashes or hangs. The
 #    smoke result is printed (and flushed) as soon as it is known, so a later hang

@@ -1,6 +1,6 @@
 """JUnit XML renderer: one <testcase> per check, for CI test reports (GitLab artifacts:reports:junit, Jenkins).
 
-Mapping (research/anchors_doctor.md 5.4): fail -> <failure>, error -> <error>,
+Mapping (JUnit has no warning state; docs/ci.md): fail -> <failure>, error -> <error>,
 skip -> <skipped message=...>, pass -> an empty testcase with what it proved in
 <system-out>. JUnit has no warning state: a warning passes with its findings in
 <system-out>, unless the threshold is warn (--fail-on warn / --strict), where it

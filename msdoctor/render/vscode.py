@@ -1,6 +1,6 @@
 """VS Code renderer: one line per problem finding, for a task's problem matcher (``msdoctor vscode init``).
 
-Two line forms (a stable contract, like the JSON schema; research/anchors_doctor.md 6)::
+Two line forms (a stable contract, like the JSON schema; VS Code problem matchers: https://code.visualstudio.com/docs/editor/tasks#_defining-a-problem-matcher)::
 
     FILE:LINE:COLUMN: SEVERITY: MESSAGE [CHECK-ID/CODE]     a finding with a line
     FILE: SEVERITY: MESSAGE [CHECK-ID/CODE]                 a finding about a whole file
