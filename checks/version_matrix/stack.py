@@ -20,7 +20,7 @@ _ABI_RE = re.compile(r"^_c_expression\.cpython-(\d)(\d+)")
 def abi_of_mindspore(msdir: Optional[str]) -> Optional[str]:
     """Python version the installed build is compiled for, from _c_expression.cpython-311-*.so.
 
-    The wheel's WHEEL file says py3-none-any for every build (research/compat.md A1), so the
+    The wheel's WHEEL file says py3-none-any for every build (the WHEEL files of the 2.7.0-2.10.0 wheels), so the
     extension module's file name is the only reliable tag (observed: ls site-packages/mindspore).
     """
     try:
