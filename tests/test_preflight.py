@@ -167,8 +167,10 @@ def test_timeout_sources():
 
 def _doc(rank, node, env=None, gflops=10.0, coll_status="ok"):
     return {
-        "rank": rank, "host": f"host{node}", "identity": {"node_rank": node, "local_index": rank % 2,
-                                                          "sched_host": "10.0.0.1", "sched_port": 1},
+        "rank": rank, "host": f"host{node}", "identity": {"role": "worker", "rank": rank, "world_size": 4,
+                                                          "node_rank": node, "local_index": rank % 2,
+                                                          "sched_host": "10.0.0.1", "sched_port": 1,
+                                                          "cluster_time_out": 120},
         "backend": "mccl", "device_target": "CPU", "init_s": 1.0,
         "facts": {"python": {"executable": "/env/bin/python", "version": "3.11.7", "implementation": "CPython",
                              "prefix": "/env"}, "packages": {"mindspore": "2.7.0"},
@@ -186,9 +188,19 @@ def _doc(rank, node, env=None, gflops=10.0, coll_status="ok"):
     }
 
 
+SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "preflight-report.schema.json").read_text())
+
+
+def validate(doc):
+    import jsonschema
+
+    jsonschema.validate(json.loads(json.dumps(doc, default=str)), SCHEMA)
+
+
 def test_verdict_passes_when_only_per_node_env_differs():
     docs = [_doc(r, r // 2) for r in range(4)]
     doc, report = build(docs, Options(), started_at="t", duration_s=1.0, msdoctor_version="0")
+    validate(doc)
     assert doc["exit_code"] == 0 and doc["status"] == "pass"
     assert list(doc)[0] == "schema_version"
     assert [d for d in doc["differences"] if d["matters"]] == []
@@ -198,6 +210,7 @@ def test_verdict_passes_when_only_per_node_env_differs():
 def test_verdict_fails_on_a_timeout_set_on_one_node_and_names_it():
     docs = [_doc(r, r // 2, env={"HCCL_CONNECT_TIMEOUT": "1200"} if r >= 2 else None) for r in range(4)]
     doc, report = build(docs, Options(), started_at="t", duration_s=1.0, msdoctor_version="0")
+    validate(doc)
     assert doc["exit_code"] == 1
     d = [d for d in doc["differences"] if d["key"] == "HCCL_CONNECT_TIMEOUT"]
     assert d and d[0]["matters"] and [v["ranks"] for v in d[0]["values"]] == [[0, 1], [2, 3]]
@@ -318,3 +331,13 @@ def test_a_rank_on_another_interpreter_fails_the_cluster():
     doc, _ = build(docs, Options(expected_python_prefix="/env"), started_at="t", duration_s=1.0, msdoctor_version="0")
     ranks = {c["id"]: c for c in doc["checks"]}["preflight-ranks"]
     assert ranks["status"] == "fail" and "rank 3 ran /env/bin/python, not the job's interpreter" in ranks["findings"][0]["title"]
+
+
+def test_launcher_sees_when_a_worker_got_through_init(tmp_path):
+    from msdoctor.preflight.launch import joined
+
+    assert not joined(tmp_path)
+    (tmp_path / "worker_0.log").write_text("[WARNING] DISTRIBUTED ... Retry number: 3\n")
+    assert not joined(tmp_path)
+    (tmp_path / "worker_1.log").write_text("[msdoctor preflight] rank 1/4 joined in 12.0 s (mccl)\n")
+    assert joined(tmp_path)

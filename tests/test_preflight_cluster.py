@@ -96,6 +96,9 @@ def test_two_nodes_pass_and_report_every_rank(good_run):
         assert rc == 0, f"node {rank} exit {rc}:\n{text[-4000:]}"
     rep = _report(tmp, 0)
     assert list(rep)[0] == "schema_version" and rep["kind"] == "msdoctor-preflight"
+    import jsonschema
+
+    jsonschema.validate(rep, json.loads((HERE.parent / "docs" / "preflight-report.schema.json").read_text()))
     cl = rep["cluster"]
     assert cl["world_size"] == 4 and cl["backend"] == "mccl"
     assert [n["ranks"] for n in cl["nodes"]] == [[0, 1], [2, 3]]
@@ -179,6 +182,9 @@ def test_node_that_never_starts_is_named_within_the_bound(hosts, tmp_path):
     assert "never registered: node_rank 1 (ranks 2-3)" in text, text[-3000:]
     assert wall < timeout + FORM_MARGIN_S, wall
     rep = _report(tmp_path, 0)  # the scheduler's own report
+    import jsonschema
+
+    jsonschema.validate(rep, json.loads((HERE.parent / "docs" / "preflight-report.schema.json").read_text()))
     assert rep["cluster_formed"] is False and rep["missing"]["nodes"] == {"1": [2, 3]}
     print(f"\nnode 1 never started: named after {wall:.1f} s (--cluster_time_out {timeout})")
 

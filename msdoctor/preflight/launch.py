@@ -22,8 +22,10 @@ from typing import Any, Mapping, Optional
 
 from .plan import MsrunArgs
 
-#: seconds allowed on top of --cluster_time_out for msrun to start its processes and give up
-#: (imports of MindSpore on a loaded host: 10-30 s observed on 2 cores), and for the checks themselves
+#: seconds allowed on top of --cluster_time_out for msrun to start its processes, for the cluster to
+#: form and for msrun to give up when it does not (imports of MindSpore on a loaded 2-core host: 10-30 s;
+#: msrun returned 50 s after a 30 s --cluster_time_out there). Past it, with no worker of this node through
+#: init(), msrun is stopped and the scheduler log is read.
 FORM_MARGIN_S = 90
 
 
@@ -79,9 +81,14 @@ def run(python: str, args: MsrunArgs, log_dir: Path, out: Path, task_args: list[
         with open(console, "wb") as sink:
             child = proc.spawn(argv, env=environment(python, environ), stdout=sink, stderr=subprocess.STDOUT)
             try:
-                rc = child.wait(bound)
-                if rc is None:
-                    timed_out = True
+                formed = False
+                form_by = started + args.cluster_time_out + FORM_MARGIN_S
+                while child.wait(1.0) is None:
+                    formed = formed or joined(log_dir)
+                    now = time.monotonic()
+                    if (not formed and now > form_by) or now > started + bound:
+                        timed_out = True  # the bound: msrun and its workers are stopped, the logs still read
+                        break
             finally:
                 child.close()  # msrun and every worker it started, on every exit path
     except proc.StartError as exc:
@@ -107,6 +114,22 @@ def run(python: str, args: MsrunArgs, log_dir: Path, out: Path, task_args: list[
             summary += f"; msrun was stopped after {bound:.0f} s"
     output = console.read_text(encoding="utf-8", errors="replace") if console.is_file() else ""
     return LaunchResult(rc, timed_out, seconds, report, summary, output, log_dir)
+
+
+#: what a rank prints into its worker log once init() returned (ranktask.run_worker)
+JOINED = "[msdoctor preflight] rank "
+
+
+def joined(log_dir: Path) -> bool:
+    """Whether any of this node's workers got through init() (their logs say so)."""
+    for p in log_dir.glob("worker_*.log"):
+        try:
+            with open(p, "r", encoding="utf-8", errors="replace") as fh:
+                if any(line.startswith(JOINED) and " joined in " in line for line in fh):
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def describe(result: LaunchResult) -> dict[str, Any]:
