@@ -341,3 +341,17 @@ def test_launcher_sees_when_a_worker_got_through_init(tmp_path):
     assert not joined(tmp_path)
     (tmp_path / "worker_1.log").write_text("[msdoctor preflight] rank 1/4 joined in 12.0 s (mccl)\n")
     assert joined(tmp_path)
+
+
+def test_cluster_verdict_renders_as_junit_and_github_annotations():
+    import io
+
+    from msdoctor.render import RenderOptions, render
+
+    docs = [_doc(r, r // 2, env={"HCCL_CONNECT_TIMEOUT": "1200"} if r >= 2 else None) for r in range(4)]
+    _, report = build(docs, Options(), started_at="t", duration_s=1.0, msdoctor_version="0")
+    gh, ju = io.StringIO(), io.StringIO()
+    render("github", report, gh, RenderOptions())
+    render("junit", report, ju, RenderOptions())
+    assert "::error" in gh.getvalue() and "HCCL_CONNECT_TIMEOUT is not the same on every rank" in gh.getvalue()
+    assert 'name="preflight-timeouts"' in ju.getvalue() and "<failure" in ju.getvalue()

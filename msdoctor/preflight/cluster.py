@@ -317,7 +317,9 @@ def build(docs: Sequence[dict], opts: Options, *, started_at: str, duration_s: f
     cpf: list[Finding] = []
     for r in stragglers:
         g = dict(comp)[r]
-        cpf.append(Finding.warn(f"rank {r} ({_where([r], node_of)}) is a straggler: {g:.3g} GFLOP/s, "
+        node = node_of.get(r)
+        cpf.append(Finding.warn(f"rank {r}{f' (node_rank {node})' if node is not None else ''} is a straggler: "
+                                f"{g:.3g} GFLOP/s, "
                                 f"{g / median:.0%} of the median {median:.3g}",
                                 detail="one slow rank sets the pace of every synchronous step",
                                 fix="check that device's clocks, temperature and neighbours (npu-smi info / "
@@ -413,10 +415,10 @@ def table(doc: dict) -> str:
     for n in cl["nodes"]:
         lines.append(f"  node_rank {n['node_rank']}: {', '.join(n['hosts'])}  ranks {ranks_text(n['ranks'])}")
     lines.append("")
-    lines.append(f"  {'collective':<28} {'status':<12} ranks")
+    lines.append(f"  {'collective':<28} {'status':<19} ranks")
     for c in doc["collectives"]:
         mark = c["status"] + ("" if c["required"] else " (info)" if c["status"] != "ok" else "")
-        lines.append(f"  {c['op'] + '(' + c['dtype'] + ')':<28} {mark:<12} "
+        lines.append(f"  {c['op'] + '(' + c['dtype'] + ')':<28} {mark:<19} "
                      + "  ".join(f"{k}: {ranks_text(v)}" for k, v in c["ranks"].items()))
     if doc["bandwidth"]:
         lines.append("")
