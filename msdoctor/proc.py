@@ -278,10 +278,12 @@ def spawn(
     stdin: Any = subprocess.DEVNULL,
     stdout: Any = None,
     stderr: Any = None,
+    pass_fds: Sequence[int] = (),
 ) -> Child:
     """Start argv in its own session and process group, registered for the exit-path kills.
 
-    stdin/stdout/stderr are as for subprocess.Popen (None: inherit; PIPE: a binary pipe).
+    stdin/stdout/stderr are as for subprocess.Popen (None: inherit; PIPE: a binary pipe);
+    ``pass_fds`` stay open in the command (the train run directory's lock).
     Signals for the command go through :meth:`Child.signal` (the whole group); call
     :meth:`Child.wait` or :meth:`Child.close` from the thread that spawned it.
 
@@ -305,6 +307,7 @@ def spawn(
             popen = subprocess.Popen(
                 full, executable=executable, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd_s,
                 env=dict(env) if env is not None else None, start_new_session=True, bufsize=0,
+                pass_fds=tuple(pass_fds),
             )
         except PermissionError:
             raise StartError("permission denied (not executable)") from None

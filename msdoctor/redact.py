@@ -203,6 +203,19 @@ class Redactor:
             s = re.sub(r"(?<![\w.-])" + re.escape(host) + r"(?![\w-])", HOST_MASK, s)
         return s
 
+    def rules(self) -> list[tuple[str, str]]:
+        """The substitutions :meth:`text` makes, as ``re.sub`` (pattern, replacement) pairs in order.
+
+        For a process that cannot import msdoctor: the trainer masks its logs with these.
+        """
+        out = [(re.escape(secret), MASK) for secret in self.secrets]
+        out += [(_URL_CREDS.pattern, r"\1" + MASK + "@"), (_ASSIGN.pattern, r"\1=" + MASK), (_TOKENS.pattern, MASK)]
+        if not self.keep_paths:
+            out += [(r"(?<![\w.-])" + re.escape(home) + r"(?![\w.-])", "~") for home in self.home]
+            out += [(r"(?<![\w.-])" + re.escape(user) + r"(?![\w-])", USER_MASK) for user in self.users]
+        out += [(r"(?<![\w.-])" + re.escape(host) + r"(?![\w-])", HOST_MASK) for host in self.hosts]
+        return out
+
     # -- structures -------------------------------------------------------------
     def value(self, v: Any, key: Optional[str] = None) -> Any:
         """Redact strings anywhere inside v (dataclasses, mappings, sequences); secret-named keys lose their value."""

@@ -153,7 +153,7 @@ def test_checks_pass_training_runs_stops_on_sigterm_with_a_checkpoint_and_resume
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 128 + signal.SIGTERM, out + err
-    assert "checks passed" in out and "stopped by a signal" in err and "--resume" in err
+    assert "checks passed" in out and "training stopped by signal 15 (SIGTERM)" in err and "--resume" in err
     assert all(s in ("pass", "warn", "skip") for s in report_status(run_dir).values())
     saved = [p.name for p in (run_dir / "checkpoints").glob("step_*")]
     assert len(saved) == 1

@@ -177,3 +177,286 @@ def test_duplicate_yaml_keys_are_reported_with_both_lines(tmp_path):
     err = _refused(tmp_path, config)
     assert f"{config}:5: train.lr: given twice (lines 3 and 5)" in err, err
     assert f"{config}:7: model: given twice (lines 6 and 7)" in err, err
+
+
+# -- 2. the trainer dies with msdoctor train; one writer per run directory --------------------------
+def gate_config(tmp_path: Path, cache: Path, **sections: dict) -> Path:
+    data = merged(**sections)
+    data.setdefault("data", {})["cache_dir"] = str(cache)
+    return write_yaml(tmp_path / "train.yaml", data)
+
+
+def start_train(config: Path, run_dir: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
+    """msdoctor train in its own process group (as a shell starts a job), output captured."""
+    argv = [msdoctor_exe(), "train", "--config", str(config), "--output-dir", str(run_dir), *extra]
+    return subprocess.Popen(argv, cwd=config.parent, env=env or env_with(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def rows(run_dir: Path) -> int:
+    try:
+        return max(0, len((run_dir / "metrics.csv").read_text().splitlines()) - 1)
+    except FileNotFoundError:
+        return 0
+
+
+def wait_rows(proc: subprocess.Popen, run_dir: Path, n: int, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while rows(run_dir) < n and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    if rows(run_dir) < n:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"no training progress (exit {proc.returncode}):\n{out[-2000:]}\n{err[-2000:]}")
+
+
+def alive(pid: int) -> bool:
+    """Running and not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def lock_holders(run_dir: Path) -> dict[str, int]:
+    data = json.loads((run_dir / ".msdoctor.lock").read_text())
+    return {h["what"]: h["pid"] for h in data["holders"]}
+
+
+@pytest.mark.slow
+@pytest.mark.mindspore
+def test_sigkill_of_msdoctor_train_kills_the_trainer_a_second_train_is_refused_and_the_stale_lock_is_taken_over(
+        tmp_path, token_cache):
+    config = gate_config(tmp_path, token_cache, train={"max_steps": 400})
+    run_dir = tmp_path / "run"
+    proc = start_train(config, run_dir)
+    try:
+        wait_rows(proc, run_dir, 12)  # past the first checkpoint (every 10 steps)
+        holders = lock_holders(run_dir)
+        assert holders["msdoctor train"] == proc.pid and alive(holders["trainer"])
+
+        # a second msdoctor train on the directory in use: refused at once, naming the PIDs
+        second = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--resume",
+                              cwd=tmp_path, timeout=60)
+        assert second.returncode == 2, second.stdout + second.stderr
+        assert f"PID {proc.pid} (msdoctor train)" in second.stderr and f"PID {holders['trainer']} (trainer)" in second.stderr
+        assert "checking the environment" not in second.stdout + second.stderr and "Traceback" not in second.stderr
+
+        os.kill(proc.pid, signal.SIGKILL)  # what a scheduler or the OOM killer does
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while alive(holders["trainer"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        died_after = 10 - (deadline - time.monotonic())
+        assert not alive(holders["trainer"]), "the trainer outlived msdoctor train"
+        print(f"trainer PID {holders['trainer']} gone {died_after:.2f} s after SIGKILL of msdoctor train")
+        frozen = (run_dir / "metrics.csv").read_text()
+        time.sleep(1.0)
+        assert (run_dir / "metrics.csv").read_text() == frozen  # no orphan writes on
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+    newest = ckpt.find_latest(run_dir / "checkpoints").step
+    resumed = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--resume",
+                           "--max-steps", str(newest + 3), cwd=tmp_path, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert (f"note: took over the lock of {run_dir}: its holders PID {holders['msdoctor train']} (msdoctor train), "
+            f"PID {holders['trainer']} (trainer) ended without releasing it") in resumed.stdout
+    assert f"resume: step {newest} " in (run_dir / "train.log").read_text()
+    assert (run_dir / ".msdoctor.lock").read_text() == ""  # released at the end: nothing to take over next time
+
+
+@pytest.mark.slow
+@pytest.mark.mindspore
+def test_a_trainer_started_by_hand_takes_the_lock_too(tmp_path, token_cache):
+    run_dir = tmp_path / "run"
+    resolved(run_dir, TINY, token_cache)
+    from msdoctor.training import runlock
+
+    held = runlock.acquire(run_dir, "test holder")
+    try:
+        res = trainer(run_dir, cwd=tmp_path)
+    finally:
+        runlock.release(held)
+    assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-2000:]
+    assert f"PID {os.getpid()} (test holder)" in res.stderr and "Traceback" not in res.stderr
+    assert not (run_dir / "metrics.csv").exists()
+
+
+# -- 6. signals -----------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.mindspore
+def test_ctrl_c_to_the_process_group_is_signal_2_and_exit_130_after_a_checkpoint(tmp_path, token_cache):
+    config = gate_config(tmp_path, token_cache, train={"max_steps": 400}, checkpoint={"every_steps": 0})
+    run_dir = tmp_path / "run"
+    proc = start_train(config, run_dir)
+    try:
+        wait_rows(proc, run_dir, 5)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole foreground group
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-2000:] + err[-2000:]
+    saved = step_dirs(run_dir)
+    assert len(saved) == 1
+    step = int(saved[0].split("_")[1])
+    log = (run_dir / "train.log").read_text()
+    assert f"stopped by signal 2 after step {step}" in log, log[-2000:]
+    assert "training stopped by signal 2 (SIGINT)" in err and "--resume" in err
+
+
+# -- 5. common mistakes: one clear message --------------------------------------------------------
+def _gate_refuses(tmp_path: Path, config: Path, *extra: str) -> subprocess.CompletedProcess:
+    """The gate's training-config check refuses the run: exit 1, no trainer started, no traceback."""
+    run_dir = tmp_path / "run"
+    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), *extra, cwd=tmp_path,
+                       timeout=300)
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "training not started" in res.stderr and "Traceback" not in res.stdout + res.stderr
+    assert json.loads((run_dir / "check-report.json").read_text())  # the report says why
+    assert not (run_dir / "train.log").exists() and not (run_dir / "config.json").exists()
+    return res
+
+
+@pytest.mark.slow
+def test_a_data_glob_matching_nothing_is_refused_by_the_gate_not_by_a_trainer_traceback(tmp_path):
+    config = write_yaml(tmp_path / "train.yaml", merged(data={"paths": ["corpus/**/*.txt"]}))
+    res = _gate_refuses(tmp_path, config)
+    assert "corpus/**/*.txt matches no file" in res.stdout, res.stdout[-3000:]
+    assert "DataError" not in res.stdout + res.stderr
+
+
+@pytest.mark.slow
+def test_data_with_fewer_tokens_than_one_global_batch_is_refused_by_the_gate(tmp_path):
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.txt").write_text("tiny text " * 50)  # 500 bytes; one batch is 8 x 65 = 520 tokens
+    config = write_yaml(tmp_path / "train.yaml", merged(data={"paths": ["corpus/*.txt"]}))
+    res = _gate_refuses(tmp_path, config)
+    assert "training-config" in res.stdout and "data-too-small" in (tmp_path / "run" / "check-report.json").read_text()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode (CI runs as root)")
+def test_unreadable_data_files_are_refused_by_the_gate(tmp_path):
+    (tmp_path / "corpus").mkdir()
+    secret = tmp_path / "corpus" / "b.txt"
+    secret.write_text("x" * 10000)
+    secret.chmod(0)
+    config = write_yaml(tmp_path / "train.yaml", merged(data={"paths": ["corpus/*.txt"]}))
+    _gate_refuses(tmp_path, config)
+    assert "data-unreadable" in (tmp_path / "run" / "check-report.json").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.mindspore
+def test_a_run_with_no_finite_optimizer_step_fails_and_says_so(tmp_path, token_cache):
+    """fp16 with a static loss scale of 2^24 overflows every step: nothing is ever applied (exit 0 before)."""
+    config = gate_config(tmp_path, token_cache, train={"max_steps": 6, "precision": "fp16", "half_on_cpu": True,
+                                                       "loss_scale": "static", "loss_scale_init": 2.0 ** 24})
+    run_dir = tmp_path / "run"
+    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path, timeout=300)
+    assert res.returncode == 1, res.stdout[-2000:] + res.stderr[-2000:]
+    assert res.stderr.count("no optimizer step was finite: all 6 steps (1..6) had inf/nan gradients") == 1, res.stderr
+    assert "Traceback" not in res.stderr and "the end of its logs" not in res.stderr
+    assert "training stopped: no optimizer step was finite" in (run_dir / "train.log").read_text()
+    assert not list((run_dir / "checkpoints").glob("step_*")) if (run_dir / "checkpoints").exists() else True
+
+
+# -- 5. a full disk at checkpoint time ------------------------------------------------------------
+def _mount_tmpfs(where: Path, size: str) -> bool:
+    where.mkdir()
+    if os.geteuid() != 0:
+        return False
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True)
+    return res.returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.mindspore
+def test_a_full_disk_at_checkpoint_time_says_what_it_needs_and_what_is_free(tmp_path, token_cache):
+    small = tmp_path / "small"
+    if not _mount_tmpfs(small, "2600k"):
+        pytest.skip("needs root and mount(2) to make a small tmpfs (CI runs as root); not available here")
+    try:
+        run_dir = small / "run"
+        resolved(run_dir, TINY, token_cache)  # a checkpoint is ~1.9 MB: the one of step 10 fits, step 20 does not
+        res = trainer(run_dir, cwd=tmp_path)
+        assert res.returncode == 2, res.stdout[-3000:] + res.stderr[-3000:]
+        assert "Traceback" not in res.stderr and "Errno 28" not in res.stderr
+        line = [x for x in res.stderr.splitlines() if x.startswith("msdoctor trainer: error: ")]
+        assert len(line) == 1, res.stderr
+        assert "no space left on the device while writing the checkpoint of step 20" in line[0]
+        assert "a checkpoint needs about 1." in line[0] and ("MB are free there" in line[0] or "kB are free" in line[0])
+        assert "continue from step 10 with --resume" in line[0]
+        assert "training stopped: no space left" in (run_dir / "train.log").read_text()
+        assert step_dirs(run_dir) == ["step_00000010"] and not list((run_dir / "checkpoints").glob(".tmp-*"))
+        print(line[0])
+    finally:
+        subprocess.run(["umount", "-l", str(small)], capture_output=True)
+
+
+# -- 4. the run directory is shared, so it is redacted ---------------------------------------------
+@pytest.mark.slow
+@pytest.mark.mindspore
+def test_credentials_and_home_paths_are_redacted_in_every_run_file_unless_no_redact(tmp_path, token_cache):
+    """The issue's case: data.paths ["https://u:pw@host/*.txt"]. Here that glob matches local files (a
+    directory named like the URL, as a FUSE mount of a bucket can be), so the gate passes and the trainer runs."""
+    home = tmp_path / "home"
+    home.mkdir()
+    secret_url = "https://alice:s3cretpass@example.com/corpus/*.txt"
+    corpus = tmp_path / "https:" / "alice:s3cretpass@example.com" / "corpus"
+    corpus.mkdir(parents=True)
+    (corpus / "a.txt").write_text("some text to train on\n" * 400)
+    # a missing tokenizer under the home directory: the gate passes, the trainer stops at setup with a
+    # message naming the path (train.log, stderr.log, the terminal)
+    config = write_yaml(tmp_path / "train.yaml", merged(data={
+        "paths": [secret_url], "tokenizer": str(home / "missing" / "tokenizer.json"), "cache_dir": str(token_cache)}))
+    env = env_with({"HOME": str(home), "PYTHONPATH": str(home / "libs"), "MY_SERVICE_TOKEN": "zz9-service-secret"})
+    leaks = ("s3cretpass", str(home), "zz9-service-secret")
+
+    run_dir = tmp_path / "run"
+    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), env=env, cwd=tmp_path,
+                       timeout=300)
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+    # a trainer error the user can act on: one message, no traceback, no log tail
+    assert res.stderr.count("data.tokenizer: ~/missing/tokenizer.json is not a file") == 1, res.stderr
+    assert "training stopped: data.tokenizer" in res.stderr and "Traceback" not in res.stderr
+    files = ["check-report.json", "train.log", "stderr.log", "config.yaml", "config.json"]
+    for name in files:
+        text = (run_dir / name).read_text()
+        assert not [leak for leak in leaks if leak in text], (name, [leak for leak in leaks if leak in text])
+    for text in (res.stdout, res.stderr):
+        assert not [leak for leak in leaks if leak in text]
+    # what was there, masked
+    assert "https://<redacted>@example.com/corpus/*.txt" in (run_dir / "config.yaml").read_text()
+    assert json.loads((run_dir / "config.json").read_text())["data"]["paths"][0] == "https://<redacted>@example.com/corpus/*.txt"
+    assert "~/libs" in (run_dir / "check-report.json").read_text()  # PYTHONPATH, in the python-env facts
+    assert "~/missing/tokenizer.json" in (run_dir / "stderr.log").read_text()
+    assert "~/missing/tokenizer.json" in (run_dir / "train.log").read_text()
+
+    raw_dir = tmp_path / "raw"
+    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(raw_dir), "--no-redact", env=env,
+                       cwd=tmp_path, timeout=300)
+    assert res.returncode == 1
+    assert secret_url in (raw_dir / "config.yaml").read_text()
+    assert str(home / "missing" / "tokenizer.json") in (raw_dir / "train.log").read_text()
+
+
+def test_the_trainer_masks_exactly_what_msdoctor_masks():
+    """The trainer cannot import msdoctor: it applies Redactor.rules(); the result must equal Redactor.text()."""
+    import re
+
+    from msdoctor.redact import Redactor
+
+    red = Redactor.for_environment({"HOME": "/home/alice", "USER": "alice", "HF_TOKEN": "hf_" + "a" * 30},
+                                   hosts=["gpu-node-7"])
+    samples = ["https://u:pw@host/*.txt and /home/alice/x (not /home/alicex)", "alice@gpu-node-7: HF_TOKEN=" + "hf_" + "a" * 30,
+               "API_KEY=zzz9999 ghp_" + "b" * 36 + " s3://bucket/data", "HOME /home/alice/.cache/msdoctor/tokens/x.bin"]
+    for s in samples:
+        out = s
+        for rx, repl in red.rules():
+            out = re.sub(rx, repl, out)
+        assert out == red.text(s)
+        assert out != s

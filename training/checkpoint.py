@@ -20,6 +20,7 @@ This module knows no framework: writers are callables ``fn(path)`` (the trainer 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -30,12 +31,39 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Optional
 
+from .errors import TrainerError
+
 MANIFEST = "MANIFEST.json"
 STATE = "state.json"
 _STEP_DIR = re.compile(r"^step_(\d{8})$")
 _TMP_PREFIX = ".tmp-"
 CORRUPT_PREFIX = "corrupt-"
 CORRUPT_NOTE = "CORRUPT.txt"
+
+
+class NoSpaceError(TrainerError):
+    """The disk filled up while a checkpoint was written (ENOSPC); says how much it needs and how much is free."""
+
+    def __init__(self, root: Path, step: int, needed: Optional[int], free: int, keep_last: Optional[int]) -> None:
+        self.needed, self.free = needed, free
+        need = f"about {_size(needed)}" if needed else "more than that"
+        peak = (f"; with checkpoint.keep_last = {keep_last} the directory holds {keep_last} + 1 being written = "
+                f"{_size(needed * (keep_last + 1))} at the peak" if needed and keep_last else "")
+        newest = find_latest(root)
+        resume = f"continue from step {newest.step} with --resume" if newest else "start again"
+        super().__init__(
+            f"no space left on the device while writing the checkpoint of step {step} in {root}: a checkpoint needs "
+            f"{need}, {_size(free)} are free there{peak}. Free space, lower checkpoint.keep_last, or move "
+            f"runtime.output_dir to a larger filesystem; then {resume} (errno ENOSPC; the partial write was removed)")
+
+
+def _size(n: Optional[int]) -> str:
+    if n is None:
+        return "?"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
 
 
 @dataclass
@@ -66,11 +94,35 @@ def _fsync_path(path: Path) -> None:
 
 
 def save(root: Path, step: int, writers: Mapping[str, Callable[[Path], None]], state: dict,
-         keep_last: Optional[int] = None, log: Callable[[str], None] = lambda _: None) -> Path:
+         keep_last: Optional[int] = None, log: Callable[[str], None] = lambda _: None,
+         expected_bytes: Optional[int] = None) -> Path:
     """Write a complete checkpoint for ``step`` atomically; prune to the newest keep_last.
 
     Returns the checkpoint directory. An existing complete checkpoint of the same step is kept.
+
+    Raises:
+        NoSpaceError: the filesystem filled up (ENOSPC); the partial write is removed first.
+            ``expected_bytes`` (the writers' estimate) goes into its message, else the newest
+            checkpoint's size.
     """
+    try:
+        return _save(root, step, writers, state, keep_last, log)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        for tmp in root.glob(f"{_TMP_PREFIX}{step_dir(root, step).name}-{os.getpid()}"):
+            shutil.rmtree(tmp, ignore_errors=True)
+        newest = find_latest(root)
+        needed = expected_bytes or (size_of(newest.path) if newest else None)
+        raise NoSpaceError(root, step, needed, shutil.disk_usage(root).free, keep_last) from None
+
+
+def size_of(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+
+
+def _save(root: Path, step: int, writers: Mapping[str, Callable[[Path], None]], state: dict,
+          keep_last: Optional[int], log: Callable[[str], None]) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     final = step_dir(root, step)
     if final.exists() and verify(final) is None:

@@ -25,11 +25,13 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from .errors import TrainerError
+
 FORMAT_VERSION = 1
 DOC_SEPARATOR = "\n\n"
 
 
-class DataError(Exception):
+class DataError(TrainerError):
     """No usable training text; the message says what was searched and how to fix it."""
 
 

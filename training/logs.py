@@ -10,12 +10,44 @@ terminal and rich is importable, plain lines otherwise (logs, CI, msrun worker f
 from __future__ import annotations
 
 import csv
+import json
 import logging
 import math
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Optional
+
+#: the redaction ``msdoctor train`` applies (home paths, user and host names, secrets in env vars and URLs),
+#: as JSON [[regex, replacement], ...] in order (msdoctor/redact.py Redactor.rules): the trainer cannot
+#: import msdoctor, so it gets the substitutions themselves. Unset (or --no-redact): nothing is masked.
+REDACT_ENV = "MSDOCTOR_REDACT"
+
+
+def _rules() -> list:
+    try:
+        return [(re.compile(rx), repl) for rx, repl in json.loads(os.environ.get(REDACT_ENV) or "[]")]
+    except (ValueError, TypeError, re.error):
+        return []
+
+
+_RULES = _rules()
+
+
+def redact(text: str) -> str:
+    """The text as msdoctor's redaction shows it (unchanged without MSDOCTOR_REDACT)."""
+    for rx, repl in _RULES:
+        text = rx.sub(repl, text)
+    return text
+
+
+class _Redacting(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _RULES:
+            record.msg, record.args = redact(record.getMessage()), None
+        return True
+
 
 COLUMNS = ("step", "loss", "lr", "grad_norm", "loss_scale", "tokens_per_s", "step_time", "mfu_estimate")
 
@@ -42,10 +74,12 @@ def setup_logging(run_dir: Path, rank: int) -> logging.Logger:
     name = "train.log" if rank == 0 else f"train_rank{rank}.log"
     to_file = logging.FileHandler(run_dir / name)
     to_file.setFormatter(fmt)
+    to_file.addFilter(_Redacting())
     log.addHandler(to_file)
     if rank == 0:
         to_console = _Stdout()
         to_console.setFormatter(logging.Formatter("%(message)s"))
+        to_console.addFilter(_Redacting())
         log.addHandler(to_console)
     return log
 

@@ -31,6 +31,17 @@ def writers(run: Run) -> dict:
             "optimizer.ckpt": lambda path: ms.save_checkpoint([{"name": p.name, "data": p} for p in state], str(path))}
 
 
+def expected_bytes(run: Run) -> int:
+    """What a checkpoint of this run takes on disk: every saved tensor's bytes (+1% for names and headers)."""
+    import numpy as np
+    from mindspore import dtype_to_nptype
+
+    model_names = {p.name for p in run.net.get_parameters()}
+    tensors = list(run.net.get_parameters()) + [p for _, p in run.opt.parameters_and_names() if p.name not in model_names]
+    total = sum(int(np.prod(p.shape)) * np.dtype(dtype_to_nptype(p.dtype)).itemsize for p in tensors)
+    return int(total * 1.01) + 4096
+
+
 def save(run: Run, step: int) -> Optional[Path]:
     """Rank 0 writes the checkpoint of ``step`` completed optimizer steps (data-parallel ranks are equal)."""
     if run.rank != 0:
@@ -51,7 +62,8 @@ def save(run: Run, step: int) -> Optional[Path]:
              "global_batch": c.global_batch, "model": to_dict(c)["model"],
              "loss_scale": scale_value(run)}
     started = time.monotonic()
-    path = ckpt.save(run.run_dir / "checkpoints", step, writers(run), state, c.checkpoint.keep_last, run.log.info)
+    path = ckpt.save(run.run_dir / "checkpoints", step, writers(run), state, c.checkpoint.keep_last, run.log.info,
+                     expected_bytes(run))
     run.log.info(f"checkpoint: {path} ({time.monotonic() - started:.2f} s)")
     return path
 

@@ -7,7 +7,13 @@ under a private name, with the same code as the msdoctor that ran the gate.
 
 import importlib.util
 import os
+import signal
 import sys
+
+# first, before any thread exists: SIGINT/SIGTERM blocked here are taken by one thread of the
+# trainer (training/lifecycle.py), so MindSpore's own SIGINT handler never turns Ctrl-C into SIGTERM
+if hasattr(signal, "pthread_sigmask"):
+    signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _NAME = "_msdoctor_training"

@@ -11,13 +11,16 @@ or directly, with the resolved config the gate wrote (this is what it launches p
     python training/run.py --config runs/tiny-cpu/config.json --run-dir runs/tiny-cpu [--resume]
 
 Steps are optimizer steps (one global batch each). Exit status: 0 done, 1 failed (traceback in
-train.log), 128 + signal number after SIGTERM/SIGINT (a checkpoint was saved first).
+train.log), 2 an error the user can act on (bad input, a full disk, a run directory in use, no
+finite optimizer step: one message on stderr and in train.log), 128 + signal number after
+SIGTERM (143) / SIGINT (130) (a checkpoint was saved first).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
@@ -32,10 +35,13 @@ os.environ.setdefault("GLOG_v", "3")  # MindSpore's C++ warnings off unless aske
 import numpy as np  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
-from .config import RunConfig, from_dict, warnings  # noqa: E402
+from . import runlock  # noqa: E402
+from .config import ConfigError, RunConfig, from_dict, warnings  # noqa: E402
 from .data import DataError, Sampler, TokenFile, make_tokenizer, resolve_files  # noqa: E402
+from .errors import EXIT_STATUS, MARK, TrainerError  # noqa: E402
 from .flops import flops_per_token, mfu, peak_tflops  # noqa: E402
-from .logs import Metrics, Progress, setup_logging  # noqa: E402
+from .lifecycle import DIE_ENV, Stopper, die_with_parent  # noqa: E402
+from .logs import Metrics, Progress, redact, setup_logging  # noqa: E402
 from .resume import restore, save, scale_value  # noqa: E402
 from .schedule import get_lr, rows_of  # noqa: E402
 from .step import Steps  # noqa: E402
@@ -62,8 +68,15 @@ class Run:
     stop_signal: Optional[int] = None
 
 
+#: the resolved config as JSON, unredacted: msdoctor train puts it here when the run directory's
+#: config.json is redacted (a credential in data.paths must reach the trainer, not the shared files)
+CONFIG_ENV = "MSDOCTOR_TRAIN_CONFIG"
+
+
 def load_config(path: Path) -> RunConfig:
     """The resolved JSON the gate writes, or a YAML file (needs PyYAML in this interpreter)."""
+    if os.environ.get(CONFIG_ENV):
+        return from_dict(json.loads(os.environ[CONFIG_ENV]), path=path)
     text = path.read_text()
     if path.suffix == ".json":
         raw = json.loads(text)
@@ -104,7 +117,7 @@ def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:
         rank, world = get_rank(), get_group_size()
     log = setup_logging(run_dir, rank)
     if world != cfg.runtime.device_num:
-        raise RuntimeError(f"runtime.device_num is {cfg.runtime.device_num} but {world} processes joined")
+        raise TrainerError(f"runtime.device_num is {cfg.runtime.device_num} but {world} processes joined")
     mode = configure(cfg, world)
     ms.set_seed(cfg.train.seed)
     compute, why = compute_precision(cfg)
@@ -169,7 +182,7 @@ def unsupported(cfg: RunConfig) -> None:
     if cfg.parallel.virtual_pipeline_chunks > 1:
         out.append("parallel.virtual_pipeline_chunks > 1: interleaved pipelines are not implemented; set it to 1")
     if out:
-        raise RuntimeError("unsupported by the reference trainer:\n  " + "\n  ".join(out))
+        raise TrainerError("unsupported by the reference trainer:\n  " + "\n  ".join(out))
 
 
 def fit(run: Run, stop_at: Optional[int] = None) -> int:
@@ -196,6 +209,7 @@ def _loop(run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: 
     c, log = run.cfg, run.log
     agree = _stop_agreement(run.world)
     done = run.start_step
+    applied, loss = 0, float("nan")
     for step in range(run.start_step, total):
         x, y = run.sampler.batch(step, c.global_batch)
         rows = [rows_of(c, _data_rank(run), k) for k in range(c.train.grad_accumulation)]
@@ -204,6 +218,7 @@ def _loop(run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: 
         loss, norm, finite = run.steps(batches, get_lr(step, c.train))
         elapsed = time.perf_counter() - started
         done = step + 1
+        applied += finite
         if step == run.start_step:
             log.info(f"step {done}: compiled and ran the first step in {elapsed:.2f} s")
         if not finite:
@@ -228,15 +243,32 @@ def _loop(run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: 
             save(run, done)
         if agree(run.stop_signal):
             progress.close()
+            diverged(run, applied, done, loss)
             if c.checkpoint.save_on_exit:
                 save(run, done)
             log.info(f"stopped by signal {run.stop_signal} after step {done}; resume with --resume")
             return 128 + (run.stop_signal or signal.SIGTERM)
     progress.close()
+    diverged(run, applied, done, loss)
     if c.checkpoint.save_on_exit or stop_at is not None:
         save(run, done)
     log.info(f"finished: {done} optimizer steps")
     return 0
+
+
+def diverged(run: Run, applied: int, done: int, loss: float) -> None:
+    """A run whose optimizer steps were all skipped (inf/nan gradients), or whose loss ends inf/nan, failed."""
+    ran = done - run.start_step
+    if ran and not applied:
+        raise TrainerError(
+            f"no optimizer step was finite: all {ran} steps ({run.start_step + 1}..{done}) had inf/nan gradients, "
+            "so no update was applied; with fp16, lower train.loss_scale_init or use loss_scale: dynamic; otherwise "
+            "lower train.lr (no checkpoint was saved for these steps)")
+    if ran and not math.isfinite(loss):
+        raise TrainerError(
+            f"training diverged: the loss is {loss} at step {done} ({applied} of {ran} steps were applied); "
+            "lower train.lr or raise train.warmup_steps, and resume from an earlier checkpoint (no checkpoint was "
+            "saved for the last step)")
 
 
 EVAL_BATCHES = 8
@@ -286,28 +318,58 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--stop-at", type=int, help="stop after this optimizer step (the schedule is unchanged)")
     args = parser.parse_args(argv)
     args.run_dir.mkdir(parents=True, exist_ok=True)
-    run = None
+
+    def note(message: str) -> None:  # until the run's logger exists
+        with open(args.run_dir / "train.log", "a") as f:
+            f.write(redact(message) + "\n")
+
+    stopper = Stopper(note)
+    stopper.install()
+    die_with_parent(note)
+    run, lock = None, None
     try:
         cfg = load_config(args.config)
+        lock = take_lock(args.run_dir, cfg)
         run = setup(cfg, args.run_dir, args.resume)
+        stopper.log = run.log.info
         if run.rank == 0:
             ckpt.clean_stale(args.run_dir / "checkpoints")
-
-        def on_signal(signum: int, _frame: Any) -> None:
-            run.stop_signal = signum  # acted on at the next step boundary
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+        stopper.target, stopper.training = run, True
         return fit(run, args.stop_at)
+    except (TrainerError, ConfigError) as exc:  # the user can act on it: one message, no traceback
+        message = redact(str(exc))
+        (run.log.error if run is not None else note)(f"training stopped: {message}")
+        sys.stderr.write(MARK + message.replace("\n", "\n  ") + "\n")
+        return EXIT_STATUS
     except Exception as exc:  # noqa: BLE001 - logged with its traceback so `msdoctor train` can explain it
-        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        text = redact("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
         if run is not None:
             run.log.error(f"training failed:\n{text}")
         else:
-            with open(args.run_dir / "train.log", "a") as f:
-                f.write(f"training failed:\n{text}")
+            note(f"training failed:\n{text}")
             sys.stderr.write(text)
         return 1
+    finally:
+        if lock is not None:
+            runlock.release(lock)
+
+
+def take_lock(run_dir: Path, cfg: RunConfig) -> Optional[runlock.RunLock]:
+    """Join the lock msdoctor train holds, or take the run directory's lock when started by hand."""
+    fd = runlock.inherited(run_dir)
+    if fd is not None:
+        runlock.join(fd, "trainer")
+        return None
+    if os.environ.get(DIE_ENV) == "1" or cfg.runtime.device_num > 1:
+        return None  # msdoctor train (or msrun's launcher) holds it for the whole job
+    try:
+        lock = runlock.acquire(run_dir, "trainer")
+    except runlock.RunDirLocked as exc:
+        raise TrainerError(f"{exc}: one writer per run directory; wait for it to end, or use another "
+                           "--run-dir") from None
+    if lock.took_over:
+        sys.stderr.write(lock.took_over + "\n")
+    return lock
 
 
 if __name__ == "__main__":

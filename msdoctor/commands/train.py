@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -75,6 +76,57 @@ def refuse_stale(run_dir: Path, resume: bool) -> None:
                         "continue it with --resume, or start a new run with --output-dir DIR")
 
 
+def lock_run_directory(run_dir: Path) -> Any:
+    """One msdoctor train per run directory (training/runlock.py); exit 2 naming the PID that holds it."""
+    from msdoctor.training import runlock
+
+    try:
+        lock = runlock.acquire(run_dir, "msdoctor train")
+    except runlock.RunDirLocked as exc:
+        pids = " ".join(map(str, exc.pids))
+        raise UserError(f"{exc}: a second trainer would write the same checkpoints and metrics.csv",
+                        "wait for that run to end" + (f" or stop it (kill {pids}: it saves a checkpoint first)"
+                                                      if pids else "") + "; or start a new run with --output-dir DIR"
+                        ) from None
+    if lock.took_over:
+        click.echo(f"  note: {lock.took_over}")
+    return lock
+
+
+def redactor(no_redact: bool, cfg: Any = None, report: Any = None) -> Any:
+    """What msdoctor check masks (home, user, host, secrets), or None with --no-redact.
+
+    Credentials written into the config's values (``https://user:password@host/...`` in data.paths)
+    are secrets too, masked wherever they show up again (a check may print the path resolved).
+    """
+    if no_redact:
+        return None
+    import dataclasses
+    import re
+
+    from msdoctor.redact import MIN_SECRET, Redactor
+
+    env = report.facts.get("env") if report is not None and isinstance(report.facts, dict) else None
+    red = Redactor.for_environment(os.environ, more_environs=[env] if isinstance(env, dict) else [])
+    if cfg is None:
+        return red
+    from msdoctor.training.config import to_dict
+
+    def strings(v: Any) -> Any:
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, (dict, list)):
+            for x in (v.values() if isinstance(v, dict) else v):
+                yield from strings(x)
+
+    found = set()
+    for text in strings(to_dict(cfg)):
+        for userinfo in re.findall(r"(?i)\b[a-z][a-z0-9+.-]*://([^/\s@'\"<>]+)@", text):
+            found.update(x for x in (userinfo, userinfo.partition(":")[2]) if len(x) >= MIN_SECRET)
+    secrets = tuple(sorted(set(red.secrets) | found, key=len, reverse=True))
+    return dataclasses.replace(red, secrets=secrets)
+
+
 def gate(python: str, facts: Any, verbose: bool, probe_timeout: float = 30.0, live_timeout: float = 120.0) -> Any:
     """Every registered check that applies, with the config as context, in the environment the trainer gets."""
     from msdoctor.commands.check import build_options
@@ -114,37 +166,56 @@ def write_report(report: Any, run_dir: Path) -> Path:
     return path
 
 
-def write_config(cfg: Any, run_dir: Path) -> None:
-    """The resolved config: JSON for the trainer (no PyYAML needed in the target), YAML for people."""
+def write_config(cfg: Any, run_dir: Path, red: Any) -> Optional[str]:
+    """The resolved config: JSON for the trainer (no PyYAML needed in the target), YAML for people.
+
+    Both are redacted like every file of the run directory; when that changed a value (a credential
+    in data.paths), the real config goes to the trainer in its environment instead: returned as JSON.
+    """
     import yaml
 
     from msdoctor.fsutil import atomic_write
     from msdoctor.training.config import to_dict
 
     data = to_dict(cfg)
-    atomic_write(run_dir / "config.json", json.dumps(data, indent=1), backup=False)
-    atomic_write(run_dir / "config.yaml", yaml.safe_dump(data, sort_keys=False), backup=False)
+    shown = red.value(data) if red is not None else data
+    atomic_write(run_dir / "config.json", json.dumps(shown, indent=1), backup=False)
+    atomic_write(run_dir / "config.yaml", yaml.safe_dump(shown, sort_keys=False), backup=False)
+    return json.dumps(data) if shown != data else None
 
 
-def start(launch: Any, run_dir: Path) -> int:
+@dataclass
+class Outcome:
+    rc: int
+    #: the signal msdoctor passed on to the trainer (SIGINT, SIGTERM), if any
+    forwarded: Optional[int] = None
+    #: the trainer's one-message errors (training/errors.py MARK lines on its stderr)
+    messages: list = field(default_factory=list)
+
+
+def start(launch: Any, run_dir: Path, lock: Any, red: Any) -> Outcome:
     """Run the trainer; stdout stays the terminal's (progress bar), stderr is also kept in stderr.log.
 
-    Not proc.run: training has no natural timeout and its output must stream. proc.spawn: the trainer
-    (msrun and its workers too) is its own process group, dies with msdoctor (parent-death signal) and
-    leaves nothing behind; SIGTERM and Ctrl-C (SIGINT) are passed on to the whole group so the trainer
-    can save a checkpoint.
+    Not proc.run: training has no natural timeout and its output must stream. The trainer runs in
+    its own session under proc's parent-death supervisor (it dies with msdoctor, even by SIGKILL),
+    holding the run directory's lock with msdoctor (the descriptor is passed on). SIGTERM and
+    SIGINT are passed on to its group so the trainer can save a checkpoint.
     """
     import io
 
-    from msdoctor import proc as procs
+    from msdoctor import proc
+    from msdoctor.training.errors import MARK
 
     try:
-        child = procs.spawn(launch.argv, env=launch.env, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    except procs.StartError as exc:
-        raise UserError(f"cannot start the trainer ({launch.argv[0]}): {exc.reason}",
-                        "check the target interpreter (msdoctor check --python ...)") from None
+        child = proc.spawn(launch.argv, env=launch.env, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                           pass_fds=(lock.fd,))
+    except proc.StartError as exc:
+        raise UserError(f"could not start the trainer ({launch.argv[0]}): {exc.reason}",
+                        "check the interpreter given with --python / --conda-env") from None
+    outcome = Outcome(rc=1)
 
     def forward(signum: int, _frame: Any) -> None:
+        outcome.forwarded = outcome.forwarded or signum
         child.signal(signum)
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
@@ -153,11 +224,19 @@ def start(launch: Any, run_dir: Path) -> int:
         assert child.stderr is not None  # started with stderr=PIPE
         stream = io.BufferedReader(child.stderr)  # type: ignore[arg-type,type-var]
         with open(run_dir / "stderr.log", "ab") as keep:
-            for line in iter(stream.readline, b""):
-                keep.write(line)
+            for raw in iter(stream.readline, b""):
+                line = raw.decode("utf-8", "replace")
+                if red is not None:
+                    line = red.text(line)
+                keep.write(line.encode())
                 keep.flush()
-                sys.stderr.buffer.write(line)
-                sys.stderr.flush()
+                if line.startswith(MARK):
+                    outcome.messages.append(line[len(MARK):].rstrip("\n"))
+                elif outcome.messages and line.startswith("  "):  # its continuation lines
+                    outcome.messages[-1] += "\n" + line.rstrip("\n")
+                else:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
 
     copier = threading.Thread(target=tee, daemon=True)
     copier.start()
@@ -170,7 +249,8 @@ def start(launch: Any, run_dir: Path) -> int:
             child.kill()
     copier.join(timeout=5)
     child.close()
-    return rc if rc is not None else 1
+    outcome.rc = rc if rc is not None else 1
+    return outcome
 
 
 def log_files(run_dir: Path, worker_logs: Optional[Path]) -> list[Path]:
@@ -220,9 +300,12 @@ def explain_failure(files: list[Path], python: str, config: Optional[Path] = Non
 @click.option("--master-port", type=click.IntRange(1, 65535), help="Multi-node: msrun's port (runtime.master_port).")
 @timeout_options
 @click.option("-v", "--verbose", is_flag=True, help="Show check details and evidence.")
+@click.option("--no-redact", is_flag=True, envvar="MSDOCTOR_NO_REDACT",
+              help="Keep home paths, user/host names and secrets in the run directory's files and the output.")
 def train(python: Optional[str], conda_env: Optional[str], config: Path, resume: bool, max_steps: Optional[int],
           output_dir: Optional[Path], data: tuple[str, ...], node_rank: Optional[int], master_addr: Optional[str],
-          master_port: Optional[int], probe_timeout: float, live_timeout: float, verbose: bool) -> int:
+          master_port: Optional[int], probe_timeout: float, live_timeout: float, verbose: bool,
+          no_redact: bool) -> int:
     """Check the environment against the config, then run the reference pretraining.
 
     Any check that fails or errors stops here: the report is printed and written to the run
@@ -236,32 +319,51 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
       msdoctor train --config my.yaml --python ~/envs/ms/bin/python --data 'corpus/**/*.txt'
       msdoctor train --config training/configs/tiny-cpu-2nodes.yaml --master-addr 10.0.0.1 --node-rank 1
     """
+    from msdoctor.training import runlock
+
+    red = redactor(no_redact)
+    target = resolve_target(python, conda_env)
+    try:
+        facts = resolve_config(config, max_steps, data, output_dir, {k: v for k, v in (
+            ("node_rank", node_rank), ("master_addr", master_addr), ("master_port", master_port)) if v is not None})
+    except UserError as exc:  # a credential in the config must not reach the terminal either
+        raise (UserError(red.text(exc.message), red.text(exc.fix or "") or None) if red is not None else exc) from None
+    cfg = facts.run
+    red = redactor(no_redact, cfg)
+    run_dir = run_directory(cfg)
+    refuse_unwritable(run_dir)
+    lock = lock_run_directory(run_dir)
+    try:
+        return _train(cfg, facts, config, target, run_dir, lock, red, resume, output_dir, verbose, probe_timeout,
+                      live_timeout)
+    finally:
+        runlock.release(lock)
+
+
+def _train(cfg: Any, facts: Any, config: Path, target: str, run_dir: Path, lock: Any, red: Any, resume: bool,
+           output_dir: Optional[Path], verbose: bool, probe_timeout: float, live_timeout: float) -> int:
     from msdoctor.model import ExitCode, Status
     from msdoctor.render import RenderOptions, render
     from msdoctor.training import launch as launching
+    from msdoctor.training import lifecycle, runlock
     from msdoctor.training.config import warnings
+    from msdoctor.training.logs import REDACT_ENV
+    from msdoctor.training.train import CONFIG_ENV
 
-    target = resolve_target(python, conda_env)
-    facts = resolve_config(config, max_steps, data, output_dir, {k: v for k, v in (
-        ("node_rank", node_rank), ("master_addr", master_addr), ("master_port", master_port)) if v is not None})
-    cfg = facts.run
-    run_dir = run_directory(cfg)
-    refuse_unwritable(run_dir)
     refuse_stale(run_dir, resume)
+    show = red.text if red is not None else str
     click.echo(f"msdoctor train: {cfg.name} ({facts.path}) -> {run_dir}")
     click.echo(f"  global batch {cfg.global_batch} sequences = micro {cfg.train.micro_batch_size} x data parallel "
                f"{cfg.parallel.data_parallel} x accumulation {cfg.train.grad_accumulation}; "
                f"{cfg.train.max_steps} optimizer steps, warmup {cfg.train.warmup_steps}")
     for w in warnings(cfg):
-        click.echo(f"  warning: {w}")
+        click.echo(f"  warning: {show(w)}")
 
     diagnosis = gate(target, facts, verbose, probe_timeout, live_timeout)
     report = diagnosis.report
-    from msdoctor.commands.check import prepare
-
-    render("terminal", prepare(report, "terminal", redact=True), sys.stdout, RenderOptions(verbose=verbose))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    saved = write_report(report, run_dir)
+    shown = redactor(False, cfg, report).report(report) if red is not None else report
+    render("terminal", shown, sys.stdout, RenderOptions(verbose=verbose))
+    saved = write_report(shown, run_dir)
     if report.exit_code(Status.FAIL) != ExitCode.OK:
         click.echo(f"training not started: the checks above found problems (report: {saved})", err=True)
         return int(ExitCode.PROBLEMS)
@@ -273,21 +375,35 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
             click.echo(f"training not started: the multi-node preflight failed (report: "
                        f"{run_dir / 'preflight' / 'preflight-report.json'})", err=True)
             return int(ExitCode.PROBLEMS)
-    write_config(cfg, run_dir)
+    real_config = write_config(cfg, run_dir, red)
     how = launching.build(cfg, target, run_dir, resume, dict(os.environ))
+    for key in (REDACT_ENV, CONFIG_ENV):
+        how.env.pop(key, None)
+    # it dies with msdoctor, shares the lock, masks its logs, and reads the real config when the file is redacted
+    how.env.update({lifecycle.DIE_ENV: "1", runlock.FD_ENV: str(lock.fd)})
+    if red is not None:
+        how.env[REDACT_ENV] = json.dumps(red.rules())
+    if real_config is not None:
+        how.env[CONFIG_ENV] = real_config
     if cfg.runtime.device_target == "Ascend":
         how.env.setdefault("MSDOCTOR_CHIP", chip_name(diagnosis.context))
     click.echo(f"checks passed (report: {saved}); starting "
                + ("1 training process" if cfg.runtime.device_num == 1 else f"{cfg.runtime.device_num} workers via msrun"))
-    rc = start(how, run_dir)
-    if rc == 0:
+    out = start(how, run_dir, lock, red)
+    rc = out.rc
+    again = f"msdoctor train --config {facts.path} --resume" + (f" --output-dir {run_dir}" if output_dir else "")
+    if rc == 0 and out.forwarded is None:
         click.echo(f"training finished: {run_dir / 'metrics.csv'}, checkpoints in {run_dir / 'checkpoints'}")
         return 0
-    if rc in (128 + signal.SIGTERM, 128 + signal.SIGINT):
-        click.echo(f"training stopped by a signal after saving a checkpoint; continue with: "
-                   f"msdoctor train --config {facts.path} --resume" + (f" --output-dir {run_dir}" if output_dir else ""),
+    stop = rc - 128 if rc in (128 + signal.SIGTERM, 128 + signal.SIGINT) else out.forwarded
+    if stop is not None and not out.messages:
+        click.echo(f"training stopped by signal {stop} ({signal.Signals(stop).name}); the trainer saves a checkpoint "
+                   f"when it stops after a step; continue with: {again}", err=True)
+        return 128 + stop
+    if out.messages:  # the trainer's own message says what to change: no log tail, no traceback
+        click.echo("training stopped: " + "\n".join(out.messages) + f"\n  (also in {run_dir / 'train.log'})",
                    err=True)
-        return rc
+        return int(ExitCode.PROBLEMS)
     files = log_files(run_dir, how.worker_logs)
     click.echo(f"training failed (exit status {rc}); the end of its logs:\n{log_tail(files)}", err=True)
     causes = explain_failure(files, target, config)
