@@ -12,14 +12,16 @@ from __future__ import annotations
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from helpers import run_msdoctor
+from helpers import env_with, msdoctor_exe, run_msdoctor
 from msdoctor.training import checkpoint as ckpt
 from msdoctor.training import launch
 from msdoctor.training.config import from_dict, to_dict
@@ -285,6 +287,41 @@ def test_a_trainer_started_by_hand_takes_the_lock_too(tmp_path, token_cache):
     assert not (run_dir / "metrics.csv").exists()
 
 
+PARENT = """
+import os, subprocess, sys, time
+# like msrun: the worker in its own session (msrun starts workers with preexec_fn=os.setsid), so only
+# the trainer's own parent-death signal and parent watch can end it when this parent dies
+child = subprocess.Popen(sys.argv[1:], start_new_session=True, stdout=subprocess.DEVNULL,
+                         stderr=open(os.environ["ERR_LOG"], "w"))
+print(child.pid, flush=True)
+time.sleep(3600)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.mindspore
+def test_a_worker_in_its_own_session_dies_with_its_parent(tmp_path, token_cache):
+    """msrun's case: its workers leave its process group, so a group kill does not reach them."""
+    run_dir = tmp_path / "run"
+    resolved(run_dir, merged(train={"max_steps": 400}), token_cache)
+    argv = [sys.executable, str(launch.ENTRY), "--config", str(run_dir / "config.json"), "--run-dir", str(run_dir)]
+    env = dict(os.environ, GLOG_v="3", MSDOCTOR_DIE_WITH_PARENT="1", ERR_LOG=str(tmp_path / "err.log"))
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              text=True)
+    worker = int(parent.stdout.readline())
+    try:
+        wait_rows(parent, run_dir, 3)
+        parent.kill()  # SIGKILL: the parent gets no chance to pass anything on
+        parent.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(worker), "the worker outlived its parent"
+    finally:
+        if alive(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
 # -- 6. signals -----------------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.mindspore
@@ -432,7 +469,8 @@ def test_credentials_and_home_paths_are_redacted_in_every_run_file_unless_no_red
     # what was there, masked
     assert "https://<redacted>@example.com/corpus/*.txt" in (run_dir / "config.yaml").read_text()
     assert json.loads((run_dir / "config.json").read_text())["data"]["paths"][0] == "https://<redacted>@example.com/corpus/*.txt"
-    assert "~/libs" in (run_dir / "check-report.json").read_text()  # PYTHONPATH, in the python-env facts
+    # the training-config check names the data path resolved (no longer URL-shaped): the credential still goes
+    assert "<redacted>@example.com/corpus/*.txt" in (run_dir / "check-report.json").read_text()
     assert "~/missing/tokenizer.json" in (run_dir / "stderr.log").read_text()
     assert "~/missing/tokenizer.json" in (run_dir / "train.log").read_text()
 

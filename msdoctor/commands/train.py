@@ -119,7 +119,7 @@ def redactor(no_redact: bool, cfg: Any = None, report: Any = None) -> Any:
             for x in (v.values() if isinstance(v, dict) else v):
                 yield from strings(x)
 
-    found = set()
+    found: set[str] = set()
     for text in strings(to_dict(cfg)):
         for userinfo in re.findall(r"(?i)\b[a-z][a-z0-9+.-]*://([^/\s@'\"<>]+)@", text):
             found.update(x for x in (userinfo, userinfo.partition(":")[2]) if len(x) >= MIN_SECRET)
