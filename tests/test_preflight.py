@@ -355,3 +355,18 @@ def test_cluster_verdict_renders_as_junit_and_github_annotations():
     render("junit", report, ju, RenderOptions())
     assert "::error" in gh.getvalue() and "HCCL_CONNECT_TIMEOUT is not the same on every rank" in gh.getvalue()
     assert 'name="preflight-timeouts"' in ju.getvalue() and "<failure" in ju.getvalue()
+
+
+def test_plan_says_when_python_on_path_lacks_msdoctor(tmp_path):
+    import venv
+
+    venv.create(tmp_path / "bare", with_pip=False)
+    bare = tmp_path / "bare" / "bin"
+    r = subprocess.run([sys.executable, "-m", "msdoctor", "preflight", "--plan", "--json", "--worker-num", "1",
+                        "--local-worker-num", "1", "--master-addr", "127.0.0.1", "--master-port", "29997",
+                        "--node-rank", "0", "--python", str(bare / "python")], capture_output=True, text=True,
+                       env={"PATH": f"{bare}:/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=60)
+    out = json.loads(r.stdout)
+    f = [f for f in out["findings"] if f["code"] == "msdoctor-importable"]
+    assert f and f[0]["status"] == "fail" and "msdoctor is not installed" in f[0]["title"], out
+    assert r.returncode == 1

@@ -233,6 +233,19 @@ def check(args: MsrunArgs, *, device_target: str, expected_python: Optional[str]
                              detail="msrun starts every worker as `python` from PATH, not with its own interpreter",
                              fix=f"export PATH={os.path.dirname(expected_python)}:$PATH before msrun",
                              code="python"))
+    # the task is `python -m msdoctor preflight`: msdoctor must be importable by the `python` msrun starts
+    if on_path:
+        from msdoctor import proc
+
+        probe = proc.run([on_path, "-I", "-c", "import importlib.util, sys; "
+                          "sys.exit(0 if importlib.util.find_spec('msdoctor') else 1)"], timeout=10, env=env)
+        if probe.returncode == 1:
+            add(Finding.fail(f"msdoctor is not installed for {on_path}",
+                             detail="msrun runs `python -m msdoctor preflight` with that interpreter on every rank",
+                             fix=f"{on_path} -m pip install msdoctor (on every node)", code="msdoctor-importable"))
+        elif not probe.ok:
+            add(Finding.warn(f"could not ask {on_path} whether it has msdoctor: {probe.describe_failure()}",
+                             code="msdoctor-importable"))
     return res
 
 
