@@ -242,8 +242,7 @@ def _loop(run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: 
         if c.checkpoint.every_steps and done % c.checkpoint.every_steps == 0:
             save(run, done)
         if agree(run.stop_signal):
-            progress.close()
-            diverged(run, applied, done, loss)
+            progress.close()  # a stop is not an end: overflowing first fp16 steps are normal, resume decides
             if c.checkpoint.save_on_exit:
                 save(run, done)
             log.info(f"stopped by signal {run.stop_signal} after step {done}; resume with --resume")
