@@ -27,6 +27,7 @@ brings its own torch front-end) are left alone: the plan does not pull in multi-
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Sequence
@@ -34,6 +35,8 @@ from typing import Any, Optional, Sequence
 from msdoctor.context import FactSpec
 from msdoctor.fix.resolver import DryRun, Planned, Resolver
 from msdoctor.model import Finding, Status
+
+_log = logging.getLogger(__name__)
 
 #: finding codes whose evidence carries ``wants`` a pip install can meet
 PIP_CODES = frozenset({
@@ -175,6 +178,17 @@ def _merged(specs: dict[str, str]) -> str:
     return ",".join(parts)
 
 
+def _holds_final(spec: str, version: str) -> bool:
+    """Whether pip would pick version for spec: pre-releases only when the specifier names one."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return SpecifierSet(spec).contains(Version(version), prereleases=None)
+    except (InvalidSpecifier, InvalidVersion):
+        return False
+
+
 def _holds(spec: str, version: Optional[str]) -> bool:
     from msdoctor.matrix import spec_contains
 
@@ -190,15 +204,38 @@ class _Search:
         self.tried: list[str] = []
         self.chosen: dict[str, Planned] = {}
         self.answers: dict[str, DryRun] = {}  # package -> pip's last answer for it
+        self.roots: set[str] = set()  # owners whose missing dependencies pip resolves (closure)
 
     # -- pip --------------------------------------------------------------------------------
     def ask(self, package: str, spec: str) -> DryRun:
-        dr = self.r.dry_run([f"{package}{spec}"], no_deps=True)
+        """pip's choice for package+spec: the newest version on the index that fits, read once per version.
+
+        The index's list (``pip index versions``, one small request) picks the version, so pip downloads
+        each candidate wheel once for its metadata however often the merged specifier changes.
+        """
+        versions, why = self.r.versions(package)
+        if versions is not None:
+            fits = [v for v in versions if _holds_final(spec, v)]
+            if not fits:
+                have = ", ".join(versions[:6]) + (" ..." if len(versions) > 6 else "") if versions else "none"
+                dr = DryRun(argv=[self.r.python, "-m", "pip", "index", "versions", package], state="unsatisfiable",
+                            missing=f"{package}{spec}", available=versions,
+                            error=f"the index has no {package}{spec} (it has: {have})")
+                self.answers[package] = dr
+                return dr
+            dr = self.r.dry_run([f"{package}=={fits[0]}"], no_deps=True)
+        else:
+            dr = self.r.dry_run([f"{package}{spec}"], no_deps=True)
         self.answers[package] = dr
         return dr
 
     def installed(self, package: str) -> Optional[str]:
         return self.t.version_of(package)
+
+    def current(self, package: str) -> Optional[str]:
+        """The version the search has now: its own choice, else the installed one."""
+        p = self.chosen.get(package)
+        return p.version if p is not None else self.installed(package)
 
     # -- moving an owner --------------------------------------------------------------------------
     def candidates(self, owner: str) -> tuple[Optional[list[str]], str]:
@@ -207,7 +244,7 @@ class _Search:
             return None, why
         from packaging.version import InvalidVersion, Version
 
-        have = self.installed(owner)
+        have = self.current(owner)
         wanted = _merged(self.pins.get(owner, {}))
         ok = [v for v in versions if v != have and v not in self.tried_for.get(owner, [])
               and self._installable(owner, v) and (not wanted or _holds(wanted, v))]
@@ -241,14 +278,17 @@ class _Search:
         v = cands[0]
         self.tried_for.setdefault(owner, []).append(v)
         self.moved[owner] = v
-        for specs in self.pins.values():
-            specs.pop(owner, None)
+        for package in list(self.pins):
+            self.pins[package].pop(owner, None)
+            if not self.pins[package]:
+                del self.pins[package]  # nobody wants it any more
         return None
 
     # -- the loop ---------------------------------------------------------------------------------
     def resolve_pins(self) -> Optional[tuple[str, str, DryRun]]:
         """Choose a version for every pin; (package, spec, pip's answer) of the first that fails."""
-        self.chosen = {}
+        chosen: dict[str, Planned] = {}
+        first: Optional[tuple[str, str, DryRun]] = None
         wanted: dict[str, str] = {p: _merged(s) for p, s in self.pins.items()}
         for owner, v in self.moved.items():
             wanted[owner] = (wanted.get(owner, "") + "," if wanted.get(owner) else "") + f"=={v}"
@@ -259,9 +299,38 @@ class _Search:
                 continue
             dr = self.ask(package, spec)
             if not dr.ok:
-                return package, spec, dr
+                if first is None or dr.state in ("offline", "timeout"):
+                    first = (package, spec, dr)
+                prev = self.chosen.get(package)  # keep the last good choice: it may be the one to move
+                if prev is not None:
+                    chosen[package] = prev
+                continue
             for p in dr.install:
-                self.chosen[p.key] = p
+                chosen[p.key] = p
+        self.chosen = chosen
+        if first is None and self.roots:
+            first = self.closure()
+        return first
+
+    def closure(self) -> Optional[tuple[str, str, DryRun]]:
+        """The missing dependencies of the roots, resolved by pip itself (no --no-deps), within the pins.
+
+        The pins and the versions chosen so far go to pip as constraints (-c), so its backtracking
+        resolver finds the rest of the tree consistent with them: a deep tree (MindFormers needs ~40
+        packages) is one dry run, not one round per level.
+        """
+        roots = sorted(self.roots)
+        specs = [f"{r}=={self.current(r)}" for r in roots if self.current(r)]
+        constraints = [f"{p.name}=={p.version}" for k, p in sorted(self.chosen.items()) if k not in self.roots]
+        constraints += [f"{p}{_merged(sp)}" for p, sp in sorted(self.pins.items())
+                        if _merged(sp) and p not in self.chosen and p not in self.roots]
+        dr = self.r.dry_run(specs, no_deps=False, constraints=constraints)
+        for r in roots:
+            self.answers[r] = dr
+        if not dr.ok:
+            return (roots[0], f"=={self.current(roots[0])}", dr)
+        for p in dr.install:
+            self.chosen[p.key] = p
         return None
 
 
@@ -292,14 +361,21 @@ def plan_stack(t: Any, m: Any, resolver: Resolver, *, max_rounds: int = MAX_ROUN
         probs = problems(current, m)
         relevant = [f for f in probs if not (f.code == "requirement-missing" and f.status is Status.WARN
                                              and all(w.package in left_alone for w in wants_of(f)))]
+        _log.debug("round: %d problem(s): %s | pins %s | moved %s", len(relevant),
+                   "; ".join(f.title for f in relevant)[:600], {k: _merged(v) for k, v in s.pins.items()}, s.moved)
         if not relevant:
             outcome = "found"
             break
         added = False
         for f in relevant:
+            if f.code == "requirement-missing" and f.evidence.get("required_by"):
+                # missing dependencies: pip's own resolver brings the owner's whole closure (see _Search.closure)
+                root = _canon(str(f.evidence["required_by"]))
+                if any(w.package not in left_alone for w in wants_of(f)) and root not in s.roots:
+                    s.roots.add(root)
+                    added = True
+                continue
             for w in wants_of(f):
-                if f.code == "requirement-missing" and w.package in left_alone:
-                    continue
                 owner = w.owner or ""
                 if owner in s.moved and w.package == owner:
                     continue
@@ -330,11 +406,11 @@ def plan_stack(t: Any, m: Any, resolver: Resolver, *, max_rounds: int = MAX_ROUN
                 plan.seconds = time.monotonic() - started
                 return plan
             owners = sorted((o for o in s.pins.get(package, {}) if o), key=_rank, reverse=True)
-            if package in s.moved and not owners:
+            if not owners and (package in s.moved or package in s.roots):
                 owners = [package]
             s.tried.append(f"{package}{spec}: " + ("no such version on the index" if dr.state == "unsatisfiable"
                                                     else (dr.error or dr.state)[:300]))
-            movable = next((o for o in owners if o in s.moved or s.installed(o)), None)
+            movable = next((o for o in owners if o in s.moved or s.current(o)), None)
             why = s.move(movable) if movable else (
                 f"nothing to move: {package}{spec} is wanted by {', '.join(owners) or 'the rules'}")
             if why:
