@@ -56,9 +56,13 @@ class Venv:
         return found[0]
 
     def pip(self, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
-        """Run the real pip (the test env's) against this venv: ``pip --python <venv> ...``."""
+        """Run the real pip (the test env's) against this venv: ``pip --python <venv> ...``.
+
+        With ``check``, a failure because the package index cannot be reached skips the test."""
         cmd = [BASE_PYTHON, "-m", "pip", "--python", self.python, "--disable-pip-version-check", *args]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if check:
+            skip_if_index_unreachable(res)
         if check and res.returncode != 0:
             raise RuntimeError(f"pip {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}")
         return res
@@ -67,6 +71,33 @@ class Venv:
             timeout: float = 300) -> subprocess.CompletedProcess:
         return subprocess.run([self.python, "-c", code], capture_output=True, text=True, env=env, cwd=cwd,
                               timeout=timeout)
+
+
+#: what pip prints when it cannot reach the package index (DNS, no route, proxy, timeouts); "(from
+#: versions: none)" for a pinned release that exists means the index answered nothing
+_OFFLINE = ("(from versions: none)", "Network is unreachable", "Failed to establish a new connection",
+            "Temporary failure in name resolution", "Max retries exceeded", "Name or service not known",
+            "Read timed out", "ProxyError")
+
+
+def skip_if_index_unreachable(res: subprocess.CompletedProcess) -> None:
+    """Skip the running test when a pip command failed only because the package index is unreachable."""
+    import pytest
+
+    out = (res.stdout or "") + (res.stderr or "")
+    out = out if isinstance(out, str) else out.decode("utf-8", "replace")
+    if res.returncode != 0 and any(s in out for s in _OFFLINE):
+        pytest.skip("the package index cannot be reached from here (pip: "
+                    + next(s for s in _OFFLINE if s in out) + ")")
+
+
+def pip_from_index(argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess:
+    """subprocess.run of a pip command that downloads from the index: checked, skipped when offline."""
+    res = subprocess.run(list(argv), capture_output=True, text=True, **kwargs)
+    skip_if_index_unreachable(res)
+    if res.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, argv))} failed:\n{res.stdout}\n{res.stderr}")
+    return res
 
 
 def make_venv(root: Path, *, layered: bool = False, with_pip: bool = False) -> Venv:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BASE_PYTHON, REPO, Venv, check_of, env_with, make_venv, probe_json, run_json
+from helpers import (BASE_PYTHON, REPO, Venv, check_of, env_with, make_venv, pip_from_index, probe_json, run_json,
+                     skip_if_index_unreachable)
 from msdoctor.checks.duplicate_installs.record import Records
 from msdoctor.facts.target import TargetFacts
 
@@ -31,6 +32,7 @@ def _pip(venv: Venv, *args: str, env: dict) -> subprocess.CompletedProcess:
     """The test env's real pip driving ``venv`` (``pip --python``), with an explicit environment."""
     cmd = [BASE_PYTHON, "-m", "pip", "--python", venv.python, "--disable-pip-version-check", *args]
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    skip_if_index_unreachable(res)
     assert res.returncode == 0, f"pip {' '.join(args)}:\n{res.stdout}\n{res.stderr}"
     return res
 
@@ -64,8 +66,8 @@ def test_three_copies_pythonpath_venv_user_site_and_the_printed_fixes_remove_the
     # `pip install --user` with the base interpreter (pip refuses --user from inside the venv) and a
     # `pip install --target` directory put on PYTHONPATH, then the venv's own copy
     for args in (["--user", "tomli==2.0.2"], ["--target", str(extra), "tomli==2.0.0"]):
-        subprocess.run([base, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", *args],
-                       check=True, capture_output=True, env=env, timeout=300)
+        pip_from_index([base, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", *args],
+                       env=env, timeout=300)
     _pip(venv, "install", "--no-deps", "tomli==2.0.1", env=env)
     user_site = subprocess.run([venv.python, "-c", "import site; print(site.getusersitepackages())"],
                                capture_output=True, text=True, env=env, check=True).stdout.strip()

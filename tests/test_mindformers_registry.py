@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 import pytest
 
-from helpers import BASE_PYTHON, make_venv, probe_json
+from helpers import BASE_PYTHON, make_venv, probe_json, skip_if_index_unreachable
 
 from msdoctor.checks.registry_collisions import evaluate
 from msdoctor.facts.registries import builtins_of, scan_installed, scan_project
@@ -76,10 +76,8 @@ print(json.dumps({"replaced": replaced, "found": found}))
 def mf_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[TargetFacts, Any, Path]:
     venv = make_venv(tmp_path_factory.mktemp("mf2") / "venv")
     res = venv.pip("install", "--no-deps", "--no-compile", f"mindformers=={MF_VERSION}", check=False, timeout=300)
-    if res.returncode != 0:
-        if "Could not find a version" in res.stderr or "connection" in res.stderr.lower():
-            pytest.skip(f"the package index is not reachable from here: {res.stderr.strip()[-300:]}")
-        raise AssertionError(res.stderr)
+    skip_if_index_unreachable(res)
+    assert res.returncode == 0, res.stderr
     target = TargetFacts.from_probe(probe_json(venv.python))
     return target, builtins_of(target), venv.site_packages
 

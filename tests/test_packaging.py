@@ -54,8 +54,10 @@ def test_wheel_ships_data_files(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     repo_data = [p.relative_to(REPO).as_posix() for p in (REPO / "compat_matrix").glob("*.toml")]
     repo_data += [p.relative_to(REPO).as_posix() for p in (REPO / "training" / "configs").glob("*.yaml")]
+    zf = zipfile.ZipFile(wheel)
     for rel in repo_data:
         assert f"msdoctor/{rel}" in names, rel
+        assert zf.read(f"msdoctor/{rel}") == (REPO / rel).read_bytes(), rel
 
 
 @pytest.mark.slow

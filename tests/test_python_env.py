@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import env_with, make_venv, probe_json, run_json
+from helpers import env_with, make_venv, pip_from_index, probe_json, run_json
 from msdoctor.facts.target import TargetFacts
 from msdoctor.model import Status
 
@@ -87,10 +87,9 @@ def test_real_user_site_with_stack_package(tmp_path: Path) -> None:
     base = getattr(sys, "_base_executable", None) or sys.executable
     userbase = tmp_path / "userbase"
     usersite = userbase / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
-    import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(usersite), "safetensors"],
-                   check=True, capture_output=True, timeout=300)
+    pip_from_index([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(usersite), "safetensors"],
+                   timeout=300)
     env = env_with({"PYTHONUSERBASE": str(userbase)}, drop=["PYTHONNOUSERSITE", "VIRTUAL_ENV", "CONDA_PREFIX"])
     res, data = run_json("check", "--quick", "--only", "python-env", "--python", base, env=env, cwd=tmp_path)
     findings = data["checks"][0]["findings"]

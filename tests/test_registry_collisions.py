@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from helpers import BASE_PYTHON, check_of, make_ctx, make_venv, probe_json, run_json
+from helpers import BASE_PYTHON, check_of, make_ctx, make_venv, probe_json, run_json, skip_if_index_unreachable
 
 from msdoctor.checks.registry_collisions import RegistryCollisionsCheck, evaluate
 from msdoctor.facts.registries import builtins_of, scan_installed, scan_project
@@ -548,10 +548,8 @@ def test_real_mindformers_and_mindnlp_wheels(tmp_path: Path) -> None:
     venv = make_venv(tmp_path / "venv", layered=False)
     res = venv.pip("install", "--no-deps", "--no-compile", "mindformers==1.3.2", "mindnlp==0.4.1", check=False,
                    timeout=300)
-    if res.returncode != 0:
-        if "Could not find a version" in res.stderr or "connection" in res.stderr.lower():
-            pytest.skip(f"PyPI is not reachable from here: {res.stderr.strip()[-300:]}")
-        raise AssertionError(res.stderr)
+    skip_if_index_unreachable(res)
+    assert res.returncode == 0, res.stderr
     target = TargetFacts.from_probe(probe_json(venv.python))
     builtins = builtins_of(target)
     mf, mn = builtins.libraries["mindformers"], builtins.libraries["mindnlp"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 from msdoctor.render import RenderOptions, render
 
@@ -37,8 +38,20 @@ def test_problems_fixes_and_locations_are_shown() -> None:
 
 
 def test_markup_like_text_prints_literally() -> None:
-    out = text()
-    assert "[☠] Crashy (crashy)" in out  # a bracketed glyph, not eaten as rich markup
+    """Titles, details and fixes hold text such as `transformers[torch]` and `[/]`: rich would eat them as markup."""
+    from msdoctor.model import CheckResult, Finding, Report, Target
+
+    title = "[bold]numpy[/bold] and [red]two[/red] copies"
+    fix = "pip install 'transformers[torch]' [/]"
+    report = Report("0.1.0", Target("/env/bin/python", "3.11.7"), [
+        CheckResult("demo", "Demo [x]", "demo", [Finding.fail(title, detail="see [link=https://x]here[/link]", fix=fix)],
+                    0.1)], "2026-11-29T00:00:00+00:00", 0.1)
+    buf = Utf8Stream()
+    render("terminal", report, buf, RenderOptions(color=True))
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", buf.getvalue())
+    for literal in (title, fix, "[link=https://x]here[/link]", "Demo [x]"):
+        assert literal in plain, literal
+    assert "[☠] Crashy (crashy)" in text()  # a bracketed glyph
 
 
 def test_verbose_shows_evidence_and_traceback() -> None:

@@ -320,14 +320,6 @@ def test_matrix_command_terminal_and_installed() -> None:
     assert res.returncode == 0 and "no (matrix dated" in res.stdout
 
 
-def test_import_smoke_probe_parses_as_python_37() -> None:
-    import ast
-
-    from msdoctor.probe import script_source
-
-    ast.parse(script_source("live.py"), feature_version=(3, 7))
-
-
 def test_import_smoke_runs_stdlib_steps_in_order_and_stops_at_the_first_failure(tmp_path: Path) -> None:
     """The real probe under the real interpreter, on stdlib modules: order kept, failure reported, rest not attempted."""
     from msdoctor.facts.import_smoke import run_smoke

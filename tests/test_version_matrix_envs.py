@@ -13,13 +13,12 @@ real (MindSpore and transformers imported in a fresh process).
 from __future__ import annotations
 
 import shutil
-import subprocess
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
-from helpers import BASE_PYTHON, Venv, check_of, make_venv, run_json
+from helpers import BASE_PYTHON, Venv, check_of, make_venv, pip_from_index, run_json
 
 pytestmark = [pytest.mark.slow, pytest.mark.mindspore]
 
@@ -31,8 +30,8 @@ WHEELS = ("mindnlp==0.5.1", "transformers==5.0.0", "numpy==2.2.6")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The real wheels from the package index, downloaded once for every venv of this module."""
     dest = tmp_path_factory.mktemp("wheels")
-    subprocess.run([BASE_PYTHON, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
-                    "-d", str(dest), *WHEELS], check=True, capture_output=True, timeout=600)
+    pip_from_index([BASE_PYTHON, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
+                    "-d", str(dest), *WHEELS], timeout=600)
     found = {}
     for spec in WHEELS:
         name, version = spec.split("==")
