@@ -96,6 +96,34 @@ def test_compare_device_counts_versions_and_verdicts(good: Path) -> None:
     assert not any("started_at" in k[1] or "duration" in k[1] for k in diffs)
 
 
+def test_a_quick_report_against_a_full_one_says_not_run(good: Path, tmp_path: Path) -> None:
+    """What --quick skips is "not run", not a difference that matters; a real verdict change still matters."""
+    quick = json.loads(good.read_text())
+    assert quick["facts"]["invocation"]["quick"] is True  # written by check --quick
+    full = copy.deepcopy(quick)
+    full["facts"]["invocation"]["quick"] = False
+    full["checks"].append({"id": "device-target", "title": "Device", "description": "d", "status": "pass",
+                           "duration_s": 1.0, "findings": [{"status": "pass", "title": "matmul ran", "code": "live",
+                                                            "evidence": {"device_target": "CPU"}}]})
+    full["checks"].append({"id": "version-matrix", "title": "V", "description": "v", "status": "fail",
+                           "duration_s": 1.0, "findings": []})
+    quick["checks"].append({"id": "version-matrix", "title": "V", "description": "v", "status": "skip",
+                            "duration_s": 0.0, "findings": []})
+    diffs = {d.key: d for d in compare(full, quick)}
+    assert diffs["device-target"].not_run and not diffs["device-target"].matters
+    assert diffs["version-matrix"].not_run  # skipped on the --quick side
+    quick["checks"][0]["status"] = "fail"  # python-env ran in both and changed: that matters
+    diffs = {d.key: d for d in compare(full, quick)}
+    assert diffs["python-env"].matters and not diffs["python-env"].not_run
+    a, b = tmp_path / "full.json", tmp_path / "quick.json"
+    a.write_text(json.dumps(full))
+    b.write_text(json.dumps(quick))
+    res = run_msdoctor("diff", str(a), str(b), cwd=tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Not compared: one report is from `check --quick`" in res.stdout
+    assert "1 difference that matters," in res.stdout and "2 not run in the --quick report." in res.stdout
+
+
 @pytest.mark.parametrize("content, words", [
     (None, "no such file"),
     ('{"schema_version": 1,\n  "checks": [}', ":2:"),

@@ -186,6 +186,27 @@ def test_cpu_peak_from_cpuinfo():
     assert cpu_peak_tflops("no frequency here", cores=1) is None
 
 
+@pytest.mark.parametrize("vendor, family, per_cycle, bound", [
+    ("AuthenticAMD", 25, 32, False),   # Zen 4 (family 19h, these machines): AVX-512 on 256-bit units
+    ("AuthenticAMD", 26, 64, False),   # Zen 5 (family 1Ah): full-width AVX-512
+    ("GenuineIntel", 6, 64, True),     # one or two 512-bit FMA units: cannot tell, an upper bound
+])
+def test_cpu_peak_follows_the_microarchitecture(vendor: str, family: int, per_cycle: int, bound: bool) -> None:
+    info = (f"processor: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\ncpu MHz\t\t: 2000.000\n"
+            "flags\t\t: fpu avx avx2 fma avx512f avx512bw\n")
+    tflops, how = cpu_peak_tflops(info, cores=2)
+    assert tflops == pytest.approx(2 * 2.0e9 * per_cycle / 1e12)
+    assert f"{per_cycle} fp32 FLOPs/cycle" in how and ("upper bound" in how) is bound
+
+
+def test_cpu_peak_of_this_machine_reads_its_own_cpuinfo() -> None:
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if "AuthenticAMD" not in text or "\ncpu family\t: 25" not in text:
+        pytest.skip("not an AMD family 19h (Zen 3/4) machine")
+    tflops, how = cpu_peak_tflops()
+    assert "32 fp32 FLOPs/cycle" in how  # Zen 4 advertises avx512f but does 32
+
+
 # -- parallel plan --------------------------------------------------------------------------------
 def test_megatron_plan_splits_heads_and_ffn_over_tensor_parallel():
     plan = shard_plan(dp=4, tp=2)

@@ -43,11 +43,19 @@ def flops_per_token(m: ModelConfig, seq_length: int, vocab: int) -> float:
 
 
 def cpu_peak_tflops(cpuinfo: Optional[str] = None, cores: Optional[int] = None) -> Optional[tuple[float, str]]:
-    """Rough fp32 peak of this CPU: cores x GHz x FLOPs/cycle (2 FMA units x SIMD lanes x 2).
+    """Rough fp32 peak of this CPU: cores x GHz x FLOPs/cycle (FMA units x SIMD lanes x 2), an upper bound.
 
-    AVX-512: 64 fp32 FLOPs/cycle/core, AVX2+FMA: 32 (Intel 64 and IA-32 Architectures
-    Optimization Reference Manual, peak FLOPs per cycle tables). An upper bound: turbo, SMT
-    siblings and a VM's vCPUs make it approximate, so CPU MFU is a rough figure.
+    FLOPs per cycle and core follow the microarchitecture, not only the instruction set:
+
+    * AVX2 + FMA (Haswell and later, AMD Zen 1-4): 2 FMA units x 8 lanes x 2 = 32.
+    * AVX-512 on AMD Zen 4 (family 19h) runs on 256-bit datapaths, two passes per 512-bit
+      instruction (AMD Software Optimization Guide for Family 19h Processors, pub. 57647): still 32.
+    * AVX-512 on Zen 5 (family 1Ah) and on Intel cores with two 512-bit FMA units: 64. Several
+      Xeon Silver/Bronze/Gold 5xxx parts and client Ice Lake have one (Intel 64 and IA-32
+      Architectures Optimization Reference Manual): 32 there, so for Intel AVX-512 the figure is
+      an upper bound by up to 2x, and says so.
+
+    Turbo clocks, SMT siblings and a VM's vCPUs make every figure approximate: CPU MFU is rough.
     """
     if cpuinfo is None:
         try:
@@ -59,12 +67,20 @@ def cpu_peak_tflops(cpuinfo: Optional[str] = None, cores: Optional[int] = None) 
     mhz = [float(x) for x in re.findall(r"^cpu MHz\s*:\s*([\d.]+)", cpuinfo, re.M)]
     if not mhz:
         return None
+    vendor = re.search(r"^vendor_id\s*:\s*(\S+)", cpuinfo, re.M)
+    family = re.search(r"^cpu family\s*:\s*(\d+)", cpuinfo, re.M)
+    amd_family = int(family.group(1)) if family and vendor and vendor.group(1) == "AuthenticAMD" else None
     per_cycle = 64 if "avx512f" in flags else 32 if {"avx2", "fma"} <= flags else 16 if "avx" in flags else 8
+    bound = ""
+    if per_cycle == 64 and amd_family is not None and amd_family < 0x1A:
+        per_cycle = 32  # Zen 4: AVX-512 on 256-bit units
+    elif per_cycle == 64 and amd_family is None:
+        bound = ", an upper bound: Intel cores with one 512-bit FMA unit do 32"
     if cores is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     n = cores
     tflops = n * max(mhz) * 1e6 * per_cycle / 1e12
-    return tflops, f"estimate: {n} cores x {max(mhz):.0f} MHz x {per_cycle} fp32 FLOPs/cycle (/proc/cpuinfo)"
+    return tflops, f"estimate: {n} cores x {max(mhz):.0f} MHz x {per_cycle} fp32 FLOPs/cycle (/proc/cpuinfo{bound})"
 
 
 def peak_tflops(device_target: str, configured: Optional[float], chip_name: str = "") -> Optional[tuple[float, str]]:

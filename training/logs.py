@@ -1,6 +1,9 @@
 """What the trainer writes while it runs: train.log, metrics.csv, TensorBoard events, progress.
 
-metrics.csv has one row per logged optimizer step with the columns in :data:`COLUMNS`. On
+metrics.csv has one row per logged optimizer step with the columns in :data:`COLUMNS`; loss, lr,
+grad_norm and loss_scale are the logged step's, tokens_per_s, step_time and mfu_estimate the mean
+over the steps since the previous row (not counting the first step, which compiles the graph, unless
+it is the only one), so one slow or fast step does not swing the figures. On
 resume the rows past the checkpoint's step (written after it, then lost with the crash) are
 dropped, so the file always describes one trajectory. TensorBoard events are written when
 tensorboardX is importable; a rich progress bar shows loss and tokens/s when stdout is a

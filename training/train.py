@@ -210,6 +210,7 @@ def _loop(run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: 
     agree = _stop_agreement(run.world)
     done = run.start_step
     applied, loss = 0, float("nan")
+    window_steps, window_time = 0, 0.0  # the steps since the last metrics row (throughput is their mean)
     for step in range(run.start_step, total):
         x, y = run.sampler.batch(step, c.global_batch)
         rows = [rows_of(c, _data_rank(run), k) for k in range(c.train.grad_accumulation)]
@@ -225,14 +226,20 @@ def _loop(run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: 
             log.info(f"step {done}: gradients not finite (fp16 overflow or divergence): update skipped, "
                      f"loss scale now {scale_value(run)}")
         tps = c.tokens_per_step / elapsed
+        if step != run.start_step:  # the first step compiles the graph: it stands for itself only
+            window_steps, window_time = window_steps + 1, window_time + elapsed
+        mean_time = window_time / window_steps if window_steps else elapsed
+        mean_tps = c.tokens_per_step / mean_time
         row = {"step": done, "loss": loss, "lr": get_lr(step, c.train), "grad_norm": norm,
-               "loss_scale": scale_value(run), "tokens_per_s": tps, "step_time": elapsed,
-               "mfu_estimate": mfu(tps, per_token, run.world, peak[0] if peak else None)}
+               "loss_scale": scale_value(run), "tokens_per_s": mean_tps, "step_time": mean_time,
+               "mfu_estimate": mfu(mean_tps, per_token, run.world, peak[0] if peak else None)}
         if metrics is not None and (done % c.logging.every_steps == 0 or done == total or not finite):
             metrics.write(row)
+            window_steps, window_time = 0, 0.0
             if not progress.active:
+                mfu_text = f"  MFU {row['mfu_estimate']:.1%}" if row["mfu_estimate"] is not None else ""
                 log.info(f"step {done}/{total}  loss {loss:.4f}  lr {row['lr']:.3g}  grad_norm {norm:.3f}  "
-                         f"{tps:,.0f} tok/s  {elapsed * 1000:.0f} ms")
+                         f"{mean_tps:,.0f} tok/s  {mean_time * 1000:.0f} ms/step{mfu_text}")
         progress.update(done, loss, tps)
         if run.val_sampler is not None and done % c.logging.eval_every_steps == 0:
             held_out = evaluate(run)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -42,6 +42,8 @@ class Difference:
     a: Any
     b: Any
     matters: bool
+    #: present in one report only because the other was a --quick run, which skips the live parts
+    not_run: bool = False
 
 
 def load_report(path: Path) -> dict:
@@ -201,9 +203,22 @@ def _target(a: dict, b: dict) -> list[Difference]:
     return out
 
 
+def _quick(report: dict) -> bool:
+    return bool(((report.get("facts") or {}).get("invocation") or {}).get("quick"))
+
+
+def _not_run(d: Difference, quick_a: bool, quick_b: bool) -> Difference:
+    """A check or evidence the --quick side never produced is "not run", not a difference that matters."""
+    if d.section != "checks":
+        return d
+    skipped = (quick_a and (d.a is MISSING or d.a == "skip")) or (quick_b and (d.b is MISSING or d.b == "skip"))
+    return replace(d, matters=False, not_run=True) if skipped else d
+
+
 def compare(a: dict, b: dict) -> list[Difference]:
-    """Every difference between two reports, each marked as mattering or not."""
-    diffs = _target(a, b) + _facts(a, b) + _checks(a, b)
+    """Every difference between two reports, each marked as mattering, not mattering, or not run."""
+    quick_a, quick_b = _quick(a), _quick(b)
+    diffs = _target(a, b) + _facts(a, b) + [_not_run(d, quick_a, quick_b) for d in _checks(a, b)]
     # the same fact can come from target and facts.python: keep one line per value pair and section
     seen, out = set(), []
     for d in diffs:
@@ -234,13 +249,15 @@ def _print(diffs: list[Difference], a_path: Path, b_path: Path, a: dict, b: dict
     click.echo(f"A: {a_path}  {who(a)}")
     click.echo(f"B: {b_path}  {who(b)}")
     important = [d for d in diffs if d.matters]
-    minor = [d for d in diffs if not d.matters]
+    minor = [d for d in diffs if not d.matters and not d.not_run]
+    not_run = [d for d in diffs if d.not_run]
     if not diffs:
         click.echo("\nNo differences: same versions, environment variables and check results.")
         return
     width = min(max([len(d.key) for d in diffs] + [8]), 48)
-    for title, group in (("Differences that matter", important), ("Differences that usually do not matter "
-                                                                  "(per-node identity, paths, finding wording)", minor)):
+    for title, group in (("Differences that matter", important),
+                         ("Differences that usually do not matter (per-node identity, paths, finding wording)", minor),
+                         ("Not compared: one report is from `check --quick`, which does not run these", not_run)):
         if not group:
             continue
         click.echo(f"\n{title}:")
@@ -250,7 +267,10 @@ def _print(diffs: list[Difference], a_path: Path, b_path: Path, a: dict, b: dict
                 section = d.section
                 click.echo(f"  {section}")
             click.echo(f"    {d.key:<{width}}  A: {_show(d.a):<30}  B: {_show(d.b)}")
-    click.echo(f"\n{len(important)} difference{'s' if len(important) != 1 else ''} that matter, {len(minor)} other.")
+    counts = f"{len(important)} {'difference that matters' if len(important) == 1 else 'differences that matter'}, "
+    counts += f"{len(minor)} other"
+    counts += f", {len(not_run)} not run in the --quick report." if not_run else "."
+    click.echo("\n" + counts)
 
 
 @click.command("diff")
@@ -275,7 +295,8 @@ def diff(report_a: Path, report_b: Path, fmt: str) -> int:
             "a": str(report_a), "b": str(report_b), "differ": matters,
             "differences": [{"section": d.section, "key": d.key, "a": None if d.a is MISSING else d.a,
                              "b": None if d.b is MISSING else d.b, "a_present": d.a is not MISSING,
-                             "b_present": d.b is not MISSING, "matters": d.matters} for d in diffs],
+                             "b_present": d.b is not MISSING, "matters": d.matters, "not_run": d.not_run}
+                            for d in diffs],
         }, indent=2, default=str, ensure_ascii=False))
     else:
         _print(diffs, report_a, report_b, a, b)

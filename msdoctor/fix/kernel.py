@@ -301,7 +301,7 @@ def build_plan(t: TargetSummary, jf: JupyterFacts, req: KernelRequest, project: 
 
 
 def render_plan(plan: KernelPlan) -> str:
-    marks = {"stale": "remove"}
+    marks: dict[str, str] = {}  # every change step's title starts with its verb (register, remove, set, ...)
     lines = [f"msdoctor fix-kernel: plan for {plan.target} ({plan.about})"]
     for i, s in enumerate(plan.steps, 1):
         mark = "BLOCKED" if s.blocked else (marks.get(s.kind, "change") if s.change else "ok")

@@ -114,8 +114,9 @@ def verdict_line(plan: Plan) -> str:
         return (f"estimate {fmt_gib(est.total)} per device; capacity unknown "
                 f"({'; '.join(est.device.notes) or 'no device found'}): pass --device-memory, e.g. 64GiB")
     frac = est.headroom_fraction or 0.0
+    room = f"{frac:.1%} headroom" if frac >= 0 else f"{fmt_gib(est.total - est.capacity)} over"
     return (f"{est.verdict}: {fmt_gib(est.total)} of {fmt_gib(est.capacity)} per device "
-            f"({frac:+.1%} headroom; capacity from {est.device.source})")
+            f"({room}; capacity from {est.device.source})")
 
 
 def _table(rows: list[tuple[str, str, str]]) -> list[str]:
