@@ -45,6 +45,8 @@ class Document:
 #: The most YAML nodes a document may stand for once its aliases are expanded (real configs: a few
 #: thousand). More is an alias bomb ("billion laughs"): every later walk of the data would explode.
 MAX_EXPANDED_NODES = 1_000_000
+#: Key lines are kept this deep: messages name config keys a few levels down, never the inside of big tables.
+LINE_DEPTH = 8
 
 
 def _read_text(path: Path) -> str:
@@ -87,11 +89,12 @@ def _refuse_alias_bomb(root: Any, path: Path) -> None:
 
 def _yaml_lines(node: Any, prefix: KeyPath, out: dict[KeyPath, int],
                 dups: Optional[list[tuple[KeyPath, int, int]]] = None, seen: Optional[set[int]] = None) -> None:
-    """Key path -> line for every key; a node reached again through an alias is not walked twice."""
+    """Key path -> line for every key down to LINE_DEPTH levels (deeper ones report the line of their
+    ancestor, Document.line_of); a node reached again through an alias is not walked twice."""
     import yaml
 
     seen = set() if seen is None else seen
-    if id(node) in seen:
+    if id(node) in seen or len(prefix) >= LINE_DEPTH:
         return
     seen.add(id(node))
     if isinstance(node, yaml.MappingNode):

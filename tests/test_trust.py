@@ -335,3 +335,15 @@ def test_fix_kernel_keeps_crlf_in_vscode_settings(tmp_path: Path) -> None:
     assert new.count("\n") == new.count("\r\n") and "// keep" in new and BASE_PYTHON in new
     assert step.data["old"] == settings.read_bytes().decode()
 
+
+
+def test_a_fifo_in_the_project_vscode_dir_or_as_a_kernel_json_does_not_hang_the_check(tmp_path: Path) -> None:
+    (tmp_path / ".vscode").mkdir()
+    os.mkfifo(tmp_path / ".vscode" / "settings.json")
+    kdir = tmp_path / "jp" / "kernels" / "k"
+    kdir.mkdir(parents=True)
+    os.mkfifo(kdir / "kernel.json")
+    env = env_with({"JUPYTER_PATH": str(tmp_path / "jp"), "JUPYTER_DATA_DIR": str(tmp_path / "jd")})
+    res = _msd("check", "--quick", "--only", "kernel-mismatch", "--python", BASE_PYTHON, "--project", str(tmp_path),
+               "-v", env=env, cwd=tmp_path, timeout=120)
+    assert res.returncode in (0, 1), res.stdout + res.stderr  # before: blocked in open() until the timeout

@@ -143,10 +143,13 @@ def read_kernel_dir(resource_dir: str, name: str, search_dir: str, order: int) -
     spec = KernelSpec(name=name.lower(), resource_dir=resource_dir, search_dir=search_dir, order=order,
                       valid_name=bool(KERNEL_NAME_RE.match(name)))
     path = os.path.join(resource_dir, "kernel.json")
+    from msdoctor.errors import UserError
+    from msdoctor.inputs import MiB, read_text
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        spec.error = f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
+        text = read_text(path, cap=MiB, what="kernel.json")  # regular files only: a FIFO cannot hang the check
+    except UserError as exc:
+        spec.error = f"cannot read {exc.message}"
         return spec
     try:
         data = json.loads(text)
@@ -234,7 +237,14 @@ def read_notebook(path: Path) -> NotebookRef:
         if path.stat().st_size > MAX_NOTEBOOK_BYTES:
             ref.error = "larger than 20 MiB: not read"
             return ref
-        data = json.loads(path.read_text(encoding="utf-8"))
+        from msdoctor.errors import UserError
+        from msdoctor.inputs import read_text
+
+        try:
+            data = json.loads(read_text(path, cap=MAX_NOTEBOOK_BYTES, what="notebook"))
+        except UserError as exc:
+            ref.error = exc.message
+            return ref
     except json.JSONDecodeError as exc:
         ref.error, ref.error_line = f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", exc.lineno
         return ref

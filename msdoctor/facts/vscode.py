@@ -81,14 +81,19 @@ class VSCodeFacts:
 
 
 def read_file(path: Path) -> VSFile:
+    from msdoctor.errors import UserError
+    from msdoctor.inputs import MiB, read_bytes
+
     f = VSFile(str(path))
     try:
-        f.text = path.read_text(encoding="utf-8")
+        raw = read_bytes(path, cap=4 * MiB, what="VS Code settings file")  # regular files only: never blocks
+    except UserError as exc:
+        f.error = exc.message.split(": ", 1)[-1] if exc.message.startswith(str(path)) else exc.message
+        return f
+    try:
+        f.text = raw.decode("utf-8").replace("\r\n", "\n")
     except UnicodeDecodeError as exc:
         f.error = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-        return f
-    except OSError as exc:
-        f.error = f"cannot read: {exc.strerror or exc}"
         return f
     try:
         f.value = jsonc.loads(f.text)
