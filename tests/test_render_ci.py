@@ -120,13 +120,14 @@ def test_github_escaping_follows_the_runner_rules() -> None:
 def test_github_levels_limits_and_step_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     summary = tmp_path / "summary.md"
     summary.write_text("# earlier step\n")
+    # the renderer reads no environment and writes no file: these must change nothing
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    monkeypatch.setenv("GITHUB_WORKSPACE", "/abs")
+    monkeypatch.setenv("GITHUB_WORKSPACE", "/elsewhere")
     many = [Finding.fail(f"problem {i}") for i in range(13)]
     rep = mixed_report()
     rep.results.append(result("many", *many))
     buf = io.StringIO()
-    github.render(rep, buf, RenderOptions())
+    github.render(rep, buf, RenderOptions(workspace="/abs"))
     out = buf.getvalue().splitlines()
     errors = [line for line in out if line.startswith("::error ")]
     assert len(errors) == github.PER_LEVEL  # GitHub shows 10 per level: the rest are counted, not lost
@@ -135,9 +136,27 @@ def test_github_levels_limits_and_step_summary(tmp_path: Path, monkeypatch: pyte
     assert any(line.startswith("::notice ") and "suppressed: known CI limitation" in line for line in out)
     # a path inside the workspace is made relative so the annotation attaches to the file
     assert any("file=requirements.txt," in line for line in out)
-    text = summary.read_text()
-    assert text.startswith("# earlier step\n")  # appended, never overwritten
+    assert summary.read_text() == "# earlier step\n"
+    text = github.step_summary(rep, RenderOptions())
     assert "problem 12" in text and "accepted failure" in text
+
+
+def test_check_appends_the_job_summary(tmp_path: Path) -> None:
+    """`msdoctor check --format github` writes the annotations to stdout and appends the summary file."""
+    from helpers import env_with, run_msdoctor
+
+    summary = tmp_path / "summary.md"
+    summary.write_text("# earlier step\n")
+    env = env_with({"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_WORKSPACE": str(tmp_path)})
+    res = run_msdoctor("check", "--quick", "--only", "python-env", "--format", "github", env=env, cwd=tmp_path)
+    assert res.returncode in (0, 1), res.stderr
+    assert "msdoctor: 1 check" in res.stdout
+    text = summary.read_text()
+    assert text.startswith("# earlier step\n") and "`python-env`" in text  # appended, never overwritten
+    unwritable = tmp_path / "no-such-dir" / "summary.md"
+    res = run_msdoctor("check", "--quick", "--only", "python-env", "--format", "github",
+                       env=env_with({"GITHUB_STEP_SUMMARY": str(unwritable)}), cwd=tmp_path)
+    assert "::warning title=msdoctor::could not append the job summary" in res.stdout
 
 
 # -- Markdown and VS Code ---------------------------------------------------------------------------

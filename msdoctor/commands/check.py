@@ -167,7 +167,8 @@ def check(
         diagnosis = diagnose(ctx, selection, registry=registry, on_done=on_done)
     report = diagnosis.report
     report.facts["invocation"] = invocation_facts(options)
-    opts = RenderOptions(verbose=verbose, color=color, fail_on=threshold)
+    opts = RenderOptions(verbose=verbose, color=color, fail_on=threshold,
+                         workspace=os.environ.get("GITHUB_WORKSPACE") if fmt == "github" else None)
     shown = prepare(report, fmt, redact=not no_redact)
     if output is not None:
         buf = io.StringIO()
@@ -177,7 +178,20 @@ def check(
         click.echo(f"report written to {output}", err=True)
     else:
         render(fmt, shown, sys.stdout, opts)
+    if fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
+        _append_step_summary(os.environ["GITHUB_STEP_SUMMARY"], shown, opts)
     return int(report.exit_code(threshold))
+
+
+def _append_step_summary(target: str, report: Any, opts: Any) -> None:
+    """The GitHub job summary: the renderer gives the text, the command appends it to the file."""
+    from msdoctor.render import github
+
+    try:
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write(github.step_summary(report, opts))
+    except OSError as exc:
+        sys.stdout.write(github.summary_failed(target, exc))
 
 
 def resolve_fail_on(fail_on: Optional[str], strict: bool) -> Status:

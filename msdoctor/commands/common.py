@@ -105,7 +105,8 @@ def ensure_writable(path: Path, flag: str = "--output") -> Path:
 
 
 def write_output(path: Path, text: str) -> None:
-    """Write a report file atomically; an existing file is kept as <name>.bak."""
+    """Write a report file atomically: readers see the old report or the new one, never half (no backup:
+    a report is regenerated, not edited)."""
     from msdoctor.fsutil import atomic_write
 
     try:

@@ -31,6 +31,8 @@ class RenderOptions:
     width: Optional[int] = None
     #: the threshold for "problem" (Status.WARN with --strict)
     fail_on: Status = Status.FAIL
+    #: the checkout GitHub Actions runs in ($GITHUB_WORKSPACE): annotations name files relative to it
+    workspace: Optional[str] = None
 
 
 def render(fmt: str, report: Report, stream: IO[str], opts: Optional[RenderOptions] = None) -> None:

@@ -9,17 +9,19 @@ An annotation does not fail the step; the exit code does.
 
 GitHub shows at most 10 annotations of each level per step
 (actions/toolkit docs/problem-matchers.md), so the most severe come first and
-the rest are counted; the full report goes to the job summary, appended to
-the file named by ``$GITHUB_STEP_SUMMARY`` when that variable is set (read at
-render time). File paths are made relative to ``$GITHUB_WORKSPACE`` when they
-lie inside it, so annotations attach to the repository's files.
+the rest are counted; the full report goes to the job summary (:func:`step_summary`
+returns its text; ``msdoctor check`` appends it to ``$GITHUB_STEP_SUMMARY``). File
+paths are made relative to ``RenderOptions.workspace`` (the command passes
+``$GITHUB_WORKSPACE``) when they lie inside it, so annotations attach to the
+repository's files. Like every renderer this one reads no environment and writes
+no file: it returns text.
 """
 
 from __future__ import annotations
 
 import io
 import os
-from typing import IO, Mapping, Optional
+from typing import IO, Optional
 
 from msdoctor.model import Report, Status
 from msdoctor.render import RenderOptions
@@ -95,26 +97,22 @@ def workflow_commands(report: Report, fail_on: Status, workspace: Optional[str] 
     return lines, left
 
 
-def write_step_summary(report: Report, opts: RenderOptions, environ: Mapping[str, str]) -> Optional[str]:
-    """Append the Markdown report to $GITHUB_STEP_SUMMARY; returns an error text when that fails."""
-    target = environ.get("GITHUB_STEP_SUMMARY")
-    if not target:
-        return None
+def step_summary(report: Report, opts: RenderOptions) -> str:
+    """The job summary: the Markdown report (the caller appends it to $GITHUB_STEP_SUMMARY)."""
     from msdoctor.render import markdown
 
     buf = io.StringIO()
     markdown.render(report, buf, opts)
-    try:
-        with open(target, "a", encoding="utf-8") as fh:
-            fh.write(buf.getvalue())
-            fh.write("\n")
-    except OSError as exc:
-        return f"could not append the job summary to {target}: {exc.strerror or exc}"
-    return None
+    return buf.getvalue() + "\n"
+
+
+def summary_failed(target: str, exc: OSError) -> str:
+    """The annotation that says the job summary could not be appended."""
+    return "::warning title=msdoctor::" + escape_data(
+        f"could not append the job summary to {target}: {exc.strerror or exc}") + "\n"
 
 
 def render(report: Report, stream: IO[str], opts: RenderOptions) -> None:
-    environ = os.environ
     fail_on = opts.fail_on
     t = report.target
     stream.write(f"msdoctor {report.msdoctor_version} · target {t.executable} (Python {t.python_version or '?'})\n")
@@ -122,13 +120,10 @@ def render(report: Report, stream: IO[str], opts: RenderOptions) -> None:
         stream.write("::error title=msdoctor%3A the target could not be probed::" + escape_data(t.probe_error) + "\n")
     for r in report.results:
         stream.write(f"[{r.status.value}] {r.id}: {r.title} ({r.duration_s:.2f}s)\n")
-    lines, left = workflow_commands(report, fail_on, environ.get("GITHUB_WORKSPACE"))
+    lines, left = workflow_commands(report, fail_on, opts.workspace)
     for line in lines:
         stream.write(line + "\n")
     if left:
         stream.write(f"msdoctor: {left} more finding(s) not annotated (GitHub shows {PER_LEVEL} per level); "
                      "the job summary lists them all\n")
-    error = write_step_summary(report, opts, environ)
-    if error:
-        stream.write("::warning title=msdoctor::" + escape_data(error) + "\n")
     stream.write(f"msdoctor: {checks_phrase(report)}: {verdict_word(report, fail_on)}\n")
