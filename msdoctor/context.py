@@ -39,6 +39,26 @@ class FactUnavailable(Exception):
         self.location = location
 
 
+def fresh(exc: BaseException) -> BaseException:
+    """A copy of a stored exception, for one more caller to raise.
+
+    A fact (or a parse) that failed is raised to every caller, often from several threads at once;
+    raising one exception object in two threads makes them rewrite its ``__traceback__`` and
+    ``__context__`` under each other, so one thread's report shows the other's frames. Each caller
+    raises its own copy, carrying the traceback of the original failure. An exception that cannot be
+    copied (a constructor that does not take its own ``args``) is raised as it is.
+    """
+    import copy
+
+    try:
+        new = copy.copy(exc)
+    except Exception:  # noqa: BLE001 - any failure to copy: fall back to the shared object
+        return exc
+    if type(new) is not type(exc) or new.args != exc.args:
+        return exc
+    new.__cause__, new.__suppress_context__ = exc.__cause__, exc.__suppress_context__
+    return new.with_traceback(exc.__traceback__)
+
 @dataclass(frozen=True)
 class FactSpec(Generic[T]):
     """A named fact and how to compute it from a Context."""
@@ -148,7 +168,7 @@ class Context:
         else:
             slot.event.wait()
         if slot.error is not None:
-            raise slot.error
+            raise fresh(slot.error)
         return slot.value
 
     def has(self, spec: FactSpec[Any]) -> bool:

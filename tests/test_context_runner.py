@@ -56,6 +56,40 @@ def test_fact_failure_is_raised_to_every_caller() -> None:
             ctx.get(spec)
 
 
+def test_each_caller_raises_its_own_copy_of_a_stored_failure() -> None:
+    """Callers in several threads must not share one exception object (its traceback would be rewritten)."""
+
+    def compute(ctx: Context) -> None:
+        time.sleep(0.2)
+        raise FactUnavailable("no npu-smi", "install it", location=("x.yaml", 3))
+
+    ctx = Context(Options(), environ={})
+    spec = FactSpec("broken-threads", compute)
+    caught: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            ctx.get(spec)
+        except FactUnavailable as exc:
+            caught.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(caught) == 4 and len({id(e) for e in caught}) == 4
+    for exc in caught:
+        assert isinstance(exc, FactUnavailable) and (exc.message, exc.fix, exc.location) == (
+            "no npu-smi", "install it", ("x.yaml", 3))
+        frames = []
+        tb = exc.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame.f_code.co_name)
+            tb = tb.tb_next
+        assert "compute" in frames  # the original failure's frames are kept
+
+
 def test_injected_facts_need_no_computation() -> None:
     spec = FactSpec("x", lambda ctx: pytest.fail("must not compute"))
     ctx = Context(Options(), facts={"x": 42}, environ={})

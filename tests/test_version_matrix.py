@@ -224,7 +224,7 @@ def test_gpu_cuda_against_the_real_plugin_list(tmp_path: Path, driver: str, cuda
 
     real = TargetFacts.from_probe(probe_json())
     root = _gpu_root(tmp_path, driver, cudart, cudnn)
-    gpu = read_gpu({"MSDOCTOR_SYSROOT": str(root)}, "", mindspore_dir(real))
+    gpu = read_gpu({"MSDOCTOR_SYSROOT": str(root)}, "/usr/local/cuda/lib64", mindspore_dir(real))
     assert gpu.plugin_cuda == ["11.1", "11.6"] and gpu.driver == driver
     out = evaluate_gpu(real, gpu, load(), None)
     worst = max(f.status for f in out)

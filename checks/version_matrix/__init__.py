@@ -115,8 +115,10 @@ class VersionMatrixCheck:
         except MatrixError as exc:
             return [Finding.error(f"msdoctor's compatibility matrix is broken: {exc}",
                                   fix="reinstall msdoctor; if it persists, report it")]
-        inputs = MatrixInputs(t, m, ctx.get(CANN), read_gpu(ctx.environ, t.env.get("LD_LIBRARY_PATH", ""),
-                                                           mindspore_dir(t)), _requested(ctx))
+        from msdoctor.facts.nvidia import NVIDIA
+
+        gpu = read_gpu(ctx.environ, t.env.get("LD_LIBRARY_PATH", ""), mindspore_dir(t), lambda: ctx.get(NVIDIA))
+        inputs = MatrixInputs(t, m, ctx.get(CANN), gpu, _requested(ctx))
         findings = evaluate_static(inputs)
         smoke = ctx.get(IMPORT_SMOKE)
         findings += evaluate_smoke(t, smoke, accepted_prefixes(t, m))

@@ -2,8 +2,9 @@
 
 MindSpore's own GPUEnvChecker takes the CUDA version from the file-name suffix of the
 ``libcudart.so.X.Y.Z`` the loader resolves for its GPU plugin and compares major.minor with its list
-(mindspore/run_check/_check_version.py). msdoctor reads the same file names, without loading anything, from the
-directories the loader searches: LD_LIBRARY_PATH first, then the usual system and CUDA directories.
+(mindspore/run_check/_check_version.py). Which libcudart/libcudnn the loader finds is one fact,
+computed once in msdoctor/facts/nvidia.py (LD_LIBRARY_PATH first, then the ldconfig cache; nothing is
+loaded): this module takes the NVIDIA fact's libraries that are on the loader's path.
 The NVIDIA driver version comes from /proc/driver/nvidia/version, which "lists the installed driver
 revision" (http://http.download.nvidia.com/XFree86/Linux-x86_64/460.80/README/procinterface.html).
 """
@@ -13,15 +14,16 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from msdoctor.facts.sysroot import host_path
+
+if TYPE_CHECKING:
+    from msdoctor.facts.nvidia import NvidiaInfo
 from msdoctor.matrix import Matrix
 from msdoctor.model import Finding
 
-SYSTEM_LIB_DIRS = ("/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib")
 _DRIVER_RE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
-_LIB_RE = re.compile(r"^lib(cudart|cudnn)\.so\.(\d+)\.(\d+)")
 
 
 @dataclass
@@ -34,7 +36,10 @@ class GpuFacts:
     searched: list[str] = field(default_factory=list)
 
 
-def read_gpu(environ: Mapping[str, str], ld_library_path: str, msdir: Optional[str]) -> GpuFacts:
+def read_gpu(environ: Mapping[str, str], ld_library_path: str, msdir: Optional[str],
+             nvidia_info: Optional[Callable[[], Optional["NvidiaInfo"]]] = None) -> GpuFacts:
+    """The GPU side of the matrix; ``nvidia_info`` gives the NVIDIA fact (the check passes the Context's),
+    else the libraries are looked up here the same way, for ``ld_library_path``."""
     proc_version = host_path(environ, "/proc/driver/nvidia/version")
     nvidia = proc_version.exists() or host_path(environ, "/dev/nvidiactl").exists()
     plugin = _plugin_cuda(msdir)
@@ -46,17 +51,18 @@ def read_gpu(environ: Mapping[str, str], ld_library_path: str, msdir: Optional[s
         driver = m.group(1) if m else None
     except OSError:
         pass
-    dirs = [d for d in ld_library_path.split(":") if d] + [str(host_path(environ, d)) for d in SYSTEM_LIB_DIRS]
-    libs: dict[str, list[tuple[str, str]]] = {"cudart": [], "cudnn": []}
-    for d in dirs:
-        try:
-            names = sorted(os.listdir(d))
-        except OSError:
-            continue
-        for name in names:
-            mm = _LIB_RE.match(name)
-            if mm:
-                libs[mm.group(1)].append((f"{mm.group(2)}.{mm.group(3)}", os.path.join(d, name)))
+    from msdoctor.facts import nvidia as nv
+
+    info = nvidia_info() if nvidia_info is not None else None
+    if info is None:
+        env = {"LD_LIBRARY_PATH": ld_library_path}
+        cache = nv.ldconfig_cache(environ)
+        cudart, cudnn = (nv.find_libs(stem, env, environ, cache) for stem in ("libcudart.so", "libcudnn.so"))
+    else:
+        cudart, cudnn = info.cudart, info.cudnn
+    libs = {name: [(lib.major_minor, lib.path) for lib in found if lib.on_loader_path and lib.major_minor]
+            for name, found in (("cudart", cudart), ("cudnn", cudnn))}
+    dirs = [d for d in ld_library_path.split(":") if d] + ["the ldconfig cache (ldconfig -p)"]
     return GpuFacts(nvidia, driver, libs, plugin, dirs)
 
 

@@ -236,7 +236,8 @@ def find_tool(name: str, environ: Mapping[str, str], fixed: tuple[str, ...]) -> 
     return None
 
 
-def _ldconfig(environ: Mapping[str, str]) -> list[tuple[str, str]]:
+def ldconfig_cache(environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(soname, path) of the dynamic loader's cache, as ``ldconfig -p`` lists it."""
     exe = find_tool("ldconfig", environ, ("/sbin/ldconfig", "/usr/sbin/ldconfig"))
     if exe is None:
         return []
@@ -265,7 +266,7 @@ def gather(env: Mapping[str, str], environ: Mapping[str, str], timeout: float = 
         nodes = sorted(n for n in os.listdir(host_path(environ, "/dev")) if re.fullmatch(r"nvidia(\d+|ctl|-uvm)", n))
     except OSError:
         nodes = []
-    ldcache = _ldconfig(environ)
+    ldcache = ldconfig_cache(environ)
     cudart = find_libs("libcudart.so", env, environ, ldcache)
     if smi is None and not nodes and not cudart:
         return None

@@ -403,7 +403,9 @@ class ParseCache:
                     self._data.clear()
                 self._data[key] = (stamp, value)
         if isinstance(value, ParseError):
-            raise value
+            from msdoctor.context import fresh
+
+            raise fresh(value)  # cached for every thread that asks: each raises its own copy
         return value
 
 
