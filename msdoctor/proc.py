@@ -184,6 +184,12 @@ class Child:
         """Whether the child has exited (waiting up to ``timeout`` s), without reaping it."""
         if self._reaped or self.popen.returncode is not None:
             return True
+        if not hasattr(os, "waitid"):  # pragma: no cover - a platform without waitid: poll() reaps it
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                return False
+            return True
         end = time.monotonic() + timeout
         delay = 0.002
         while True:

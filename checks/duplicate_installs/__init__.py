@@ -17,7 +17,8 @@ from msdoctor.checks.duplicate_installs.scripts import foreign_on_path, foreign_
 from msdoctor.checks.duplicate_installs.shadowing import script_dir_shadows, shadowed_modules, stale_paths
 
 
-def evaluate(t: TargetFacts, *, script_dirs: Sequence[str] = (), records: Optional[Records] = None) -> list[Finding]:
+def evaluate(t: TargetFacts, *, script_dirs: Sequence[str] = (), records: Optional[Records] = None,
+             project: Optional[str] = None) -> list[Finding]:
     """Every finding of the check for one target.
 
     Args:
@@ -25,6 +26,7 @@ def evaluate(t: TargetFacts, *, script_dirs: Sequence[str] = (), records: Option
         script_dirs: directories a training script may run from, which the probe never has on
             sys.path (the project directory, the --config file's directory).
         records: RECORD reader (one per run; tests pass their own).
+        project: the project directory (among script_dirs): its shadows are reported as shadowed-module.
     """
     real.cache_clear()
     records = records or Records()
@@ -35,7 +37,7 @@ def evaluate(t: TargetFacts, *, script_dirs: Sequence[str] = (), records: Option
         same_project_twice(t, groups, stale)
         + rival_distributions(t, groups, records)
         + shadowed_modules(t)
-        + script_dir_shadows(t, groups, script_dirs)
+        + script_dir_shadows(t, groups, script_dirs, project)
         + stale_paths(t, records)
         + dup_infos
         + missing_files(t, records, stale, stats)
@@ -81,4 +83,4 @@ class DuplicateInstallsCheck:
         dirs = [str(ctx.project_dir)]
         if ctx.options.config_path is not None:
             dirs.append(os.path.dirname(os.path.abspath(ctx.options.config_path)))
-        return evaluate(ctx.target, script_dirs=dirs)
+        return evaluate(ctx.target, script_dirs=dirs, project=str(ctx.project_dir))

@@ -107,7 +107,8 @@ def stdlib_names(t: TargetFacts) -> set[str]:
     return {n for n in names if n.isidentifier() and not n.startswith("_")}
 
 
-def script_dir_shadows(t: TargetFacts, groups: Groups, directories: Sequence[str]) -> list[Finding]:
+def script_dir_shadows(t: TargetFacts, groups: Groups, directories: Sequence[str],
+                       project: Optional[str] = None) -> list[Finding]:
     """Modules in the project directory and the training script's / config's directory: `python train.py`
     puts the script's directory first on sys.path, so what is found there wins over the installed module.
 
@@ -150,6 +151,24 @@ def script_dir_shadows(t: TargetFacts, groups: Groups, directories: Sequence[str
             src = editable_source(d) if d else None
             if stem is None or d is None or (src and under(full, src)):
                 continue
+            evidence = {"module": stem, "path": full, "directory": directory, "shadowed_dist": d.name,
+                        "shadowed_version": d.version, "dist_location": d.location}
+            if project is not None and directory == real(project):
+                # the project itself: what `python train.py` / `python -m` / Jupyter started there would import
+                out.append(Finding(
+                    status_for(stem, d.name),
+                    f"{full} shadows the installed {d.name} {d.version or ''}".rstrip(),
+                    detail=(f"`import {stem}` in a script, `python -m` or a notebook started in the current (project) "
+                            f"directory {directory} loads {full}: that directory comes first on sys.path (Python "
+                            f"docs, sys.path[0]), before {d.location} where pip installed {d.name} "
+                            f"{d.version or ''}. Found on disk, as find_spec would; nothing was imported."),
+                    fix=(f"rename it (mv {q(full)} {q(full + '_local')}) and update your imports, or start Python "
+                         "from another directory"),
+                    location=Location(full),
+                    evidence=evidence,
+                    code="shadowed-module",
+                ))
+                continue
             out.append(Finding(
                 status_for(stem, d.name),
                 f"{full} would shadow the installed {d.name} {d.version or ''} for scripts in {directory}".rstrip(),
@@ -158,7 +177,7 @@ def script_dir_shadows(t: TargetFacts, groups: Groups, directories: Sequence[str
                         "Found on disk; nothing was imported."),
                 fix=f"rename it: mv {q(full)} {q(full + '_local')} (and update your imports)",
                 location=Location(full),
-                evidence={"module": stem, "path": full, "directory": directory, "shadowed_dist": d.name},
+                evidence=evidence,
                 code="shadowed-module-script-dir",
             ))
     return out
