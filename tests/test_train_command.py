@@ -176,9 +176,19 @@ def test_checks_pass_training_runs_stops_on_sigterm_with_a_checkpoint_and_resume
 
 
 def test_a_failed_run_shows_its_log_tail_and_the_likely_cause(tmp_path):
-    """bf16 forced onto CPU (train.half_on_cpu) passes the gate but MindSpore has no bf16 CPU kernels."""
+    """bf16 forced onto CPU (train.half_on_cpu): the gate refuses it (MindSpore has no bf16 CPU kernels); a user who
+    accepts that finding in msdoctor.toml gets the run, which fails, and the failure is explained from its logs."""
     config = tiny_config(tmp_path, train={"precision": "bf16", "half_on_cpu": True, "max_steps": 20})
     run_dir = tmp_path / "run"
+    refused = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path, timeout=300)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "bf16-on-cpu" in json.dumps(json.loads((run_dir / "check-report.json").read_text()))
+    assert report_status(run_dir)["training-config"] == "fail"
+    assert_not_started(run_dir)
+
+    (tmp_path / "msdoctor.toml").write_text(
+        'ignore = [{ id = "training-config/bf16-on-cpu", reason = "trying bf16 kernels on CPU on purpose" }]\n')
+    run_dir = tmp_path / "run2"
     res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
     assert "checks passed" in res.stdout and "training failed" in res.stderr
