@@ -155,7 +155,7 @@ def vscode() -> None:
     """VS Code integration: tasks that run msdoctor, findings in the Problems panel."""
 
 
-@vscode.command("init")
+@vscode.command("init", short_help="Write .vscode/tasks.json: check, fix-kernel and train tasks.")
 @target_options
 @project_option("The workspace folder (default: the current directory).")
 @click.option("--dry-run", is_flag=True, help="Show the change to .vscode/tasks.json; write nothing.")
