@@ -153,6 +153,10 @@ def test_resume_reproduces_the_uninterrupted_run(tmp_path, token_cache):
     print(f"max |loss difference| over steps 21-40: {max(diffs):.3g}")
     assert max(diffs) <= 1e-6, diffs  # observed: 0.0 (bitwise) on MindSpore 2.7.0 CPU
     assert a[40]["loss"] == b[40]["loss"]
+    # resuming the finished run says so and changes nothing
+    trainer(two, "--resume", cwd=tmp_path)
+    assert "nothing to do: the checkpoint is at step 40" in (two / "train.log").read_text()
+    assert sorted(metrics(two)) == list(range(1, 41))
 
 
 def test_kill_9_while_checkpoints_are_written_never_leaves_a_corrupt_one_to_resume(tmp_path, token_cache):

@@ -194,6 +194,12 @@ def fit(run: Run, stop_at: Optional[int] = None) -> int:
     peak = peak_tflops(c.runtime.device_target, c.runtime.device_peak_tflops, os.environ.get("MSDOCTOR_CHIP", ""))
     if peak:
         log.info(f"MFU estimate against {peak[0]:.3g} TFLOP/s per device ({peak[1]})")
+    if run.start_step >= total:
+        log.info(f"nothing to do: the checkpoint is at step {run.start_step}, and the run ends at step {total} "
+                 f"(raise train.max_steps to train further)")
+        if metrics is not None:
+            metrics.close()
+        return 0
     progress = Progress(total, run.start_step, run.rank == 0)
     try:
         return _loop(run, total, stop_at, metrics, progress, per_token, peak)
