@@ -12,7 +12,9 @@ from msdoctor.checks.device_target.gpu import GpuFacts, evaluate_gpu
 from msdoctor.checks.device_target.live import LiveContext, live_findings
 from msdoctor.checks.device_target.multi import multi_device_findings
 from msdoctor.context import Context
-from msdoctor.facts.ascend import ASCEND_ENV, DEVICE_NODES, NPU_SMI, NpuSmiFailed
+from msdoctor.facts.ascend import DEVICE_NODES
+from msdoctor.facts.ascend_env import ASCEND_ENV
+from msdoctor.facts.npu_smi import NPU_SMI, NpuSmiFailed
 from msdoctor.facts.config import CONFIG, requested_device_target
 from msdoctor.facts.live import LIVE_DEVICE, LiveDevice
 from msdoctor.facts.nvidia import NVIDIA

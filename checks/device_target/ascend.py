@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from msdoctor.checks.device_target.common import Verdict
-from msdoctor.facts.ascend import AscendEnv, DeviceNodes, NpuSmiFailed, NpuSmiInfo
+from msdoctor.facts.ascend import DeviceNodes
+from msdoctor.facts.ascend_env import AscendEnv
+from msdoctor.facts.npu_smi import NpuSmiFailed, NpuSmiInfo
 from msdoctor.model import Finding, Status
 
 CANN_INSTALL_DOC = "https://www.mindspore.cn/install (section: Installing CANN)"

@@ -48,7 +48,7 @@ def _opt(ctx: Context, name: str, flag: str) -> Optional[Fact]:
 
 def _local_devices(ctx: Context) -> Optional[Fact]:
     """Devices of this node: npu-smi's chips, else nvidia-smi's GPUs (None when neither is here)."""
-    from msdoctor.facts.ascend import NPU_SMI
+    from msdoctor.facts.npu_smi import NPU_SMI
 
     try:
         info = ctx.get(NPU_SMI)

@@ -146,7 +146,7 @@ def gate(python: str, facts: Any, verbose: bool, probe_timeout: float = 30.0, li
 
 def chip_name(ctx: Any) -> str:
     """The Ascend chip npu-smi reported during the checks ("910B3"), for the trainer's MFU peak; "" if none."""
-    from msdoctor.facts.ascend import NPU_SMI
+    from msdoctor.facts.npu_smi import NPU_SMI
 
     try:
         info = ctx.get(NPU_SMI) if ctx.has(NPU_SMI) else None

@@ -47,7 +47,7 @@ class Detected:
 
 
 def from_npu_smi(info: Any) -> Detected:
-    """HBM per chip from a parsed `npu-smi info` (msdoctor.facts.ascend.NpuSmiInfo); MB there are MiB."""
+    """HBM per chip from a parsed `npu-smi info` (msdoctor.facts.npu_smi.NpuSmiInfo); MB there are MiB."""
     if info is None:
         return Detected(notes=["npu-smi is not installed here: Ascend memory unknown"])
     chips = list(getattr(info, "chips", None) or [])
@@ -99,7 +99,7 @@ def detect(ctx: Any, target: str, workers: int = 1, *, probe: bool = True) -> De
     if target == "CPU":
         return from_host_ram(workers)
     if target == "Ascend":
-        from msdoctor.facts.ascend import NPU_SMI
+        from msdoctor.facts.npu_smi import NPU_SMI
 
         try:
             return from_npu_smi(ctx.get(NPU_SMI))
@@ -122,7 +122,7 @@ def _nvidia_spec(ctx: Any, probe: bool) -> Any:
 def machine_target(ctx: Any, probe: bool = False) -> Optional[str]:
     """Ascend or GPU when the Context's device facts show such devices here, else None."""
     from msdoctor.context import FactUnavailable
-    from msdoctor.facts.ascend import NPU_SMI
+    from msdoctor.facts.npu_smi import NPU_SMI
 
     try:
         info = ctx.get(NPU_SMI)
