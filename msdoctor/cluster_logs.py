@@ -49,6 +49,31 @@ class NodeRecord:
     line_no: int = 0
 
 
+def workers_per_node(records: Iterable[NodeRecord], expected: Optional[int] = None) -> Optional[int]:
+    """Workers per node, when every registered host shows the same count (device ids 0..k-1), else None.
+
+    msrun gives a node's workers device ids 0..local_worker_num-1 and rank ids
+    node_rank * local_worker_num + local index (mindspore/parallel/cluster/process_entity/_api.py)."""
+    per_host: dict[str, set[int]] = {}
+    for r in records:
+        if r.device_id is not None:
+            per_host.setdefault(f"{r.hostname}/{r.ip}", set()).add(r.device_id)
+    sizes = {max(d) + 1 for d in per_host.values() if d}
+    if len(sizes) == 1:
+        k = sizes.pop()
+        if k > 0 and (expected is None or expected % k == 0):
+            return k
+    return None
+
+
+def node_ranks(ranks: Iterable[int], per_node: int) -> dict[int, list[int]]:
+    """node_rank -> its rank ids, for msrun's numbering (rank = node_rank * per_node + local index)."""
+    out: dict[int, list[int]] = {}
+    for r in sorted(ranks):
+        out.setdefault(r // per_node, []).append(r)
+    return out
+
+
 @dataclass
 class SchedulerSummary:
     """What a scheduler.log says about the cluster."""
@@ -82,12 +107,22 @@ class SchedulerSummary:
             out.setdefault(n.hostname or n.ip or "?", []).append(n.rank if n.rank is not None else -1)
         return {h: sorted(r) for h, r in out.items()}
 
+    def missing_nodes(self, per_node: Optional[int] = None) -> dict[int, list[int]]:
+        """node_rank -> its rank ids that never registered; {} when the node ranks cannot be derived."""
+        missing = self.missing_ranks
+        k = per_node or workers_per_node(self.registered.values(), self.expected)
+        return node_ranks(missing, k) if missing and k else {}
+
     def describe(self) -> str:
         """One sentence for a person: who registered, who never did."""
         if self.expected is None:
             return f"{len(self.registered)} node(s) registered with the scheduler; the log does not say how many were expected"
         missing = self.missing_ranks
-        who = (f"ranks {', '.join(map(str, missing))} never registered" if missing
+        nodes = self.missing_nodes()
+        k = workers_per_node(self.registered.values(), self.expected)
+        where = (" (" + ", ".join(f"node_rank {n}: ranks {', '.join(map(str, rs))}" for n, rs in sorted(nodes.items()))
+                 + f"; {k} workers per node, as on the nodes that registered)") if nodes else ""
+        who = (f"ranks {', '.join(map(str, missing))} never registered{where}" if missing
                else f"{self.expected - len(self.registered)} node(s) never registered" if not self.complete
                else "every expected node registered")
         hosts = "; ".join(f"{h}: ranks {', '.join(map(str, r))}" for h, r in sorted(self.hosts.items()))

@@ -16,7 +16,9 @@ def test_real_scheduler_log_names_the_ranks_that_never_registered() -> None:
     assert s.missing_ranks == [2, 3]
     assert not s.complete
     assert s.hosts == {"vm": [0, 1]}
-    assert s.describe() == ("2 of 4 nodes registered with the scheduler (vm: ranks 0, 1); ranks 2, 3 never registered")
+    assert s.describe() == ("2 of 4 nodes registered with the scheduler (vm: ranks 0, 1); ranks 2, 3 never registered "
+                            "(node_rank 1: ranks 2, 3; 2 workers per node, as on the nodes that registered)")
+    assert s.missing_nodes() == {1: [2, 3]} and s.missing_nodes(per_node=1) == {2: [2], 3: [3]}
 
 
 def test_complete_cluster_timeouts_and_logs_without_counts() -> None:

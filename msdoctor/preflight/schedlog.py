@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from msdoctor.cluster_logs import NodeRecord
+from msdoctor.cluster_logs import NodeRecord, node_ranks, workers_per_node
 
 TOPO_TIMEOUT = re.compile(r"Topology build timed out\., retry\((\d+)/(\d+)\)")
 SCHED_FAILED = "Building networking for MS_SCHED failed"
@@ -47,26 +47,12 @@ class SchedulerLog:
 
     def infer_local_worker_num(self) -> Optional[int]:
         """Workers per node, when every registered host shows the same count (device ids 0..k-1)."""
-        per_host: dict[str, set[int]] = {}
-        for r in self.registered:
-            if r.device_id is not None:
-                per_host.setdefault(f"{r.hostname}/{r.ip}", set()).add(r.device_id)
-        sizes = {max(d) + 1 for d in per_host.values() if d}
-        if len(sizes) == 1:
-            k = sizes.pop()
-            if k > 0 and (self.expected is None or self.expected % k == 0):
-                return k
-        return None
+        return workers_per_node(self.registered, self.expected)
 
     def missing_nodes(self, local_worker_num: Optional[int] = None, expected: Optional[int] = None) -> dict[int, list[int]]:
         """node_rank -> the rank ids of it that never registered ({} when the node ranks cannot be derived)."""
         k = local_worker_num or self.infer_local_worker_num()
-        if not k:
-            return {}
-        out: dict[int, list[int]] = {}
-        for r in self.missing_ranks(expected):
-            out.setdefault(r // k, []).append(r)
-        return out
+        return node_ranks(self.missing_ranks(expected), k) if k else {}
 
     def summary(self, local_worker_num: Optional[int] = None, expected: Optional[int] = None) -> str:
         """One line a person can act on."""
