@@ -160,3 +160,16 @@ def run_printed_fix(fix: str, python: str) -> subprocess.CompletedProcess:
     argv = shlex.split(fix.splitlines()[0])
     assert argv[0] == python and argv[1:4] == ["-m", "pip", "install"], argv
     return subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+
+
+def test_a_target_without_pip_gets_an_unverified_plan_that_says_so(tmp_path: Path) -> None:
+    need_index()
+    bare = make_venv(tmp_path / "bare")  # no pip inside; installed into with the test env's pip
+    bare.pip("install", "--no-deps", "--quiet", "tokenizers==0.22.2")
+    from msdoctor.context import Context, Options
+    from msdoctor.fix.stack import plan_stack
+    from msdoctor.matrix import load
+
+    plan = plan_stack(Context(Options(python=bare.python)).target, load(), Resolver(bare.python))
+    assert plan.state == "unverified" and "has no pip" in plan.reason, plan.to_json()
+    assert plan.command and plan.command[4:] == ["huggingface-hub>=0.16.4,<2.0"]  # tokenizers 0.22.2 needs it

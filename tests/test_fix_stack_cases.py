@@ -75,7 +75,7 @@ def _record(name: str, before: dict, fix: str, after: dict) -> None:
 def ms210(tmp_path_factory: pytest.TempPathFactory) -> Venv:
     """A real venv with what `pip install mindspore` gives today (MindSpore 2.10.0, numpy 2.x)."""
     need_index()
-    venv = make_venv(tmp_path_factory.mktemp("ms210") / "venv")
+    venv = make_venv(tmp_path_factory.mktemp("ms210") / "venv", with_pip=True)  # msdoctor asks the target's pip
     venv.pip("install", "--quiet", "--no-compile", "mindspore", timeout=1800)
     return venv
 

@@ -71,6 +71,7 @@ class DryRun:
     state: "ok" (``install`` lists what pip would install; empty: all already satisfied),
     "unsatisfiable" (the index has no version for ``missing``: pip's words in ``error``),
     "offline" (the index could not be reached), "timeout" (pip did not answer in time),
+    "nopip" (the target interpreter has no pip),
     "failed" (anything else pip refused).
     """
 
@@ -110,6 +111,8 @@ def parse_report(text: str) -> tuple[list[Planned], Optional[str]]:
 
 def classify_failure(stderr: str) -> tuple[str, Optional[str], Optional[list[str]], str]:
     """(state, missing requirement, versions pip listed, the error in pip's words) of a failed pip run."""
+    if "No module named pip" in stderr:
+        return "nopip", None, None, "the target interpreter has no pip (python -m ensurepip --upgrade installs it)"
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and "is ignored: it is neither" not in ln]
     errors = [ln for ln in lines if ln.startswith("ERROR:")]
     words = " ".join(errors[:3]) or (lines[-1] if lines else "pip printed nothing")
@@ -233,8 +236,8 @@ class Resolver:
             if m:
                 return [v.strip() for v in m.group(1).split(",") if v.strip()], ""
         state, _, available, words = classify_failure(res.stderr)
-        if state == "offline" or res.timed_out:
-            return None, words if state == "offline" else "pip did not answer in time"
+        if state in ("offline", "nopip") or res.timed_out:
+            return None, words if state != "failed" else "pip did not answer in time"
         if "No matching distribution" in res.stderr:
             return [], words
         # pip without `index` (older than 21.2): the resolver's own error lists the versions

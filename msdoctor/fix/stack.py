@@ -299,7 +299,7 @@ class _Search:
                 continue
             dr = self.ask(package, spec)
             if not dr.ok:
-                if first is None or dr.state in ("offline", "timeout"):
+                if first is None or dr.state in ("offline", "timeout", "nopip"):
                     first = (package, spec, dr)
                 prev = self.chosen.get(package)  # keep the last good choice: it may be the one to move
                 if prev is not None:
@@ -397,11 +397,16 @@ def plan_stack(t: Any, m: Any, resolver: Resolver, *, max_rounds: int = MAX_ROUN
         failed = s.resolve_pins()
         while failed is not None:
             package, spec, dr = failed
-            if dr.state in ("offline", "timeout"):
+            if dr.state in ("offline", "timeout", "nopip"):
                 plan.state = "unverified"
                 plan.reason = (f"the target's pip could not check it ({dr.error}); the versions are msdoctor's "
                                "rules applied without the index, so they may not exist there")
-                plan.command = _guess_command(t, s.pins)
+                guess = {p: dict(sp) for p, sp in s.pins.items()}
+                for f in base:  # the missing dependencies pip would have resolved (closure roots) too
+                    if f.status is Status.FAIL:
+                        for w in wants_of(f):
+                            guess.setdefault(w.package, {}).setdefault(w.owner or "", w.spec)
+                plan.command = _guess_command(t, guess)
                 plan.dry_runs, plan.pip_calls = [dr], resolver.calls
                 plan.seconds = time.monotonic() - started
                 return plan
