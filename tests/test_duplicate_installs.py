@@ -463,3 +463,26 @@ def test_findings_come_worst_first_and_the_class_reads_the_config_directory(tmp_
     result = DuplicateInstallsCheck().run(ctx)
     assert [(f.status, f.code) for f in result] == [(Status.FAIL, "shadowed-module-script-dir"),
                                                     (Status.WARN, "dist-info-incomplete")]
+
+
+def test_realpath_memo_lives_for_one_evaluation_in_one_thread(tmp_path: Path) -> None:
+    """No module-level cache to clear: each evaluation (in its own thread) gets a fresh memo."""
+    import threading
+
+    from msdoctor.checks.duplicate_installs.scan import paths_memo, real
+
+    link = tmp_path / "link"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    link.symlink_to(tmp_path / "a")
+    with paths_memo():
+        assert real(str(link)) == str(tmp_path / "a")
+        link.unlink()
+        link.symlink_to(tmp_path / "b")
+        assert real(str(link)) == str(tmp_path / "a")  # memoised for this evaluation
+        seen: list[str] = []
+        worker = threading.Thread(target=lambda: seen.append(real(str(link))))
+        worker.start()
+        worker.join()
+        assert seen == [str(tmp_path / "b")]  # another thread has no share in this memo
+    assert real(str(link)) == str(tmp_path / "b")  # and after the evaluation nothing is kept

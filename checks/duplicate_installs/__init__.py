@@ -12,11 +12,12 @@ from msdoctor.model import Finding
 from msdoctor.checks.duplicate_installs.broken import RecordStats, leftovers, missing_files, two_dist_infos
 from msdoctor.checks.duplicate_installs.dups import projects, rival_distributions, same_project_twice
 from msdoctor.checks.duplicate_installs.record import Records
-from msdoctor.checks.duplicate_installs.scan import Groups, real, specs
+from msdoctor.checks.duplicate_installs.scan import Groups, specs, with_paths_memo
 from msdoctor.checks.duplicate_installs.scripts import foreign_on_path, foreign_shebangs, scripts_dir
 from msdoctor.checks.duplicate_installs.shadowing import script_dir_shadows, shadowed_modules, stale_paths
 
 
+@with_paths_memo
 def evaluate(t: TargetFacts, *, script_dirs: Sequence[str] = (), records: Optional[Records] = None,
              project: Optional[str] = None) -> list[Finding]:
     """Every finding of the check for one target.
@@ -28,7 +29,6 @@ def evaluate(t: TargetFacts, *, script_dirs: Sequence[str] = (), records: Option
         records: RECORD reader (one per run; tests pass their own).
         project: the project directory (among script_dirs): its shadows are reported as shadowed-module.
     """
-    real.cache_clear()
     records = records or Records()
     stats = RecordStats()
     groups = projects(t)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import os
 import shlex
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional, TypeVar
 from urllib.parse import unquote, urlparse
 
 from packaging.utils import canonicalize_name
@@ -29,13 +31,46 @@ def status_for(*names: Optional[str]) -> Status:
     return Status.FAIL if is_stack(*names) else Status.WARN
 
 
-@functools.lru_cache(maxsize=8192)
-def real(path: str) -> str:
-    """os.path.realpath, memoised for one evaluation (evaluate() clears it: files change between runs)."""
+T = TypeVar("T")
+
+#: realpath answers of the evaluation running in this thread (evaluate() opens one with :func:`paths_memo`)
+_REAL: contextvars.ContextVar[Optional[dict[str, str]]] = contextvars.ContextVar("duplicate_installs_real",
+                                                                                 default=None)
+
+
+@contextlib.contextmanager
+def paths_memo() -> Iterator[None]:
+    """Memoise :func:`real` for one evaluation, in this thread only (files change between runs)."""
+    token = _REAL.set({})
     try:
-        return os.path.realpath(path)
+        yield
+    finally:
+        _REAL.reset(token)
+
+
+def with_paths_memo(fn: Callable[..., T]) -> Callable[..., T]:
+    """Run ``fn`` inside :func:`paths_memo` (the check's evaluate)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        with paths_memo():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def real(path: str) -> str:
+    """os.path.realpath, memoised inside :func:`paths_memo`."""
+    memo = _REAL.get()
+    if memo is not None and path in memo:
+        return memo[path]
+    try:
+        found = os.path.realpath(path)
     except (OSError, ValueError):
-        return path
+        found = path
+    if memo is not None:
+        memo[path] = found
+    return found
 
 
 def under(path: str, root: str) -> bool:
