@@ -129,6 +129,25 @@ def test_a_failing_check_from_a_plugin_stops_training_before_it_starts(tmp_path)
     assert_not_started(run_dir)
 
 
+def test_strict_stops_on_a_warning_and_no_plugins_leaves_plugins_out(tmp_path):
+    """train takes check's --strict and --no-plugins: the failing plugin is not run, a warning now stops it."""
+    site = tmp_path / "site"
+    dist = site / "gatefixture-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: gatefixture\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[msdoctor.checks]\ngate-fixture = gatefixture_check:GateFixture\n")
+    (site / "gatefixture_check.py").write_text(textwrap.dedent(PLUGIN))
+    run_dir = tmp_path / "run"
+    res = run_msdoctor("train", "--config", str(tiny_config(tmp_path)), "--output-dir", str(run_dir), "--strict",
+                       "--no-plugins", env=env_with({"PYTHONPATH": str(site)}), cwd=tmp_path, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    status = report_status(run_dir)
+    # the tiny config warns (training-config: its learning rate / warmup against its small batch), fails nothing
+    assert "gate-fixture" not in status and "warn" in status.values() and "fail" not in status.values(), status
+    assert "training not started" in res.stderr
+    assert_not_started(run_dir)
+
+
 def _rows(run_dir: Path) -> list[dict]:
     if not (run_dir / "metrics.csv").exists():
         return []

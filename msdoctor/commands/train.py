@@ -127,7 +127,8 @@ def redactor(no_redact: bool, cfg: Any = None, report: Any = None) -> Any:
     return dataclasses.replace(red, secrets=secrets)
 
 
-def gate(python: str, facts: Any, verbose: bool, probe_timeout: float = 30.0, live_timeout: float = 120.0) -> Any:
+def gate(python: str, facts: Any, verbose: bool, probe_timeout: float = 30.0, live_timeout: float = 120.0,
+         plugins: bool = True) -> Any:
     """Every registered check that applies, with the config as context, in the environment the trainer gets."""
     from msdoctor.commands.check import build_options
     from msdoctor.context import Context
@@ -141,7 +142,7 @@ def gate(python: str, facts: Any, verbose: bool, probe_timeout: float = 30.0, li
     options = build_options(python, None, facts.path, None, False, verbose, probe_timeout, live_timeout=live_timeout)
     ctx = Context(options, facts={CONFIG.name: facts}, environ=environment(python, os.environ))
     with progress("msdoctor: checking the environment before training"):
-        return diagnose(ctx, Selection(plugins=not autoload_disabled()))
+        return diagnose(ctx, Selection(plugins=plugins and not autoload_disabled()))
 
 
 def chip_name(ctx: Any) -> str:
@@ -299,17 +300,19 @@ def explain_failure(files: list[Path], python: str, config: Optional[Path] = Non
 @click.option("--master-addr", metavar="ADDR", help="Multi-node: node_rank 0's address (runtime.master_addr).")
 @click.option("--master-port", type=click.IntRange(1, 65535), help="Multi-node: msrun's port (runtime.master_port).")
 @timeout_options
+@click.option("--strict", is_flag=True, help="A warning stops the training too (as check --strict / --fail-on warn).")
+@click.option("--no-plugins", is_flag=True, help="Run only msdoctor's own checks before training (as check --no-plugins).")
 @click.option("-v", "--verbose", is_flag=True, help="Show check details and evidence.")
 @click.option("--no-redact", is_flag=True, envvar="MSDOCTOR_NO_REDACT",
               help="Keep home paths, user/host names and secrets in the run directory's files and the output.")
 def train(python: Optional[str], conda_env: Optional[str], config: Path, resume: bool, max_steps: Optional[int],
           output_dir: Optional[Path], data: tuple[str, ...], node_rank: Optional[int], master_addr: Optional[str],
-          master_port: Optional[int], probe_timeout: float, live_timeout: float, verbose: bool,
-          no_redact: bool) -> int:
+          master_port: Optional[int], probe_timeout: float, live_timeout: float, strict: bool, no_plugins: bool,
+          verbose: bool, no_redact: bool) -> int:
     """Check the environment against the config, then run the reference pretraining.
 
-    Any check that fails or errors stops here: the report is printed and written to the run
-    directory, and nothing starts (exit 1). Otherwise the trainer runs with the target
+    Any check that fails or errors (with --strict: also warns) stops here: the report is printed
+    and written to the run directory, and nothing starts (exit 1). Otherwise the trainer runs with the target
     interpreter: one process for one device, msrun for more.
 
     \b
@@ -335,13 +338,14 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
     lock = lock_run_directory(run_dir)
     try:
         return _train(cfg, facts, config, target, run_dir, lock, red, resume, output_dir, verbose, probe_timeout,
-                      live_timeout)
+                      live_timeout, strict=strict, plugins=not no_plugins)
     finally:
         runlock.release(lock)
 
 
 def _train(cfg: Any, facts: Any, config: Path, target: str, run_dir: Path, lock: Any, red: Any, resume: bool,
-           output_dir: Optional[Path], verbose: bool, probe_timeout: float, live_timeout: float) -> int:
+           output_dir: Optional[Path], verbose: bool, probe_timeout: float, live_timeout: float, *,
+           strict: bool = False, plugins: bool = True) -> int:
     from msdoctor.model import ExitCode, Status
     from msdoctor.render import RenderOptions, render
     from msdoctor.training import launch as launching
@@ -359,12 +363,12 @@ def _train(cfg: Any, facts: Any, config: Path, target: str, run_dir: Path, lock:
     for w in warnings(cfg):
         click.echo(f"  warning: {show(w)}")
 
-    diagnosis = gate(target, facts, verbose, probe_timeout, live_timeout)
+    diagnosis = gate(target, facts, verbose, probe_timeout, live_timeout, plugins=plugins)
     report = diagnosis.report
     shown = redactor(False, cfg, report).report(report) if red is not None else report
     render("terminal", shown, sys.stdout, RenderOptions(verbose=verbose))
     saved = write_report(shown, run_dir)
-    if report.exit_code(Status.FAIL) != ExitCode.OK:
+    if report.exit_code(Status.WARN if strict else Status.FAIL) != ExitCode.OK:
         click.echo(f"training not started: the checks above found problems (report: {saved})", err=True)
         return int(ExitCode.PROBLEMS)
 
