@@ -173,3 +173,18 @@ def test_a_target_without_pip_gets_an_unverified_plan_that_says_so(tmp_path: Pat
     plan = plan_stack(Context(Options(python=bare.python)).target, load(), Resolver(bare.python))
     assert plan.state == "unverified" and "has no pip" in plan.reason, plan.to_json()
     assert plan.command and plan.command[4:] == ["huggingface-hub>=0.16.4,<2.0"]  # tokenizers 0.22.2 needs it
+
+
+def test_a_dependency_nobody_installed_is_left_alone(tmp_path: Path) -> None:
+    """accelerate's torch, missing and only warned about: no plan pulls in a multi-GB torch by itself."""
+    need_index()
+    venv = make_venv(tmp_path / "venv", layered=True)
+    venv.pip("install", "--no-deps", "--quiet", "accelerate==1.15.0")
+    from msdoctor.context import Context, Options
+    from msdoctor.fix.stack import plan_stack
+    from msdoctor.matrix import load
+
+    resolver = Resolver(venv.python)
+    plan = plan_stack(Context(Options(python=venv.python)).target, load(), resolver)
+    assert plan.state == "ok" and plan.command is None and plan.left_alone == ["torch"], plan.to_json()
+    assert resolver.calls == 0

@@ -443,6 +443,10 @@ def plan_stack(t: Any, m: Any, resolver: Resolver, *, max_rounds: int = MAX_ROUN
         old = t.version_of(p.name)
         if old != p.version:
             changes.append(Change(p.name, old, p.version))
+    if not changes:  # only problems left alone (a torch nobody installed): nothing for pip to do
+        plan.state = "ok"
+        plan.remaining = [f.title for f in base]
+        return plan
     plan.state = "found"
     plan.changes = changes
     plan.remaining = [f.title for f in problems(current, m) if _key(f) in base_keys]
