@@ -113,13 +113,19 @@ class GateFixture:
 '''
 
 
-def test_a_failing_check_from_a_plugin_stops_training_before_it_starts(tmp_path):
+def plugin_site(tmp_path: Path) -> Path:
+    """A folder for PYTHONPATH holding the failing gate-fixture plugin, installed as a dist-info with an entry point."""
     site = tmp_path / "site"
     dist = site / "gatefixture-0.1.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: gatefixture\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[msdoctor.checks]\ngate-fixture = gatefixture_check:GateFixture\n")
     (site / "gatefixture_check.py").write_text(textwrap.dedent(PLUGIN))
+    return site
+
+
+def test_a_failing_check_from_a_plugin_stops_training_before_it_starts(tmp_path):
+    site = plugin_site(tmp_path)
     run_dir = tmp_path / "run"
     res = run_msdoctor("train", "--config", str(tiny_config(tmp_path)), "--output-dir", str(run_dir),
                        env=env_with({"PYTHONPATH": str(site)}), cwd=tmp_path, timeout=300)
@@ -131,12 +137,7 @@ def test_a_failing_check_from_a_plugin_stops_training_before_it_starts(tmp_path)
 
 def test_strict_stops_on_a_warning_and_no_plugins_leaves_plugins_out(tmp_path):
     """train takes check's --strict and --no-plugins: the failing plugin is not run, a warning now stops it."""
-    site = tmp_path / "site"
-    dist = site / "gatefixture-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: gatefixture\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[msdoctor.checks]\ngate-fixture = gatefixture_check:GateFixture\n")
-    (site / "gatefixture_check.py").write_text(textwrap.dedent(PLUGIN))
+    site = plugin_site(tmp_path)
     run_dir = tmp_path / "run"
     res = run_msdoctor("train", "--config", str(tiny_config(tmp_path)), "--output-dir", str(run_dir), "--strict",
                        "--no-plugins", env=env_with({"PYTHONPATH": str(site)}), cwd=tmp_path, timeout=300)
