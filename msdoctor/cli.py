@@ -74,12 +74,7 @@ class Terminated(BaseException):
         self.signum = signum
 
 
-#: the signal that stopped this run (SIGINT, SIGTERM, SIGHUP), once one did
-_STOPPED_BY_SIGNAL: list[int] = [0]
-
-
 def _on_signal(signum: int, _frame: Any) -> None:
-    _STOPPED_BY_SIGNAL[0] = signum
     raise Terminated(signum)
 
 
@@ -93,28 +88,14 @@ def main(argv: Optional[list[str]] = None) -> Any:
             previous[sig] = signal.signal(sig, _on_signal)
         except ValueError:  # not the main thread (an embedding caller): its own handlers stay
             pass
-    interrupted = False
     try:
         _main(argv)
-    except SystemExit as exc:
-        interrupted = exc.code in (130, 128 + signal.SIGTERM, 128 + signal.SIGHUP) and _STOPPED_BY_SIGNAL[0] != 0
-        raise
     finally:
         proc = sys.modules.get("msdoctor.proc")  # no child was ever started when it is not loaded
         if proc is not None:
             proc.kill_all(final=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        if interrupted and previous:
-            # Stopped by Ctrl-C / SIGTERM with the children's groups killed: leave now. A worker thread of a
-            # ThreadPoolExecutor still waiting on its (killed) probe would otherwise be joined at interpreter
-            # exit (concurrent.futures joins its workers then), and the exit could wait on it.
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except (OSError, ValueError):
-                    pass
-            os._exit(128 + (_STOPPED_BY_SIGNAL[0] or signal.SIGINT))
 
 
 def _main(argv: Optional[list[str]]) -> Any:
@@ -128,17 +109,13 @@ def _main(argv: Optional[list[str]]) -> Any:
         if exc.fix:
             _err(f"  fix: {exc.fix}")
         sys.exit(int(exc.exit_code))
-    except click.exceptions.Abort as abort:
-        if isinstance(abort.__context__, KeyboardInterrupt):
-            _STOPPED_BY_SIGNAL[0] = 2
+    except click.exceptions.Abort:
         _err("aborted")
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
         sys.exit(int(ExitCode.USAGE))
-    except (KeyboardInterrupt, EOFError) as exc:
-        if isinstance(exc, KeyboardInterrupt):
-            _STOPPED_BY_SIGNAL[0] = 2
+    except (KeyboardInterrupt, EOFError):
         _err("interrupted")
         sys.exit(130)
     except Terminated as exc:
