@@ -170,8 +170,15 @@ def _start_msdoctor(tmp_path: Path) -> tuple["subprocess.Popen[bytes]", list[int
     project.mkdir()
     cmd = [msdoctor_exe(), "check", "--quick", "--python", str(exe), "--project", str(project),
            "--probe-timeout", "300"]
-    msd = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    # SIGINT as a terminal's Ctrl-C delivers it: a suite started in the background by a non-interactive shell
+    # inherits SIGINT ignored (POSIX), and Python then installs no KeyboardInterrupt handler in msdoctor
+    msd = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                           preexec_fn=_sigint_default)
     return msd, _pids(tmp_path, wait=60.0)
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
