@@ -217,7 +217,7 @@ def test_fp16_overflow_skips_the_update_and_lowers_the_loss_scale(tmp_path, toke
     log = (run_dir / "train.log").read_text()
     rows = metrics(run_dir)
     overflowed = {s for s in rows if f"step {s}: gradients not finite" in log}
-    assert 1 in overflowed  # 2^24 x the loss overflows fp16 gradients
+    assert min(overflowed, default=None) == 1  # 2^24 x the loss overflows fp16 gradients from the first step
     assert len(overflowed) < 12  # and the halved scale lets later steps through
     expected = 2.0 ** 24
     for step in sorted(rows):  # the dynamic scaler's rule: halve on overflow (window 1000 not reached)

@@ -117,7 +117,8 @@ def configure(cfg: RunConfig, world: int) -> str:
     """Set MindSpore's parallel context for the config's layout; returns the mode's name.
 
     ``data_parallel`` runs everywhere (gradients are averaged by an explicit DistributedGradReducer:
-    with ``value_and_grad`` the context alone does not all-reduce, research section 5). Tensor or
+    with ``value_and_grad`` the context alone does not all-reduce: MindSpore's data-parallel tutorial wraps
+    the gradients in ``nn.DistributedGradReducer``). Tensor or
     pipeline parallelism and optimizer sharding need ``semi_auto_parallel``, which inserts the
     gradient communication itself and runs only on Ascend/GPU.
     """

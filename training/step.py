@@ -2,7 +2,8 @@
 
 GRAPH mode with one ``@ms.jit`` function per step is the fast path on CPU (PyNative eager is ~30x
 slower there: observed, benchmarks/bench_train.py). With gradient accumulation, micro-steps add
-into Parameter buffers inside the graph and one apply step updates (section 3); the optimizer
+into Parameter buffers inside the graph and one apply step updates (observed: one compiled graph
+for all micro-steps); the optimizer
 steps, the schedule and the checkpoints all count apply steps.
 """
 
@@ -66,7 +67,7 @@ class Steps:
         self.eval_loss = ms.jit(loss_net)  # forward only, for held-out batches
         if self.accum == 1:
             return
-        # gradient accumulation in Parameters updated inside the graph (research section 3)
+        # gradient accumulation in Parameters updated inside the graph (observed: keeps one compiled graph)
         self.acc = ms.ParameterTuple(
             Parameter(ops.zeros_like(p), name="accum." + p.name, requires_grad=False) for p in params
         )

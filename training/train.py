@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-os.environ.setdefault("GLOG_v", "3")  # MindSpore's C++ warnings off unless asked for (research section 8)
+os.environ.setdefault("GLOG_v", "3")  # MindSpore C++ log level ERROR unless asked for (GLOG_v, mindspore.cn env_var_list)
 
 import numpy as np  # noqa: E402
 
