@@ -137,7 +137,7 @@ def check(
       msdoctor check --quick --only python-env,duplicate-installs --format json
       msdoctor check --config train.yaml --format junit --output msdoctor-junit.xml --fail-on warn
     """
-    from msdoctor.doctor import Selection, diagnose, load_checks
+    from msdoctor.doctor import Selection, diagnose, load_checks, start_target_probe
     from msdoctor.plugins import autoload_disabled
     from msdoctor.render import RenderOptions, render
     from msdoctor.render.console import progress
@@ -154,6 +154,7 @@ def check(
     ctx = make_context(options)
     plugins = not (no_plugins or autoload_disabled())
     selection = Selection(only=split_ids(only), skip=split_ids(skip), plugins=plugins)
+    start_target_probe(ctx)
     registry = load_checks(plugins)
     threshold = resolve_fail_on(fail_on, strict)
 
