@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence
 
 from msdoctor.model import CheckResult, Finding, Report, Status, Target
 
-from .bandwidth import Row, judge
+from .bandwidth import Row, Verdict, judge
 from .identity import PER_NODE_ENV, TIMEOUT_VARS
 
 #: preflight-report.json schema (docs/preflight-report.md); bump on incompatible changes
@@ -166,9 +166,54 @@ def build(docs: Sequence[dict], opts: Options, *, started_at: str, duration_s: f
     """The preflight report (a dict, written as preflight-report.json) and a Report for the renderers."""
     docs = sorted(docs, key=lambda d: d["rank"])
     node_of = _node_of(docs)
-    results: list[CheckResult] = []
+    execs = sorted({((d.get("facts") or {}).get("python") or {}).get("executable") or "?" for d in docs})
+    diffs = differences(docs)
+    tos = timeouts(docs)
+    coll = collectives_summary(docs)
+    rows = [Row(**r) for r in (docs[0].get("bandwidth") or [])] if docs else []
+    verdicts = judge(rows, opts.baseline)
+    comp = _Compute.of(docs, opts.straggler_ratio)
+    results = [
+        _ranks_result(docs, opts, execs),
+        _node_checks_result(docs, node_of),
+        _consistency_result(docs, diffs, node_of),
+        _timeouts_result(docs, tos, node_of),
+        _collectives_result(docs, coll, node_of),
+        _subgroups_result(docs),
+        _bandwidth_result(rows, verdicts, opts),
+        _compute_result(docs, comp, opts, node_of),
+    ]
 
-    # 1. interpreter and per-rank facts --------------------------------------------------------
+    target = Target(executable=execs[0] if execs else "?", python_version=(
+        ((docs[0].get("facts") or {}).get("python") or {}).get("version") if docs else None))
+    report = Report(msdoctor_version, target, results, started_at, duration_s)
+    doc = {
+        "schema_version": PREFLIGHT_SCHEMA_VERSION,
+        "kind": "msdoctor-preflight",
+        "msdoctor_version": msdoctor_version,
+        "started_at": started_at,
+        "duration_s": round(duration_s, 3),
+        "status": _status(report),
+        "exit_code": int(report.exit_code()),
+        "cluster": cluster_summary(docs),
+        "checks": None,  # filled below with the JSON renderer's result dicts
+        "collectives": coll,
+        "subgroups": (docs[0].get("subgroups") or []) if docs else [],
+        "bandwidth": [dict(v.row.as_dict(), baseline_gbs=v.baseline_gbs, verdict=v.status) for v in verdicts],
+        "compute": {"median_gflops": comp.median, "straggler_ratio": opts.straggler_ratio,
+                    "ranks": [{"rank": r, "gflops": g, "straggler": r in comp.stragglers} for r, g in comp.per_rank]},
+        "timeouts": tos,
+        "differences": diffs,
+        "ranks": list(docs),
+    }
+    from msdoctor.render.json_report import result_dict
+
+    doc["checks"] = [result_dict(r) for r in results]
+    return doc, report
+
+
+def _ranks_result(docs: Sequence[dict], opts: Options, execs: list[str]) -> CheckResult:
+    """1. Every rank ran, with the job's interpreter (when the launcher said which one that is)."""
     interp: list[Finding] = []
     for d in docs:
         py = (d.get("facts") or {}).get("python") or {}
@@ -180,15 +225,16 @@ def build(docs: Sequence[dict], opts: Options, *, started_at: str, duration_s: f
                 fix=f"put {opts.expected_python_prefix}/bin first on PATH on that node before msrun "
                     "(or activate the job's environment there)", code="wrong-interpreter",
                 evidence={"rank": d["rank"], "prefix": py["prefix"], "expected": opts.expected_python_prefix}))
-    execs = sorted({((d.get("facts") or {}).get("python") or {}).get("executable") or "?" for d in docs})
     if not interp:
         interp.append(Finding.passed(f"{len(docs)} ranks report their interpreter and environment",
                                      proved="every rank started, ran the task and sent its facts before and after init",
                                      evidence={"executables": execs}))
-    results.append(_result("preflight-ranks", "Ranks and interpreters",
-                           "Every rank of the job ran the preflight with the job's interpreter.", interp))
+    return _result("preflight-ranks", "Ranks and interpreters",
+                   "Every rank of the job ran the preflight with the job's interpreter.", interp)
 
-    # 2. node-level checks ---------------------------------------------------------------------
+
+def _node_checks_result(docs: Sequence[dict], node_of: dict[int, Optional[int]]) -> CheckResult:
+    """2. What `msdoctor check --quick` said on each node (run by the node's first rank)."""
     nodef: list[Finding] = []
     for d in docs:
         nc = d.get("node_check")
@@ -209,11 +255,12 @@ def build(docs: Sequence[dict], opts: Options, *, started_at: str, duration_s: f
         if not bad:
             nodef.append(Finding.passed(f"{where}: msdoctor check --quick passed",
                                         proved=f"{len(nc.get('checks') or [])} checks passed or were skipped on that node"))
-    results.append(_result("preflight-node-checks", "msdoctor check on every node",
-                           "The environment checks, once per node (the first rank of each node).", nodef))
+    return _result("preflight-node-checks", "msdoctor check on every node",
+                   "The environment checks, once per node (the first rank of each node).", nodef)
 
-    # 3. consistency across ranks and nodes ----------------------------------------------------
-    diffs = differences(docs)
+
+def _consistency_result(docs: Sequence[dict], diffs: list[dict], node_of: dict[int, Optional[int]]) -> CheckResult:
+    """3. The differences between ranks and nodes that matter (per-node names do not)."""
     cons: list[Finding] = []
     for e in diffs:
         if not e["matters"]:
@@ -230,11 +277,12 @@ def build(docs: Sequence[dict], opts: Options, *, started_at: str, duration_s: f
                                    proved=f"{len(docs)} ranks compared with msdoctor diff's rules; {ignored} per-node "
                                           "differences (MS_NODE_RANK, RANK_ID, DEVICE_ID, MS_WORKER_IP, HCCL_IF_IP, "
                                           "paths ...) do not count"))
-    results.append(_result("preflight-consistency", "Same versions and environment everywhere",
-                           "Python, packages, MS_*/HCCL_*/ASCEND_* variables compared across ranks and nodes.", cons))
+    return _result("preflight-consistency", "Same versions and environment everywhere",
+                   "Python, packages, MS_*/HCCL_*/ASCEND_* variables compared across ranks and nodes.", cons)
 
-    # 4. HCCL timeouts ------------------------------------------------------------------------
-    tos = timeouts(docs)
+
+def _timeouts_result(docs: Sequence[dict], tos: dict[str, Any], node_of: dict[int, Optional[int]]) -> CheckResult:
+    """4. Each HCCL timeout has one value on every rank, and where that value came from."""
     tf: list[Finding] = []
     for name, t in tos.items():
         shown = "; ".join(f"{v['value'] if v['value'] is not None else '(unset)'} from {v['source']} on "
@@ -249,11 +297,12 @@ def build(docs: Sequence[dict], opts: Options, *, started_at: str, duration_s: f
         else:
             tf.append(Finding.passed(f"{name} is the same on every rank: {shown}",
                                      proved=f"{len(docs)} ranks report the same {name} and where it came from"))
-    results.append(_result("preflight-timeouts", "HCCL timeouts", "HCCL_CONNECT_TIMEOUT and HCCL_EXEC_TIMEOUT agree "
-                           "on every rank; where each value came from.", tf))
+    return _result("preflight-timeouts", "HCCL timeouts", "HCCL_CONNECT_TIMEOUT and HCCL_EXEC_TIMEOUT agree "
+                   "on every rank; where each value came from.", tf)
 
-    # 5. collectives --------------------------------------------------------------------------
-    coll = collectives_summary(docs)
+
+def _collectives_result(docs: Sequence[dict], coll: list[dict], node_of: dict[int, Optional[int]]) -> CheckResult:
+    """5. Each collective's worst outcome over the ranks; an unsupported one fails only when the config needs it."""
     cf: list[Finding] = []
     for c in coll:
         what = f"{c['op']}({c['dtype']}) on the {c['group']} group"
@@ -271,10 +320,12 @@ def build(docs: Sequence[dict], opts: Options, *, started_at: str, duration_s: f
             bad = c["ranks"].get("wrong", []) + c["ranks"].get("error", [])
             cf.append(Finding.fail(f"{what}: {'wrong values' if c['status'] == 'wrong' else 'failed'} on "
                                    f"{_where(bad, node_of)}", detail=c["detail"] or "", code=c["status"]))
-    results.append(_result("preflight-collectives", "Collective correctness",
-                           "AllReduce, AllGather and what the config uses, with position-dependent inputs.", cf))
+    return _result("preflight-collectives", "Collective correctness",
+                   "AllReduce, AllGather and what the config uses, with position-dependent inputs.", cf)
 
-    # 6. subgroups ----------------------------------------------------------------------------
+
+def _subgroups_result(docs: Sequence[dict]) -> CheckResult:
+    """6. Rank 0's intra- and inter-node group results."""
     sg: list[Finding] = []
     for g in (docs[0].get("subgroups") or []) if docs else []:
         if g["status"] == "ok":
@@ -286,12 +337,12 @@ def build(docs: Sequence[dict], opts: Options, *, started_at: str, duration_s: f
             sg.append(Finding.skipped(f"{g['group']} groups: not measured", reason=g.get("detail") or ""))
         else:
             sg.append(Finding.fail(f"{g['group']} groups: {g['status']}", detail=g.get("detail") or ""))
-    results.append(_result("preflight-subgroups", "Intra- and inter-node groups",
-                           "create_group for the ranks of one node and for one rank per node.", sg))
+    return _result("preflight-subgroups", "Intra- and inter-node groups",
+                   "create_group for the ranks of one node and for one rank per node.", sg)
 
-    # 7. bandwidth ----------------------------------------------------------------------------
-    rows = [Row(**r) for r in (docs[0].get("bandwidth") or [])] if docs else []
-    verdicts = judge(rows, opts.baseline)
+
+def _bandwidth_result(rows: list[Row], verdicts: list[Verdict], opts: Options) -> CheckResult:
+    """7. The size sweep against the baseline, or the best bus bandwidth measured when none is below it."""
     bf: list[Finding] = []
     for v in verdicts:
         if v.status in ("warn", "fail"):
@@ -307,16 +358,34 @@ def build(docs: Sequence[dict], opts: Options, *, started_at: str, duration_s: f
             + ("" if opts.baseline else " (no baseline given)"),
             proved=f"{len(rows)} sizes timed on {rows[0].ranks} ranks, the slowest rank's time each"
                    + (f"; none below the baseline {opts.baseline_path}" if opts.baseline else "")))
-    results.append(_result("preflight-bandwidth", "Collective bandwidth", "A size sweep, nccl-tests' algbw/busbw.", bf))
+    return _result("preflight-bandwidth", "Collective bandwidth", "A size sweep, nccl-tests' algbw/busbw.", bf)
 
-    # 8. compute ------------------------------------------------------------------------------
-    comp = [(d["rank"], (d.get("compute") or {}).get("gflops")) for d in docs]
-    vals = [g for _, g in comp if isinstance(g, (int, float)) and g > 0]
-    median = statistics.median(vals) if vals else None
-    stragglers = [r for r, g in comp if median and isinstance(g, (int, float)) and g < opts.straggler_ratio * median]
+
+@dataclass
+class _Compute:
+    """Each rank's matmul GFLOP/s, their median, and the ranks below straggler_ratio of it."""
+
+    per_rank: list[tuple[int, Any]]
+    values: list[float]
+    median: Optional[float]
+    stragglers: list[int]
+
+    @classmethod
+    def of(cls, docs: Sequence[dict], straggler_ratio: float) -> _Compute:
+        comp = [(d["rank"], (d.get("compute") or {}).get("gflops")) for d in docs]
+        vals = [g for _, g in comp if isinstance(g, (int, float)) and g > 0]
+        median = statistics.median(vals) if vals else None
+        stragglers = [r for r, g in comp if median and isinstance(g, (int, float)) and g < straggler_ratio * median]
+        return cls(comp, vals, median, stragglers)
+
+
+def _compute_result(docs: Sequence[dict], comp: _Compute, opts: Options,
+                    node_of: dict[int, Optional[int]]) -> CheckResult:
+    """8. Stragglers, and the ranks whose matmul probe failed."""
     cpf: list[Finding] = []
-    for r in stragglers:
-        g = dict(comp)[r]
+    median = comp.median
+    for r in comp.stragglers:
+        g = dict(comp.per_rank)[r]
         node = node_of.get(r)
         cpf.append(Finding.warn(f"rank {r}{f' (node_rank {node})' if node is not None else ''} is a straggler: "
                                 f"{g:.3g} GFLOP/s, "
@@ -324,41 +393,14 @@ def build(docs: Sequence[dict], opts: Options, *, started_at: str, duration_s: f
                                 detail="one slow rank sets the pace of every synchronous step",
                                 fix="check that device's clocks, temperature and neighbours (npu-smi info / "
                                     "nvidia-smi), and what else runs on that node", code="straggler"))
-    for r, g in comp:
+    for r, g in comp.per_rank:
         if g is None:
             err = next((d.get("compute") or {} for d in docs if d["rank"] == r), {}).get("error")
             cpf.append(Finding.error(f"rank {r}: matmul probe failed", detail=str(err or "no result")))
-    if vals and not cpf:
+    if comp.values and not cpf:
         cpf.append(Finding.passed(f"matmul: median {median:.3g} GFLOP/s, no rank below "
-                                  f"{opts.straggler_ratio:.0%} of it", proved=f"{len(vals)} ranks timed a matmul"))
-    results.append(_result("preflight-compute", "Compute per rank", "Matmul GFLOP/s per rank, stragglers flagged.", cpf))
-
-    target = Target(executable=execs[0] if execs else "?", python_version=(
-        ((docs[0].get("facts") or {}).get("python") or {}).get("version") if docs else None))
-    report = Report(msdoctor_version, target, results, started_at, duration_s)
-    doc = {
-        "schema_version": PREFLIGHT_SCHEMA_VERSION,
-        "kind": "msdoctor-preflight",
-        "msdoctor_version": msdoctor_version,
-        "started_at": started_at,
-        "duration_s": round(duration_s, 3),
-        "status": _status(report),
-        "exit_code": int(report.exit_code()),
-        "cluster": cluster_summary(docs),
-        "checks": None,  # filled by the caller with the JSON renderer's result dicts
-        "collectives": coll,
-        "subgroups": (docs[0].get("subgroups") or []) if docs else [],
-        "bandwidth": [dict(v.row.as_dict(), baseline_gbs=v.baseline_gbs, verdict=v.status) for v in verdicts],
-        "compute": {"median_gflops": median, "straggler_ratio": opts.straggler_ratio,
-                    "ranks": [{"rank": r, "gflops": g, "straggler": r in stragglers} for r, g in comp]},
-        "timeouts": tos,
-        "differences": diffs,
-        "ranks": list(docs),
-    }
-    from msdoctor.render.json_report import result_dict
-
-    doc["checks"] = [result_dict(r) for r in results]
-    return doc, report
+                                  f"{opts.straggler_ratio:.0%} of it", proved=f"{len(comp.values)} ranks timed a matmul"))
+    return _result("preflight-compute", "Compute per rank", "Matmul GFLOP/s per rank, stragglers flagged.", cpf)
 
 
 def _status(report: Report) -> str:
