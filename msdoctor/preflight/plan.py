@@ -135,118 +135,131 @@ def check(args: MsrunArgs, *, device_target: str, expected_python: Optional[str]
           env: Optional[Mapping[str, str]] = None) -> PlanResult:
     env = dict(os.environ if env is None else env)
     res = PlanResult(args)
-    add = res.findings.append
     a = args
-
-    # the arguments add up
     nodes = a.worker_num // a.local_worker_num if a.local_worker_num > 0 else 0
-    if a.local_worker_num <= 0 or a.worker_num <= 0 or a.worker_num % a.local_worker_num:
-        add(Finding.fail(f"--worker_num {a.worker_num} is not a multiple of --local_worker_num {a.local_worker_num}",
-                         detail="msrun numbers ranks node_rank x local_worker_num + local index: every node must start "
-                                "the same number of workers", fix="give every node the same --local_worker_num "
-                                "and --worker_num = nodes x local_worker_num", code="args"))
-    elif not 0 <= a.node_rank < nodes:
-        add(Finding.fail(f"--node_rank {a.node_rank} is outside 0..{nodes - 1}",
-                         detail=f"{a.worker_num} workers / {a.local_worker_num} per node = {nodes} nodes",
-                         fix=f"number the nodes 0..{nodes - 1}, one number per node", code="args"))
-    else:
-        add(Finding.passed(f"{nodes} node(s) x {a.local_worker_num} workers = {a.worker_num}; this is node_rank "
-                           f"{a.node_rank}, ranks {a.node_rank * a.local_worker_num}.."
-                           f"{(a.node_rank + 1) * a.local_worker_num - 1}",
-                           proved="the msrun arguments are consistent on this node", code="args"))
-
-    # the master address
+    res.findings.append(_args_finding(a, nodes))
     ip = resolve(a.master_addr)
     local = local_addresses()
-    if ip is None:
-        add(Finding.fail(f"--master_addr {a.master_addr} does not resolve", fix="use the master node's IPv4 address",
-                         code="master-addr"))
-    elif a.node_rank == 0:
-        if ip not in local:
-            add(Finding.fail(f"node_rank 0 but --master_addr {a.master_addr} ({ip}) is not an address of this host",
-                             detail="msrun starts the scheduler only where the master address is local; nobody "
-                                    "would start it", fix="run node_rank 0 on the host that owns the master address, "
-                                                          "or give that host's address", code="master-addr"))
-        elif ip.startswith("127.") and nodes > 1:
-            add(Finding.fail(f"--master_addr {a.master_addr} is a loopback address in a {nodes}-node job",
-                             detail="other nodes cannot reach 127.0.0.1 of this host, and every node would think the "
-                                    "master is local and start its own scheduler (observed: the second fails with "
-                                    "\"Failed to init the tcp server\")",
-                             fix="use this host's address on the network the nodes share", code="master-addr"))
-        else:
-            add(Finding.passed(f"--master_addr {a.master_addr} is this host's address",
-                               proved="msrun will start the scheduler here", code="master-addr"))
-    else:
-        if ip in local and not ip.startswith("127."):
-            add(Finding.fail(f"node_rank {a.node_rank} but --master_addr {a.master_addr} is this host",
-                             detail="msrun would start a second scheduler here", fix="run node_rank 0 on this host, "
-                             "or give the master node's address", code="master-addr"))
-        else:
-            ok, why = reachable(ip, a.master_port)
-            add(Finding.passed(f"master {a.master_addr}:{a.master_port} is reachable: {why}",
-                               proved="a TCP connection attempt got an answer", code="master-addr") if ok else
-                Finding.fail(f"master {a.master_addr}:{a.master_port} is not reachable from this host: {why}",
-                             fix="check the address, the route (ip route get " + ip + ") and firewalls between the "
-                                 "nodes", code="master-addr"))
-
-    # the master port (only the master binds it)
-    if a.node_rank == 0 and ip is not None and ip in local:
-        err = bind_test(ip, a.master_port)
-        if err is None:
-            add(Finding.passed(f"port {a.master_port} is free on {ip}", proved="a bind on it succeeded", code="port"))
-        else:
-            holder = port_holder(a.master_port)
-            who = (f"pid {holder.get('pid')} ({holder.get('name', '?')}: {holder.get('cmdline', '')})"
-                   if holder and holder.get("pid") else "another process (run `ss -ltnp` as root to see which)")
-            add(Finding.fail(f"port {a.master_port} on {ip} is taken by {who}",
-                             detail=f"bind: {errno.errorcode.get(err, err)}. The scheduler would fail with \"Failed "
-                                    "to init the tcp server\" and the workers wait until --cluster_time_out",
-                             fix=f"pick another --master_port on every node, or stop pid {holder.get('pid')}"
-                                 if holder and holder.get("pid") else "pick another --master_port on every node",
-                             evidence={"port": a.master_port, "holder": holder}, code="port"))
-
-    # devices
-    count, source = visible_devices(device_target, env)
-    if count is not None and a.local_worker_num > count:
-        add(Finding.fail(f"--local_worker_num {a.local_worker_num} > {count} visible {device_target} devices "
-                         f"({source})", fix=f"--local_worker_num {count} (and --worker_num nodes x {count})",
-                         code="devices"))
-    elif count is not None:
-        add(Finding.passed(f"{a.local_worker_num} workers for {count} visible devices ({source})",
-                           proved="each worker gets its own device", code="devices"))
-    else:
-        cores = os.cpu_count() or 1
-        add(Finding.passed(f"{a.local_worker_num} CPU workers on {cores} cores",
-                           proved="CPU workers need no device", code="devices") if a.local_worker_num <= cores else
-            Finding.warn(f"{a.local_worker_num} CPU workers on {cores} cores", detail="workers will share cores",
-                         code="devices"))
-
-    # the interpreter msrun will start
+    res.findings.append(_master_addr_finding(a, ip, local, nodes))
+    if a.node_rank == 0 and ip is not None and ip in local:  # only the master binds the port
+        res.findings.append(_master_port_finding(a, ip))
+    res.findings.append(_devices_finding(a, device_target, env))
     on_path = shutil.which("python", path=env.get("PATH"))
     if expected_python:
-        same = on_path is not None and _same_interpreter(on_path, expected_python)
-        if same:
-            add(Finding.passed(f"`python` on PATH is the job's interpreter ({on_path})",
-                               proved="msrun starts `python` from PATH, and that is the target", code="python"))
-        else:
-            add(Finding.fail(f"`python` on PATH is {on_path or '(none)'}, not the job's interpreter {expected_python}",
-                             detail="msrun starts every worker as `python` from PATH, not with its own interpreter",
-                             fix=f"export PATH={os.path.dirname(expected_python)}:$PATH before msrun",
-                             code="python"))
-    # the task is `python -m msdoctor preflight`: msdoctor must be importable by the `python` msrun starts
+        res.findings.append(_interpreter_finding(on_path, expected_python))
     if on_path:
-        from msdoctor import proc
-
-        probe = proc.run([on_path, "-I", "-c", "import importlib.util, sys; "
-                          "sys.exit(0 if importlib.util.find_spec('msdoctor') else 1)"], timeout=10, env=env)
-        if probe.returncode == 1:
-            add(Finding.fail(f"msdoctor is not installed for {on_path}",
-                             detail="msrun runs `python -m msdoctor preflight` with that interpreter on every rank",
-                             fix=f"{on_path} -m pip install msdoctor (on every node)", code="msdoctor-importable"))
-        elif not probe.ok:
-            add(Finding.warn(f"could not ask {on_path} whether it has msdoctor: {probe.describe_failure()}",
-                             code="msdoctor-importable"))
+        res.findings.extend(_msdoctor_importable_findings(on_path, env))
     return res
+
+
+def _args_finding(a: MsrunArgs, nodes: int) -> Finding:
+    """The msrun arguments add up: whole nodes of local_worker_num workers, and node_rank among them."""
+    if a.local_worker_num <= 0 or a.worker_num <= 0 or a.worker_num % a.local_worker_num:
+        return Finding.fail(f"--worker_num {a.worker_num} is not a multiple of --local_worker_num {a.local_worker_num}",
+                            detail="msrun numbers ranks node_rank x local_worker_num + local index: every node must "
+                                   "start the same number of workers", fix="give every node the same "
+                                   "--local_worker_num and --worker_num = nodes x local_worker_num", code="args")
+    if not 0 <= a.node_rank < nodes:
+        return Finding.fail(f"--node_rank {a.node_rank} is outside 0..{nodes - 1}",
+                            detail=f"{a.worker_num} workers / {a.local_worker_num} per node = {nodes} nodes",
+                            fix=f"number the nodes 0..{nodes - 1}, one number per node", code="args")
+    return Finding.passed(f"{nodes} node(s) x {a.local_worker_num} workers = {a.worker_num}; this is node_rank "
+                          f"{a.node_rank}, ranks {a.node_rank * a.local_worker_num}.."
+                          f"{(a.node_rank + 1) * a.local_worker_num - 1}",
+                          proved="the msrun arguments are consistent on this node", code="args")
+
+
+def _master_addr_finding(a: MsrunArgs, ip: Optional[str], local: set[str], nodes: int) -> Finding:
+    """node_rank 0 owns the master address (msrun starts the scheduler there); any other node reaches it."""
+    if ip is None:
+        return Finding.fail(f"--master_addr {a.master_addr} does not resolve", fix="use the master node's IPv4 address",
+                            code="master-addr")
+    if a.node_rank == 0:
+        if ip not in local:
+            return Finding.fail(f"node_rank 0 but --master_addr {a.master_addr} ({ip}) is not an address of this host",
+                                detail="msrun starts the scheduler only where the master address is local; nobody "
+                                       "would start it", fix="run node_rank 0 on the host that owns the master "
+                                                             "address, or give that host's address", code="master-addr")
+        if ip.startswith("127.") and nodes > 1:
+            return Finding.fail(f"--master_addr {a.master_addr} is a loopback address in a {nodes}-node job",
+                                detail="other nodes cannot reach 127.0.0.1 of this host, and every node would think "
+                                       "the master is local and start its own scheduler (observed: the second fails "
+                                       "with \"Failed to init the tcp server\")",
+                                fix="use this host's address on the network the nodes share", code="master-addr")
+        return Finding.passed(f"--master_addr {a.master_addr} is this host's address",
+                              proved="msrun will start the scheduler here", code="master-addr")
+    if ip in local and not ip.startswith("127."):
+        return Finding.fail(f"node_rank {a.node_rank} but --master_addr {a.master_addr} is this host",
+                            detail="msrun would start a second scheduler here", fix="run node_rank 0 on this host, "
+                            "or give the master node's address", code="master-addr")
+    ok, why = reachable(ip, a.master_port)
+    if ok:
+        return Finding.passed(f"master {a.master_addr}:{a.master_port} is reachable: {why}",
+                              proved="a TCP connection attempt got an answer", code="master-addr")
+    return Finding.fail(f"master {a.master_addr}:{a.master_port} is not reachable from this host: {why}",
+                        fix="check the address, the route (ip route get " + ip + ") and firewalls between the "
+                            "nodes", code="master-addr")
+
+
+def _master_port_finding(a: MsrunArgs, ip: str) -> Finding:
+    """The master port can be bound on the master address now; when not, who holds it."""
+    err = bind_test(ip, a.master_port)
+    if err is None:
+        return Finding.passed(f"port {a.master_port} is free on {ip}", proved="a bind on it succeeded", code="port")
+    holder = port_holder(a.master_port)
+    who = (f"pid {holder.get('pid')} ({holder.get('name', '?')}: {holder.get('cmdline', '')})"
+           if holder and holder.get("pid") else "another process (run `ss -ltnp` as root to see which)")
+    return Finding.fail(f"port {a.master_port} on {ip} is taken by {who}",
+                        detail=f"bind: {errno.errorcode.get(err, err)}. The scheduler would fail with \"Failed "
+                               "to init the tcp server\" and the workers wait until --cluster_time_out",
+                        fix=f"pick another --master_port on every node, or stop pid {holder.get('pid')}"
+                            if holder and holder.get("pid") else "pick another --master_port on every node",
+                        evidence={"port": a.master_port, "holder": holder}, code="port")
+
+
+def _devices_finding(a: MsrunArgs, device_target: str, env: Mapping[str, str]) -> Finding:
+    """local_worker_num fits the devices this node's workers can see (CPU workers: the cores)."""
+    count, source = visible_devices(device_target, env)
+    if count is not None and a.local_worker_num > count:
+        return Finding.fail(f"--local_worker_num {a.local_worker_num} > {count} visible {device_target} devices "
+                            f"({source})", fix=f"--local_worker_num {count} (and --worker_num nodes x {count})",
+                            code="devices")
+    if count is not None:
+        return Finding.passed(f"{a.local_worker_num} workers for {count} visible devices ({source})",
+                              proved="each worker gets its own device", code="devices")
+    cores = os.cpu_count() or 1
+    if a.local_worker_num <= cores:
+        return Finding.passed(f"{a.local_worker_num} CPU workers on {cores} cores",
+                              proved="CPU workers need no device", code="devices")
+    return Finding.warn(f"{a.local_worker_num} CPU workers on {cores} cores", detail="workers will share cores",
+                        code="devices")
+
+
+def _interpreter_finding(on_path: Optional[str], expected_python: str) -> Finding:
+    """``python`` on PATH, which msrun starts for every worker, is the job's interpreter."""
+    if on_path is not None and _same_interpreter(on_path, expected_python):
+        return Finding.passed(f"`python` on PATH is the job's interpreter ({on_path})",
+                              proved="msrun starts `python` from PATH, and that is the target", code="python")
+    return Finding.fail(f"`python` on PATH is {on_path or '(none)'}, not the job's interpreter {expected_python}",
+                        detail="msrun starts every worker as `python` from PATH, not with its own interpreter",
+                        fix=f"export PATH={os.path.dirname(expected_python)}:$PATH before msrun",
+                        code="python")
+
+
+def _msdoctor_importable_findings(on_path: str, env: Mapping[str, str]) -> list[Finding]:
+    """The task is ``python -m msdoctor preflight``: msdoctor must be importable by the ``python`` msrun starts."""
+    from msdoctor import proc
+
+    probe = proc.run([on_path, "-I", "-c", "import importlib.util, sys; "
+                      "sys.exit(0 if importlib.util.find_spec('msdoctor') else 1)"], timeout=10, env=env)
+    if probe.returncode == 1:
+        return [Finding.fail(f"msdoctor is not installed for {on_path}",
+                             detail="msrun runs `python -m msdoctor preflight` with that interpreter on every rank",
+                             fix=f"{on_path} -m pip install msdoctor (on every node)", code="msdoctor-importable")]
+    if not probe.ok:
+        return [Finding.warn(f"could not ask {on_path} whether it has msdoctor: {probe.describe_failure()}",
+                             code="msdoctor-importable")]
+    return []
 
 
 def _same_interpreter(a: str, b: str) -> bool:
