@@ -31,8 +31,9 @@ from __future__ import annotations
 import ast
 import os
 import re
+import threading
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from msdoctor.registry_scan.parse import CACHE, ModuleFacts, ParseCache, ParseError, dotted
 
@@ -140,6 +141,9 @@ class Owner:
         return f"{head}: {self.cls}" if self.cls else head
 
 
+_AUTO_LOCK = threading.Lock()
+
+
 @dataclass
 class LibraryRegistry:
     """The built-in registries of one installed library.
@@ -163,11 +167,21 @@ class LibraryRegistry:
     root: str
     configs: dict[str, Owner] = field(default_factory=dict)
     config_types: dict[str, str] = field(default_factory=dict)
-    auto: dict[str, dict[str, Owner]] = field(default_factory=dict)
+    _auto: dict[str, dict[str, Owner]] = field(default_factory=dict, repr=False)
     decorated: dict[str, dict[str, Owner]] = field(default_factory=dict)
     search_names: dict[tuple[str, str], str] = field(default_factory=dict)
     files_read: int = 0
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    #: reads the auto tables on first use of ``auto`` (most runs have no auto registration to compare)
+    _auto_reader: Optional[Callable[["LibraryRegistry"], None]] = field(default=None, repr=False, compare=False)
+
+    @property
+    def auto(self) -> dict[str, dict[str, Owner]]:
+        with _AUTO_LOCK:
+            reader, self._auto_reader = self._auto_reader, None
+            if reader is not None:
+                reader(self)
+        return self._auto
 
     @property
     def label(self) -> str:
@@ -230,6 +244,13 @@ def read_auto_dir(reg: LibraryRegistry, cache: ParseCache = CACHE) -> None:
         reg.configs[name] = Owner(reg.dist, reg.version, cls, conf_path, line)
         if cls:
             reg.config_types[cls] = name
+    # the model / tokenizer / processor tables (8 more files, about 2/3 of the parse time) are read when a
+    # registration is compared with them: LibraryRegistry.auto
+    reg._auto_reader = lambda r: _read_auto_tables(r, auto_dir, cache)
+
+
+def _read_auto_tables(reg: LibraryRegistry, auto_dir: str, cache: ParseCache) -> None:
+    """Fill reg.auto from ``<auto_dir>/*_auto.py`` other than configuration_auto.py."""
     try:
         names = sorted(os.listdir(auto_dir))
     except OSError:
@@ -249,10 +270,10 @@ def _auto_tables(reg: LibraryRegistry, facts: ModuleFacts) -> None:
         return {k: Owner(reg.dist, reg.version, v, facts.path, line) for k, (v, line) in table.items()}
 
     for mapping_var, table_var in facts.lazy_mappings.items():
-        reg.auto[mapping_var] = owners(table_var)
+        reg._auto[mapping_var] = owners(table_var)
     for cls, mapping_var in facts.class_mappings.items():
         if mapping_var in facts.lazy_mappings:
-            reg.auto[cls] = owners(facts.lazy_mappings[mapping_var])
+            reg._auto[cls] = owners(facts.lazy_mappings[mapping_var])
 
 
 def _mf_module_type(expr_text: Optional[str], literal: object) -> str:
