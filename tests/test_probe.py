@@ -126,3 +126,59 @@ def test_metadata_headers_read_as_the_email_parser_reads_them(tmp_path: Path) ->
         ), d["path"]
     mine = next(d for d in dists if d["name"] == "folded")
     assert mine["requires"] == ["a>=1", "b ; extra == 'x'"]
+
+
+# -- several probes in one start (msdoctor.probe.run_scripts) --------------------------------------------------
+@pytest.mark.parametrize("version", [None, "3.7"])
+def test_combined_probes_give_what_each_gives_alone(version: "str | None", tmp_path: Path) -> None:
+    """The target probe and the interpreter probe run in one start (one interpreter start saved per check)
+    answer exactly as when each runs on its own, under the test interpreter and under Python 3.7."""
+    from msdoctor.probe import run_scripts
+
+    python = BASE_PYTHON if version is None else which_python(version)
+    if python is None:
+        pytest.skip(f"no Python {version} on this machine (pyenv keeps none)")
+    (target, interp), _ = run_scripts(python, ("target_probe.py", "interp_probe.py"), timeout=60,
+                                      args={"jupyter": True})
+    alone_interp, _ = run_script(python, "interp_probe.py", timeout=60, args={"jupyter": True})
+    assert interp == alone_interp and interp["jupyter"]["kernel_dirs"]
+    alone_target = _probe(python, tmp_path)
+    for key in ("cwd",):  # each run has its own scratch directory
+        target.pop(key), alone_target.pop(key)
+    assert target == alone_target
+
+
+def test_a_failing_companion_probe_gives_none_and_leaves_the_main_one(tmp_path: Path, monkeypatch) -> None:
+    import msdoctor.probe as probe
+
+    real = probe.script_source
+    monkeypatch.setattr(probe, "script_source",
+                        lambda name: "raise RuntimeError('companion broke')\n" if name == "broken.py" else real(name))
+    (target, broken), result = probe.run_scripts(BASE_PYTHON, ("target_probe.py", "broken.py"), timeout=60)
+    assert broken is None and "companion broke" in result.stderr
+    assert target["probe_schema"] == 1 and any(d["name"] == "mindspore" for d in target["distributions"])
+    monkeypatch.setattr(probe, "script_source",
+                        lambda name: "raise RuntimeError('main broke')\n" if name == "broken.py" else real(name))
+    with pytest.raises(probe.ProbeError, match="main broke"):
+        probe.run_scripts(BASE_PYTHON, ("broken.py", "interp_probe.py"), timeout=60)
+
+
+def test_check_starts_the_target_interpreter_once(tmp_path: Path) -> None:
+    """`check --quick` asks the target for its probe, its Jupyter paths and its modules in ONE start: a wrapper
+    that logs each start of the target counts them."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "starts.log"
+    wrapper = tmp_path / "bin" / "python"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {BASE_PYTHON} "$@"\n')
+    wrapper.chmod(0o755)
+    project = tmp_path / "project"
+    project.mkdir()
+    res = subprocess.run([sys.executable, "-m", "msdoctor", "check", "--quick", "--python", str(wrapper),
+                          "--only", "kernel-mismatch,python-env", "--format", "json"],
+                         cwd=project, capture_output=True, text=True, timeout=300)
+    assert res.returncode in (0, 1), res.stderr
+    starts = log.read_text().splitlines()
+    assert len(starts) == 1, starts

@@ -169,9 +169,7 @@ class InterpreterProbes:
         assert event is not None
         if owner:
             try:
-                self._results[key] = self._run(run_path, key[1])
-            except Exception as exc:  # noqa: BLE001 - one odd interpreter must not take the whole check down
-                self._results[key] = InterpInfo(path, ok=False, error=f"probe failed: {type(exc).__name__}: {exc}")
+                self._results[key] = self._run_safely(run_path, key[1])
             finally:
                 event.set()
         else:
@@ -182,6 +180,22 @@ class InterpreterProbes:
                                                   "the shim not run)")
         # the same interpreter under another name of its own bin dir (python vs python3): one probe
         return found if found.path == path else replace(found, path=path)
+
+    def claim(self, path: str, *, jupyter: bool = False) -> bool:
+        """Take the probe of ``path`` on for a caller that gets its result elsewhere (the target probe runs this
+        probe in the same start); requests wait until :meth:`fulfil`. False when it is already under way."""
+        key = (_identity(self._follow(path)), jupyter)
+        with self._lock:
+            if key in self._events:
+                return False
+            self._events[key] = threading.Event()
+            return True
+
+    def fulfil(self, path: str, info: Optional[InterpInfo], *, jupyter: bool = False) -> None:
+        """Complete a :meth:`claim` with its result; None runs the probe now, in the calling thread."""
+        key = (_identity(self._follow(path)), jupyter)
+        self._results[key] = info if info is not None else self._run_safely(path, jupyter)
+        self._events[key].set()
 
     def reserve(self, path: str, *, jupyter: bool = False) -> None:
         """Announce a probe with the Jupyter paths: a plain request for that interpreter, coming first,
@@ -212,6 +226,12 @@ class InterpreterProbes:
         with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(unique)), thread_name_prefix="interp") as pool:
             results = list(pool.map(self.get, unique))
         return dict(zip(unique, results))
+
+    def _run_safely(self, path: str, jupyter: bool) -> InterpInfo:
+        try:
+            return self._run(path, jupyter)
+        except Exception as exc:  # noqa: BLE001 - one odd interpreter must not take the whole check down
+            return InterpInfo(path, ok=False, error=f"probe failed: {type(exc).__name__}: {exc}")
 
     def _run(self, path: str, jupyter: bool) -> InterpInfo:
         if not os.path.exists(path):

@@ -11,7 +11,7 @@ from typing import Any, Iterator, Mapping, Optional
 
 from msdoctor.context import Context, FactSpec, FactUnavailable
 from msdoctor.model import Target
-from msdoctor.probe import ProbeError, default_env, run_script
+from msdoctor.probe import ProbeError, default_env, run_scripts
 
 PROBE_SCHEMA = 1
 
@@ -280,16 +280,25 @@ class UnsupportedTarget(FactUnavailable):
 
 
 def _compute_target(ctx: Context) -> TargetFacts:
+    from msdoctor.facts.interpreters import INTERPRETERS
+
     python = ctx.options.python or sys.executable
+    # the interpreter probe of the target (with its Jupyter paths, for kernel-mismatch and fix-kernel) runs in
+    # the same start: a second start of an interpreter with a big site-packages costs 50-100 ms of CPU
+    probes = ctx.get(INTERPRETERS)
+    claimed = probes.claim(python, jupyter=True)
+    interp: Any = "the target probe did not finish"
     try:
-        data, _ = run_script(
+        (data, interp), _ = run_scripts(
             python,
-            "target_probe.py",
+            ("target_probe.py", "interp_probe.py"),
             timeout=ctx.options.probe_timeout_s,
             env=default_env(ctx.environ),
+            args={"jupyter": True},
         )
         return TargetFacts.from_probe(data)
     except ProbeError as exc:
+        interp = exc.message
         if exc.unsupported:
             raise UnsupportedTarget(f"{python}: {exc.message}", exc.fix) from None
         raise FactUnavailable(f"could not probe the target interpreter: {exc.message}", exc.fix) from None
@@ -298,6 +307,24 @@ def _compute_target(ctx: Context) -> TargetFacts:
             f"the probe of {python} returned data msdoctor does not understand ({exc})",
             "report this with `msdoctor report` attached",
         ) from None
+    finally:
+        if claimed:
+            probes.fulfil(python, _interp_info(python, interp), jupyter=True)
+
+
+def _interp_info(python: str, interp: Any) -> Any:
+    """The InterpInfo of the target from its part of the combined probe: a failed one when the whole probe
+    failed (``interp`` says why); None when only that part failed (then it runs on its own)."""
+    from msdoctor.facts.interpreters import InterpInfo
+
+    if isinstance(interp, str):
+        return InterpInfo(python, ok=False, error=interp)
+    if not isinstance(interp, dict):
+        return None
+    try:
+        return InterpInfo.from_json(python, interp)
+    except (TypeError, ValueError, AttributeError):
+        return None
 
 
 #: The probe of the target interpreter. Every check that asks about the target uses it.
