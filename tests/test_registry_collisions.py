@@ -565,3 +565,18 @@ def test_real_mindformers_and_mindnlp_wheels(tmp_path: Path) -> None:
                         target.python_cmd())
     [fail] = [f for f in findings if f.status is Status.FAIL]
     assert fail.evidence["owner"] == "mindnlp 0.4.1: LlamaConfig" and fail.location.line == 4
+
+
+def test_auto_tables_of_the_real_transformers_are_read_only_when_compared() -> None:
+    """The built-in model/tokenizer tables (modeling_auto.py and 7 more files) are parsed when a registration is
+    compared with them, not on every run; configuration_auto.py (the config names) always is."""
+    from msdoctor.registry_scan.builtins import read_library
+    from msdoctor.registry_scan.parse import ParseCache
+
+    target = TargetFacts.from_probe(probe_json(BASE_PYTHON))
+    pkg = os.path.dirname(target.module_origin("transformers"))
+    reg = read_library("transformers", pkg, "transformers", target.dist("transformers").version, ParseCache())
+    assert reg.files_read == 1 and len(reg.configs) > 400
+    assert "llama" in reg.auto["AutoModelForCausalLM"] and reg.files_read > 5
+    read = reg.files_read
+    assert reg.auto["MODEL_FOR_CAUSAL_LM_MAPPING"] and reg.files_read == read  # read once
