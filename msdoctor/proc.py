@@ -352,6 +352,112 @@ def live_children() -> list[int]:
         return sorted(_live)
 
 
+class _Pipes:
+    """A child's pipes under one selector: stdin fed from ``data``, stdout and stderr read into buffers
+    of at most ``cap`` bytes each (``on_chunk`` sees what is kept, as it arrives)."""
+
+    def __init__(self, child: Child, data: Optional[bytes], cap: int,
+                 on_chunk: Optional[Callable[[bytes], None]]) -> None:
+        p = child.popen
+        self.child = child
+        self.cap = cap
+        self.on_chunk = on_chunk
+        self.sel = selectors.DefaultSelector()
+        self.bufs: dict[int, bytearray] = {}
+        self.view = memoryview(data or b"")
+        self.pos = 0
+        self.out_fd = p.stdout.fileno() if p.stdout is not None else -1
+        self.err_fd = p.stderr.fileno() if p.stderr is not None else -1
+        self.in_fd = p.stdin.fileno() if p.stdin is not None else -2
+        #: a stream went over the cap (reading stopped there)
+        self.overflow = False
+        #: the child exited while the pipes were watched (its group was killed then)
+        self.exited = False
+        if p.stdin is not None:
+            if self.view:
+                os.set_blocking(p.stdin.fileno(), False)
+                self.sel.register(p.stdin.fileno(), selectors.EVENT_WRITE)
+            else:
+                p.stdin.close()
+        for fd in (self.out_fd, self.err_fd):
+            if fd >= 0:
+                self.bufs[fd] = bytearray()
+                self.sel.register(fd, selectors.EVENT_READ)
+
+    def open(self) -> bool:
+        """Whether a pipe is still open (stdin not fed yet, or output not at its end)."""
+        return bool(self.sel.get_map())
+
+    def move(self, until: float, watch_exit: bool) -> None:
+        """Move data until every pipe closed, ``until``, or an overflow. With ``watch_exit``, once the
+        child exited its group is killed (a leftover holding a pipe) and reading ends soon after."""
+        while self.sel.get_map():
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            events = self.sel.select(min(left, 0.1))
+            for key, _ in events:
+                if key.fd == self.in_fd:
+                    self._feed(key.fd)
+                elif self._read(key.fd):
+                    return
+            if watch_exit and not events and not self.exited and self.child.exited(0.0):
+                self.exited = True
+                self.child.kill()
+                until = min(until, time.monotonic() + KILL_GRACE_S)
+
+    def _feed(self, fd: int) -> None:
+        """Write the next piece of stdin; close it once all is written or the child stopped reading."""
+        try:
+            self.pos += os.write(fd, self.view[self.pos:self.pos + 65536])
+        except BlockingIOError:
+            return
+        except OSError:  # the child stopped reading (EPIPE)
+            self.pos = len(self.view)
+        if self.pos >= len(self.view):
+            self.sel.unregister(fd)
+            stdin = self.child.popen.stdin
+            assert stdin is not None
+            stdin.close()
+
+    def _read(self, fd: int) -> bool:
+        """Read one chunk of output into its buffer; True when it went over the cap (``overflow`` is set)."""
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return False
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.sel.unregister(fd)
+            return False
+        buf = self.bufs[fd]
+        room = self.cap - len(buf)
+        buf.extend(chunk[:max(room, 0)])
+        if self.on_chunk is not None and room > 0:
+            self.on_chunk(chunk[:room])
+        if len(chunk) > room:
+            self.overflow = True
+            return True
+        return False
+
+    def output(self) -> tuple[bytes, bytes]:
+        """What was read from stdout and stderr."""
+        return bytes(self.bufs.get(self.out_fd, b"")), bytes(self.bufs.get(self.err_fd, b""))
+
+    def close(self) -> None:
+        """Kill the child's group, close the selector and every pipe."""
+        self.child.kill()
+        self.sel.close()
+        p = self.child.popen
+        for f in (p.stdin, p.stdout, p.stderr):
+            if f is not None:
+                try:
+                    f.close()
+                except OSError:
+                    pass
+
+
 def _pump(
     child: Child,
     data: Optional[bytes],
@@ -363,95 +469,25 @@ def _pump(
 
     Returns (stdout, stderr, timed_out, overflow). The child is reaped on return.
     """
-    p = child.popen
-    sel = selectors.DefaultSelector()
-    bufs: dict[int, bytearray] = {}
-    view = memoryview(data or b"")
-    pos = 0
-    out_fd = p.stdout.fileno() if p.stdout is not None else -1
-    err_fd = p.stderr.fileno() if p.stderr is not None else -1
-    in_fd = p.stdin.fileno() if p.stdin is not None else -2
-    if p.stdin is not None:
-        if view:
-            os.set_blocking(p.stdin.fileno(), False)
-            sel.register(p.stdin.fileno(), selectors.EVENT_WRITE)
-        else:
-            p.stdin.close()
-    for fd in (out_fd, err_fd):
-        if fd >= 0:
-            bufs[fd] = bytearray()
-            sel.register(fd, selectors.EVENT_READ)
-    timed_out = overflow = exited = False
-
-    def loop(until: float, watch_exit: bool) -> None:
-        """Move data until every pipe closed, ``until``, or an overflow. With ``watch_exit``, once the
-        child exited its group is killed (a leftover holding a pipe) and reading ends soon after."""
-        nonlocal pos, overflow, exited
-        while sel.get_map():
-            left = until - time.monotonic()
-            if left <= 0:
-                return
-            events = sel.select(min(left, 0.1))
-            for key, _ in events:
-                fd = key.fd
-                if fd == in_fd:
-                    try:
-                        pos += os.write(fd, view[pos:pos + 65536])
-                    except BlockingIOError:
-                        continue
-                    except OSError:  # the child stopped reading (EPIPE)
-                        pos = len(view)
-                    if pos >= len(view):
-                        sel.unregister(fd)
-                        assert p.stdin is not None
-                        p.stdin.close()
-                    continue
-                try:
-                    chunk = os.read(fd, 65536)
-                except BlockingIOError:
-                    continue
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    sel.unregister(fd)
-                    continue
-                buf = bufs[fd]
-                room = cap - len(buf)
-                buf.extend(chunk[:max(room, 0)])
-                if on_chunk is not None and room > 0:
-                    on_chunk(chunk[:room])
-                if len(chunk) > room:
-                    overflow = True
-                    return
-            if watch_exit and not events and not exited and child.exited(0.0):
-                exited = True
-                child.kill()
-                until = min(until, time.monotonic() + KILL_GRACE_S)
-
+    pipes = _Pipes(child, data, cap, on_chunk)
+    timed_out = False
     try:
-        loop(deadline, True)
-        if not overflow and not exited:
-            if sel.get_map():
+        pipes.move(deadline, True)
+        if not pipes.overflow and not pipes.exited:
+            if pipes.open():
                 timed_out = True
             elif not child.exited(max(0.0, deadline - time.monotonic())):
                 timed_out = True  # closed its output but kept running
-        if timed_out or overflow:
+        if timed_out or pipes.overflow:
             child.kill()
             grace = time.monotonic() + KILL_GRACE_S
             if timed_out:
-                loop(grace, False)  # what it wrote before the kill (the live probe's last phase)
+                pipes.move(grace, False)  # what it wrote before the kill (the live probe's last phase)
             child.exited(max(0.0, grace - time.monotonic()))
         child.wait(KILL_GRACE_S)
     finally:
-        child.kill()
-        sel.close()
-        for f in (p.stdin, p.stdout, p.stderr):
-            if f is not None:
-                try:
-                    f.close()
-                except OSError:
-                    pass
-    return bytes(bufs.get(out_fd, b"")), bytes(bufs.get(err_fd, b"")), timed_out, overflow
+        pipes.close()
+    return (*pipes.output(), timed_out, pipes.overflow)
 
 
 def _text(raw: bytes) -> str:
