@@ -200,7 +200,36 @@ def main():
     size = int(args.get("size", 64))
     seed = int(args.get("seed", 0))
     t0 = time.time()
-    data = {
+    data = new_result(target)
+
+    steps = args.get("steps") or []
+    if steps:
+        phase("smoke")
+        data["smoke"] = smoke(steps)
+        data["timings"]["smoke_s"] = time.time() - t0
+    if not args.get("device", True):
+        return finish(data, t0)
+    scratch = args.get("scratch")
+    if scratch and os.path.isdir(scratch):
+        os.chdir(scratch)
+
+    modules = import_mindspore(data)
+    if modules is None:
+        return finish(data, t0)
+    ms, np = modules
+    if target and not set_device(ms, target, data):
+        return finish(data, t0)
+
+    phase("device_count")
+    chosen = target or data["default_device"]
+    data["device_count"], data["device_count_error"] = device_count(ms, chosen)
+    compute(ms, np, size, seed, data)
+    return finish(data, t0)
+
+
+def new_result(target):
+    """The result with every field present and nothing known yet."""
+    return {
         "live_schema": LIVE_SCHEMA,
         "smoke": None,
         "python": sys.executable,
@@ -221,24 +250,16 @@ def main():
         "timings": {},
     }
 
-    steps = args.get("steps") or []
-    if steps:
-        phase("smoke")
-        data["smoke"] = smoke(steps)
-        data["timings"]["smoke_s"] = time.time() - t0
-    if not args.get("device", True):
-        return finish(data, t0)
-    scratch = args.get("scratch")
-    if scratch and os.path.isdir(scratch):
-        os.chdir(scratch)
 
+def import_mindspore(data):
+    """Import MindSpore and NumPy, recording the outcome in data; (ms, np), or None when there is nothing to use."""
     phase("import")
     start = time.time()
     try:
         import importlib.util
         if importlib.util.find_spec("mindspore") is None:
             data["mindspore_missing"] = True
-            return finish(data, t0)
+            return None
     except (ImportError, ValueError):
         pass
     try:
@@ -247,28 +268,31 @@ def main():
     except BaseException as exc:  # an import that raises SystemExit is still a result
         data["import_error"] = error_of(exc)
         data["timings"]["import_s"] = time.time() - start
-        return finish(data, t0)
+        return None
     data["timings"]["import_s"] = time.time() - start
     data["mindspore_version"] = getattr(ms, "__version__", None)
     data["mindspore_file"] = getattr(ms, "__file__", None)
     data["default_device"] = current_device(ms)["device_target"]
+    return ms, np
 
-    if target:
-        phase("set_device")
-        start = time.time()
-        try:
-            data["set_device_api"] = select_device(ms, target)
-        except Exception as exc:
-            data["set_device_error"] = error_of(exc)
-        data["timings"]["set_device_s"] = time.time() - start
-        if data["set_device_error"] is not None:
-            data["device"] = current_device(ms)
-            return finish(data, t0)
 
-    phase("device_count")
-    chosen = target or data["default_device"]
-    data["device_count"], data["device_count_error"] = device_count(ms, chosen)
+def set_device(ms, target, data):
+    """Select the requested target; False (with the error and the device MindSpore kept) when that failed."""
+    phase("set_device")
+    start = time.time()
+    try:
+        data["set_device_api"] = select_device(ms, target)
+    except Exception as exc:
+        data["set_device_error"] = error_of(exc)
+    data["timings"]["set_device_s"] = time.time() - start
+    if data["set_device_error"] is not None:
+        data["device"] = current_device(ms)
+        return False
+    return True
 
+
+def compute(ms, np, size, seed, data):
+    """The matmul check on the selected device, then which device it ran on."""
     phase("compute")
     start = time.time()
     try:
@@ -277,7 +301,6 @@ def main():
         data["compute_error"] = error_of(exc)
     data["timings"]["compute_s"] = time.time() - start
     data["device"] = current_device(ms)
-    return finish(data, t0)
 
 
 def finish(data, t0):
