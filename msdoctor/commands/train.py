@@ -348,21 +348,9 @@ def _train(cfg: Any, facts: Any, config: Path, target: str, run_dir: Path, lock:
            strict: bool = False, plugins: bool = True) -> int:
     from msdoctor.model import ExitCode, Status
     from msdoctor.render import RenderOptions, render
-    from msdoctor.training import launch as launching
-    from msdoctor.training import lifecycle, runlock
-    from msdoctor.training.config import warnings
-    from msdoctor.training.logs import REDACT_ENV
-    from msdoctor.training.train import CONFIG_ENV
 
     refuse_stale(run_dir, resume)
-    show = red.text if red is not None else str
-    click.echo(f"msdoctor train: {cfg.name} ({facts.path}) -> {run_dir}")
-    click.echo(f"  global batch {cfg.global_batch} sequences = micro {cfg.train.micro_batch_size} x data parallel "
-               f"{cfg.parallel.data_parallel} x accumulation {cfg.train.grad_accumulation}; "
-               f"{cfg.train.max_steps} optimizer steps, warmup {cfg.train.warmup_steps}")
-    for w in warnings(cfg):
-        click.echo(f"  warning: {show(w)}")
-
+    _announce(cfg, facts, run_dir, red)
     diagnosis = gate(target, facts, verbose, probe_timeout, live_timeout, plugins=plugins)
     report = diagnosis.report
     shown = redactor(False, cfg, report).report(report) if red is not None else report
@@ -379,11 +367,39 @@ def _train(cfg: Any, facts: Any, config: Path, target: str, run_dir: Path, lock:
             click.echo(f"training not started: the multi-node preflight failed (report: "
                        f"{run_dir / 'preflight' / 'preflight-report.json'})", err=True)
             return int(ExitCode.PROBLEMS)
+    how = _launch(cfg, target, run_dir, resume, lock, red, diagnosis)
+    click.echo(f"checks passed (report: {saved}); starting "
+               + ("1 training process" if cfg.runtime.device_num == 1 else f"{cfg.runtime.device_num} workers via msrun"))
+    out = start(how, run_dir, lock, red)
+    again = f"msdoctor train --config {facts.path} --resume" + (f" --output-dir {run_dir}" if output_dir else "")
+    return _finished(out, how, run_dir, again, target, config)
+
+
+def _announce(cfg: Any, facts: Any, run_dir: Path, red: Any) -> None:
+    """The run's name, where it writes, its batch arithmetic, and the config's warnings."""
+    from msdoctor.training.config import warnings
+
+    show = red.text if red is not None else str
+    click.echo(f"msdoctor train: {cfg.name} ({facts.path}) -> {run_dir}")
+    click.echo(f"  global batch {cfg.global_batch} sequences = micro {cfg.train.micro_batch_size} x data parallel "
+               f"{cfg.parallel.data_parallel} x accumulation {cfg.train.grad_accumulation}; "
+               f"{cfg.train.max_steps} optimizer steps, warmup {cfg.train.warmup_steps}")
+    for w in warnings(cfg):
+        click.echo(f"  warning: {show(w)}")
+
+
+def _launch(cfg: Any, target: str, run_dir: Path, resume: bool, lock: Any, red: Any, diagnosis: Any) -> Any:
+    """How to start the trainer: the command, and an environment that makes it die with msdoctor, share the
+    run lock, mask its logs, and read the real config when the written one is redacted."""
+    from msdoctor.training import launch as launching
+    from msdoctor.training import lifecycle, runlock
+    from msdoctor.training.logs import REDACT_ENV
+    from msdoctor.training.train import CONFIG_ENV
+
     real_config = write_config(cfg, run_dir, red)
     how = launching.build(cfg, target, run_dir, resume, dict(os.environ))
     for key in (REDACT_ENV, CONFIG_ENV):
         how.env.pop(key, None)
-    # it dies with msdoctor, shares the lock, masks its logs, and reads the real config when the file is redacted
     how.env.update({lifecycle.DIE_ENV: "1", runlock.FD_ENV: str(lock.fd)})
     if red is not None:
         how.env[REDACT_ENV] = json.dumps(red.rules())
@@ -391,11 +407,15 @@ def _train(cfg: Any, facts: Any, config: Path, target: str, run_dir: Path, lock:
         how.env[CONFIG_ENV] = real_config
     if cfg.runtime.device_target == "Ascend":
         how.env.setdefault("MSDOCTOR_CHIP", chip_name(diagnosis.context))
-    click.echo(f"checks passed (report: {saved}); starting "
-               + ("1 training process" if cfg.runtime.device_num == 1 else f"{cfg.runtime.device_num} workers via msrun"))
-    out = start(how, run_dir, lock, red)
+    return how
+
+
+def _finished(out: Outcome, how: Any, run_dir: Path, again: str, target: str, config: Path) -> int:
+    """Say how the training ended (finished, stopped by a signal, stopped with the trainer's own message, or
+    failed with the end of its logs and a likely cause); the exit status for msdoctor."""
+    from msdoctor.model import ExitCode
+
     rc = out.rc
-    again = f"msdoctor train --config {facts.path} --resume" + (f" --output-dir {run_dir}" if output_dir else "")
     if rc == 0 and out.forwarded is None:
         click.echo(f"training finished: {run_dir / 'metrics.csv'}, checkpoints in {run_dir / 'checkpoints'}")
         return 0
