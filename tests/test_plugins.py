@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import subprocess
 import textwrap
 from pathlib import Path
@@ -183,3 +184,54 @@ def test_real_duplicate_id_is_refused(plugin_venvs: dict) -> None:
     # the way out it suggests works
     res = _msdoctor(plugin_venvs["v2"], "check", "--quick", "--no-plugins", "--only", "python-env")
     assert res.returncode in (0, 1), res.stderr
+
+
+# -- the entry-point scan (msdoctor.plugins.entry_points) against importlib.metadata --------------------------
+def _rows(eps) -> list:
+    return sorted((e.name, e.value, e.dist.name) for e in eps)
+
+
+@pytest.mark.parametrize("group", ["msdoctor.checks", "console_scripts", "pytest11"])
+def test_entry_point_scan_matches_importlib_metadata_in_the_test_environment(group: str) -> None:
+    from msdoctor.plugins import _metadata_entry_points, entry_points
+
+    assert _rows(entry_points(group)) == _rows(_metadata_entry_points(group))
+
+
+def test_entry_point_scan_matches_importlib_metadata_on_odd_layouts(tmp_path: Path, monkeypatch) -> None:
+    """Two copies of one distribution (the first on sys.path wins), an egg-info from a develop install,
+    comments, extras, a dotted attribute, an unrelated section and a distribution without entry points."""
+    from msdoctor.plugins import _metadata_entry_points, entry_points
+
+    first, second, develop = tmp_path / "first", tmp_path / "second", tmp_path / "develop"
+
+    def dist(where: Path, dirname: str, name: str, eps: "str | None") -> None:
+        d = where / dirname
+        d.mkdir(parents=True)
+        (d / ("PKG-INFO" if dirname.endswith(".egg-info") else "METADATA")).write_text(
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n\nName: not-a-header\n")
+        if eps is not None:
+            (d / "entry_points.txt").write_text(eps)
+
+    dist(first, "Shared_Plugin-2.0.dist-info", "Shared.Plugin", "[msdoctor.checks]\nnew = shared_plugin:NewCheck\n")
+    dist(second, "shared_plugin-1.0.dist-info", "shared-plugin", "[msdoctor.checks]\nold = shared_plugin:OldCheck\n")
+    dist(second, "other-0.1.dist-info", "other", "# a comment\n[console_scripts]\nother = other:main\n\n"
+         "[msdoctor.checks]\n# another comment\nfirst = other.checks:Registry.first [gpu]\nsecond=other:make\n")
+    dist(second, "plain-1.0.dist-info", "plain", None)
+    dist(develop, "devplug.egg-info", "devplug", "[msdoctor.checks]\ndev = devplug:Check\n")
+    monkeypatch.setattr(sys, "path", [str(first), str(tmp_path / "missing"), str(second), str(develop)])
+    for group in ("msdoctor.checks", "console_scripts"):
+        assert _rows(entry_points(group)) == _rows(_metadata_entry_points(group))
+    assert _rows(entry_points()) == [("dev", "devplug:Check", "devplug"), ("first", "other.checks:Registry.first [gpu]",
+                                     "other"), ("new", "shared_plugin:NewCheck", "Shared.Plugin"),
+                                     ("second", "other:make", "other")]
+
+
+def test_entry_point_load_follows_dotted_attributes_and_ignores_extras(tmp_path: Path, monkeypatch) -> None:
+    from msdoctor.plugins import EntryPoint, _Dist
+
+    (tmp_path / "epmod_demo.py").write_text("class Registry:\n    class first:\n        id = 'x'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ep = EntryPoint("first", "epmod_demo:Registry.first [gpu]", _Dist("demo", str(tmp_path)))
+    assert ep.load().id == "x"
+    assert EntryPoint("m", "epmod_demo", _Dist("demo", "")).load().__name__ == "epmod_demo"
