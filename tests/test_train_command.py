@@ -216,3 +216,110 @@ def test_a_failed_run_shows_its_log_tail_and_the_likely_cause(tmp_path):
     assert "Unsupported data type" in res.stderr  # the MindSpore error line, found anywhere in the logs
     assert "likely cause:" in res.stderr and "[bf16-on-cpu]" in res.stderr  # from msdoctor.explain's catalogue
     assert "training failed:" in (run_dir / "train.log").read_text()
+
+
+# -- check's options on the gate: each changes what the gate checks, and the trainer agrees ------------------------
+def finding_titles(run_dir: Path, check_id: str) -> list[str]:
+    data = json.loads((run_dir / "check-report.json").read_text())
+    return [f["title"] for c in data["checks"] if c["id"] == check_id for f in c["findings"]]
+
+
+def invocation(run_dir: Path) -> dict:
+    return json.loads((run_dir / "check-report.json").read_text())["facts"]["invocation"]
+
+
+def test_device_target_overrides_the_config_for_the_gate_and_the_trainer(tmp_path):
+    """The gate checks the device --device-target names (from --device-target), and the trainer runs on it."""
+    cpu = tiny_config(tmp_path)  # the file says CPU
+    run_dir = tmp_path / "run-ascend"
+    res = run_msdoctor("train", "--config", str(cpu), "--output-dir", str(run_dir), "--device-target", "ascend",
+                       "--quick", cwd=tmp_path, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert report_status(run_dir)["device-target"] == "fail"
+    assert any("requested Ascend (from --device-target)" in t for t in finding_titles(run_dir, "device-target"))
+    assert invocation(run_dir)["device_target"] == "Ascend"
+    assert_not_started(run_dir)
+
+    ascend = write_yaml(tmp_path / "ascend.yaml", {**yaml.safe_load(cpu.read_text()),
+                                                   "runtime": {"device_target": "Ascend", "device_num": 1}})
+    refused = run_msdoctor("train", "--config", str(ascend), "--output-dir", str(tmp_path / "run-file"), "--quick",
+                           cwd=tmp_path, timeout=300)
+    assert refused.returncode == 1 and report_status(tmp_path / "run-file")["device-target"] == "fail", refused.stdout
+    run_dir = tmp_path / "run-cpu"
+    res = run_msdoctor("train", "--config", str(ascend), "--output-dir", str(run_dir), "--device-target", "CPU",
+                       "--max-steps", "8", cwd=tmp_path, timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert any("requested CPU (from --device-target)" in t for t in finding_titles(run_dir, "device-target"))
+    assert json.loads((run_dir / "config.json").read_text())["runtime"]["device_target"] == "CPU"
+    assert "CPU x 1" in (run_dir / "train.log").read_text()
+
+
+def test_quick_leaves_the_live_probe_out_and_says_so(tmp_path):
+    """The failing plugin keeps the trainer from starting; the report shows what the gate ran."""
+    site = plugin_site(tmp_path)
+    env = env_with({"PYTHONPATH": str(site)})
+    config = str(tiny_config(tmp_path))
+    full, quick = tmp_path / "full", tmp_path / "quick"
+    res = run_msdoctor("train", "--config", config, "--output-dir", str(full), env=env, cwd=tmp_path, timeout=300)
+    assert res.returncode == 1 and "--quick" not in res.stdout, res.stdout + res.stderr
+    facts = json.loads((full / "check-report.json").read_text())["facts"]
+    assert facts["mindspore_runtime"]["device_target"] == "CPU"  # the live probe ran MindSpore on the device
+    assert invocation(full)["quick"] is False
+
+    res = run_msdoctor("train", "--config", config, "--output-dir", str(quick), "--quick", env=env, cwd=tmp_path,
+                       timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "warning: --quick: the gate skips the live probes" in res.stdout
+    facts = json.loads((quick / "check-report.json").read_text())["facts"]
+    assert "mindspore_runtime" not in facts and invocation(quick)["quick"] is True
+    assert "the live probe is skipped with --quick" in json.dumps(
+        json.loads((quick / "check-report.json").read_text())["checks"])
+    assert_not_started(quick)
+
+
+def test_skip_leaves_a_check_out_of_the_gate_loudly(tmp_path):
+    site = plugin_site(tmp_path)
+    env = env_with({"PYTHONPATH": str(site)})
+    config = str(tiny_config(tmp_path, train={"max_steps": 8}))
+    bad = run_msdoctor("train", "--config", config, "--output-dir", str(tmp_path / "bad"), "--skip", "gate-fixtur",
+                       env=env, cwd=tmp_path, timeout=300)
+    assert bad.returncode == 2 and "unknown check id 'gate-fixtur' (did you mean 'gate-fixture'?)" in bad.stderr
+    run_dir = tmp_path / "run"
+    res = run_msdoctor("train", "--config", config, "--output-dir", str(run_dir), "--skip", "gate-fixture",
+                       env=env, cwd=tmp_path, timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    said = "warning: --skip: the gate does not run gate-fixture"
+    before, _, after = res.stdout.partition("checks passed")
+    assert said in before and said in after.split("msdoctor trainer")[0], res.stdout
+    assert "gate-fixture" not in report_status(run_dir) and invocation(run_dir)["skipped"] == ["gate-fixture"]
+    assert "training finished" in res.stdout
+
+
+def test_project_is_where_the_gate_and_the_trainer_read_relative_paths(tmp_path):
+    """--project: its msdoctor.toml applies, the config's relative data path and run directory are read from it,
+    and the trainer runs there (it reads the same files the gate counted)."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / "corpus").mkdir(parents=True)
+    elsewhere.mkdir()
+    corpus = project / "corpus" / "a.txt"
+    corpus.write_text(Path(textwrap.__file__).read_text())
+    (project / "msdoctor.toml").write_text(
+        'ignore = [{ id = "training-config/checkpoint-interval", reason = "a smoke run" }]\n')
+    config = str(tiny_config(tmp_path, data={"paths": ["corpus/*.txt"]}, train={"max_steps": 8}))
+
+    res = run_msdoctor("train", "--config", config, "--output-dir", str(tmp_path / "here"), cwd=elsewhere,
+                       timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert report_status(tmp_path / "here")["training-config"] == "fail"  # no corpus/ in the current directory
+
+    res = run_msdoctor("train", "--config", config, "--project", str(project), cwd=elsewhere, timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    run_dir = project / "runs" / "gate-tiny"
+    assert not (elsewhere / "runs").exists()
+    report = json.loads((run_dir / "check-report.json").read_text())
+    findings = [f for c in report["checks"] for f in c["findings"]]
+    assert [f["suppressed"] for f in findings if f["code"] == "checkpoint-interval"] == ["a smoke run"]
+    assert invocation(run_dir)["project"] == str(project)
+    gated = [f["title"] for f in findings if "corpus" in json.dumps(f)]  # the gate counted project/corpus/a.txt
+    assert len(gated) == 1 and gated[0].startswith(f"dataset: up to {corpus.stat().st_size:,} tokens"), gated
+    assert " tokens from 1 files" in (run_dir / "train.log").read_text()  # elsewhere/corpus would be "no files match"

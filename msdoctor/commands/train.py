@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import click
 
-from msdoctor.commands.common import resolve_target, target_options, timeout_options
+from msdoctor.commands.common import project_option, resolve_target, split_ids, target_options, timeout_options
 from msdoctor.errors import UserError
 
 LOG_TAIL_LINES = 40
@@ -50,8 +50,15 @@ def resolve_config(path: Path, max_steps: Optional[int], data: tuple[str, ...], 
     return ConfigFacts(facts.path, facts.doc, "msdoctor", run)
 
 
-def run_directory(cfg: Any) -> Path:
-    return Path(cfg.runtime.output_dir or Path("runs") / cfg.name).expanduser().resolve()
+def run_directory(cfg: Any, base: Optional[Path] = None) -> Path:
+    """runtime.output_dir, else runs/<name>; a relative one is read from base (--project; default: the cwd)."""
+    path = Path(cfg.runtime.output_dir or Path("runs") / cfg.name).expanduser()
+    return ((base or Path.cwd()) / path).resolve()
+
+
+def from_here(path: str) -> str:
+    """A command-line path or glob as the current directory reads it (``~`` kept for the glob's own expansion)."""
+    return path if path.startswith("~") or os.path.isabs(path) else os.path.join(os.getcwd(), path)
 
 
 def refuse_unwritable(run_dir: Path) -> None:
@@ -128,8 +135,10 @@ def redactor(no_redact: bool, cfg: Any = None, report: Any = None) -> Any:
 
 
 def gate(python: str, facts: Any, verbose: bool, probe_timeout: float = 30.0, live_timeout: float = 120.0,
-         plugins: bool = True) -> Any:
-    """Every registered check that applies, with the config as context, in the environment the trainer gets."""
+         plugins: bool = True, *, project: Optional[Path] = None, device_target: Optional[str] = None,
+         quick: bool = False, skip: tuple[str, ...] = ()) -> Any:
+    """Every registered check that applies (less --skip), with the config as context, in the environment the
+    trainer gets. project, device_target and quick are check's --project, --device-target and --quick."""
     from msdoctor.commands.check import build_options
     from msdoctor.context import Context
     from msdoctor.doctor import Selection, diagnose
@@ -138,11 +147,12 @@ def gate(python: str, facts: Any, verbose: bool, probe_timeout: float = 30.0, li
     from msdoctor.render.console import progress
     from msdoctor.training.launch import environment
 
-    # device target: None, so the checks read it from the config and say so
-    options = build_options(python, None, facts.path, None, False, verbose, probe_timeout, live_timeout=live_timeout)
+    # device target None: the checks read it from the config and say so; --device-target also overrode the config
+    options = build_options(python, project, facts.path, device_target, quick, verbose, probe_timeout,
+                            live_timeout=live_timeout)
     ctx = Context(options, facts={CONFIG.name: facts}, environ=environment(python, os.environ))
     with progress("msdoctor: checking the environment before training"):
-        return diagnose(ctx, Selection(plugins=plugins and not autoload_disabled()))
+        return diagnose(ctx, Selection(skip=list(skip), plugins=plugins and not autoload_disabled()))
 
 
 def chip_name(ctx: Any) -> str:
@@ -194,13 +204,14 @@ class Outcome:
     messages: list = field(default_factory=list)
 
 
-def start(launch: Any, run_dir: Path, lock: Any, red: Any) -> Outcome:
+def start(launch: Any, run_dir: Path, lock: Any, red: Any, cwd: Optional[Path] = None) -> Outcome:
     """Run the trainer; stdout stays the terminal's (progress bar), stderr is also kept in stderr.log.
 
     Not proc.run: training has no natural timeout and its output must stream. The trainer runs in
     its own session under proc's parent-death supervisor (it dies with msdoctor, even by SIGKILL),
     holding the run directory's lock with msdoctor (the descriptor is passed on). SIGTERM and
-    SIGINT are passed on to its group so the trainer can save a checkpoint.
+    SIGINT are passed on to its group so the trainer can save a checkpoint. It runs in cwd (--project),
+    where the gate read the config's relative paths.
     """
     import io
 
@@ -209,7 +220,7 @@ def start(launch: Any, run_dir: Path, lock: Any, red: Any) -> Outcome:
 
     try:
         child = proc.spawn(launch.argv, env=launch.env, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                           pass_fds=(lock.fd,))
+                           pass_fds=(lock.fd,), cwd=cwd)
     except proc.StartError as exc:
         raise UserError(f"could not start the trainer ({launch.argv[0]}): {exc.reason}",
                         "check the interpreter given with --python / --conda-env") from None
@@ -299,16 +310,29 @@ def explain_failure(files: list[Path], python: str, config: Optional[Path] = Non
 @click.option("--node-rank", type=click.IntRange(min=0), help="Multi-node: this node's rank (runtime.node_rank).")
 @click.option("--master-addr", metavar="ADDR", help="Multi-node: node_rank 0's address (runtime.master_addr).")
 @click.option("--master-port", type=click.IntRange(1, 65535), help="Multi-node: msrun's port (runtime.master_port).")
+@click.option("--device-target", type=click.Choice(["Ascend", "GPU", "CPU"], case_sensitive=False),
+              help="Train on this device: overrides runtime.device_target, and the checks check it (as check "
+                   "--device-target).")
+@project_option(help="The project (default: the current directory): the checks read its msdoctor.toml and files, "
+                     "the config's relative paths (data, output_dir) are read from it and the trainer runs in it; "
+                     "--config, --data and --output-dir stay relative to the current directory.")
 @timeout_options
 @click.option("--strict", is_flag=True, help="A warning stops the training too (as check --strict / --fail-on warn).")
+@click.option("--quick", is_flag=True, help="The gate skips the live probes (importing MindSpore and the stack, device "
+                                            "init, a matmul), as check --quick; the trainer is then the first to try "
+                                            "the device. Said in the output and in check-report.json.")
+@click.option("--skip", multiple=True, metavar="ID[,ID...]",
+              help="Leave these checks out of the gate (said in the output and in check-report.json). To accept "
+                   "one finding and keep the check, use an ignore rule in msdoctor.toml.")
 @click.option("--no-plugins", is_flag=True, help="Run only msdoctor's own checks before training (as check --no-plugins).")
 @click.option("-v", "--verbose", is_flag=True, help="Show check details and evidence.")
 @click.option("--no-redact", is_flag=True, envvar="MSDOCTOR_NO_REDACT",
               help="Keep home paths, user/host names and secrets in the run directory's files and the output.")
 def train(python: Optional[str], conda_env: Optional[str], config: Path, resume: bool, max_steps: Optional[int],
           output_dir: Optional[Path], data: tuple[str, ...], node_rank: Optional[int], master_addr: Optional[str],
-          master_port: Optional[int], probe_timeout: float, live_timeout: float, strict: bool, no_plugins: bool,
-          verbose: bool, no_redact: bool) -> int:
+          master_port: Optional[int], device_target: Optional[str], project: Optional[Path], probe_timeout: float,
+          live_timeout: float, strict: bool, quick: bool, skip: tuple[str, ...], no_plugins: bool, verbose: bool,
+          no_redact: bool) -> int:
     """Check the environment against the config, then run the reference pretraining.
 
     Any check that fails or errors (with --strict: also warns) stops here: the report is printed
@@ -326,33 +350,58 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
 
     red = redactor(no_redact)
     target = resolve_target(python, conda_env)
+    if project is not None:  # the command line's paths are the current directory's; the config's are the project's
+        project = project.resolve()
+        data = tuple(from_here(g) for g in data)
+        output_dir = Path(from_here(str(output_dir.expanduser()))) if output_dir is not None else None
     try:
         facts = resolve_config(config, max_steps, data, output_dir, {k: v for k, v in (
-            ("node_rank", node_rank), ("master_addr", master_addr), ("master_port", master_port)) if v is not None})
+            ("node_rank", node_rank), ("master_addr", master_addr), ("master_port", master_port),
+            ("device_target", device_target)) if v is not None})
     except UserError as exc:  # a credential in the config must not reach the terminal either
         raise (UserError(red.text(exc.message), red.text(exc.fix or "") or None) if red is not None else exc) from None
     cfg = facts.run
     red = redactor(no_redact, cfg)
-    run_dir = run_directory(cfg)
+    run_dir = run_directory(cfg, project)
     refuse_unwritable(run_dir)
     lock = lock_run_directory(run_dir)
     try:
         return _train(cfg, facts, config, target, run_dir, lock, red, resume, output_dir, verbose, probe_timeout,
-                      live_timeout, strict=strict, plugins=not no_plugins)
+                      live_timeout, strict=strict, plugins=not no_plugins, project=project,
+                      device_target=device_target, quick=quick, skip=tuple(split_ids(skip)))
     finally:
         runlock.release(lock)
 
 
+def gate_notes(quick: bool, skip: tuple[str, ...]) -> list[str]:
+    """What the gate leaves out on request: said before the checks and again when training starts."""
+    notes = []
+    if skip:
+        notes.append(f"--skip: the gate does not run {', '.join(skip)}; training starts without "
+                     + ("its" if len(skip) == 1 else "their") + " verdict")
+    if quick:
+        notes.append("--quick: the gate skips the live probes (MindSpore imported, the device initialised, a matmul); "
+                     "the trainer is the first to try the device")
+    return notes
+
+
 def _train(cfg: Any, facts: Any, config: Path, target: str, run_dir: Path, lock: Any, red: Any, resume: bool,
            output_dir: Optional[Path], verbose: bool, probe_timeout: float, live_timeout: float, *,
-           strict: bool = False, plugins: bool = True) -> int:
+           strict: bool = False, plugins: bool = True, project: Optional[Path] = None,
+           device_target: Optional[str] = None, quick: bool = False, skip: tuple[str, ...] = ()) -> int:
+    from msdoctor.commands.check import invocation_facts
     from msdoctor.model import ExitCode, Status
     from msdoctor.render import RenderOptions, render
 
     refuse_stale(run_dir, resume)
     _announce(cfg, facts, run_dir, red)
-    diagnosis = gate(target, facts, verbose, probe_timeout, live_timeout, plugins=plugins)
+    notes = gate_notes(quick, skip)
+    for note in notes:
+        click.echo(f"  warning: {note}")
+    diagnosis = gate(target, facts, verbose, probe_timeout, live_timeout, plugins=plugins, project=project,
+                     device_target=device_target, quick=quick, skip=skip)
     report = diagnosis.report
+    report.facts["invocation"] = {**invocation_facts(diagnosis.context.options), "skipped": list(skip)}
     shown = redactor(False, cfg, report).report(report) if red is not None else report
     render("terminal", shown, sys.stdout, RenderOptions(verbose=verbose))
     saved = write_report(shown, run_dir)
@@ -369,9 +418,12 @@ def _train(cfg: Any, facts: Any, config: Path, target: str, run_dir: Path, lock:
             return int(ExitCode.PROBLEMS)
     how = _launch(cfg, target, run_dir, resume, lock, red, diagnosis)
     click.echo(f"checks passed (report: {saved}); starting "
-               + ("1 training process" if cfg.runtime.device_num == 1 else f"{cfg.runtime.device_num} workers via msrun"))
-    out = start(how, run_dir, lock, red)
-    again = f"msdoctor train --config {facts.path} --resume" + (f" --output-dir {run_dir}" if output_dir else "")
+               + ("1 training process" if cfg.runtime.device_num == 1 else f"{cfg.runtime.device_num} workers via msrun")
+               + "".join(f"\n  warning: {note}" for note in notes))
+    out = start(how, run_dir, lock, red, cwd=project)
+    again = (f"msdoctor train --config {facts.path} --resume" + (f" --output-dir {run_dir}" if output_dir else "")
+             + (f" --project {project}" if project else "") + (f" --device-target {device_target}" if device_target else "")
+             + (" --quick" if quick else "") + "".join(f" --skip {i}" for i in skip))
     return _finished(out, how, run_dir, again, target, config)
 
 
