@@ -139,7 +139,7 @@ def check(
     """
     from msdoctor.doctor import Selection, diagnose, load_checks, start_target_probe
     from msdoctor.plugins import autoload_disabled
-    from msdoctor.render import RenderOptions, render
+    from msdoctor.render import RenderOptions, preload, render
     from msdoctor.render.console import progress
 
     fmt = fmt.lower()
@@ -165,6 +165,7 @@ def check(
             done.append(result.id)
             update(f"msdoctor: {len(done)} checks done (last: {result.id})")
 
+        preload(["terminal", fmt])  # imported while the checks wait on their probes
         diagnosis = diagnose(ctx, selection, registry=registry, on_done=on_done)
     report = diagnosis.report
     report.facts["invocation"] = invocation_facts(options)

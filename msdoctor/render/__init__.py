@@ -8,8 +8,9 @@ to FORMATS.
 from __future__ import annotations
 
 import importlib
+import threading
 from dataclasses import dataclass
-from typing import IO, Optional
+from typing import IO, Optional, Sequence
 
 from msdoctor.model import Report, Status
 
@@ -33,6 +34,23 @@ class RenderOptions:
     fail_on: Status = Status.FAIL
     #: the checkout GitHub Actions runs in ($GITHUB_WORKSPACE): annotations name files relative to it
     workspace: Optional[str] = None
+
+
+def preload(formats: Sequence[str]) -> None:
+    """Import the renderers of ``formats`` (rich's console for the terminal: 30-100 ms) and the redactor in a
+    background thread, while the checks mostly wait on their child processes; render() then finds them loaded."""
+    modules = [FORMATS[f] for f in dict.fromkeys(formats) if f in FORMATS] + ["msdoctor.redact"]
+    if "terminal" in formats:
+        modules.append("rich.console")
+
+    def load() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - render() imports it again and reports what fails
+                return
+
+    threading.Thread(target=load, name="preload-renderers", daemon=True).start()
 
 
 def render(fmt: str, report: Report, stream: IO[str], opts: Optional[RenderOptions] = None) -> None:
