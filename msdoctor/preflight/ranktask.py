@@ -351,30 +351,16 @@ def run_worker(opts: TaskOptions, ident: Identity, env0: dict[str, str]) -> int:
     t_start = time.time()
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t_start))
     facts = rank_facts(env0)
-    checker: Optional[threading.Thread] = None
-    check_box: dict[str, Any] = {}
-    if ident.first_on_node and opts.node_check:
-        def _check() -> None:
-            check_box["report"] = node_check(sys.executable, opts.config, opts.device_target)
-        checker = threading.Thread(target=_check, name="node-check", daemon=True)
-        checker.start()
+    checker, check_box = _start_node_check(opts, ident)
 
     import numpy as np
 
     import mindspore as ms
-    from mindspore.communication import get_group_size, get_rank, init
+    from mindspore.communication import get_group_size, get_rank
 
-    if opts.device_target:
-        ms.set_context(device_target=opts.device_target)
-    ms.set_context(mode=ms.PYNATIVE_MODE)
-    t_init = time.time()
-    try:
-        init()
-    except Exception as exc:  # noqa: BLE001 - the scheduler names the missing nodes; each worker says why it stops
-        log(f"init() failed after {time.time() - t_init:.0f} s: {_first_line(' '.join(str(exc).split()))}; "
-            "the scheduler log names the nodes that never registered (msdoctor explain --log LOGS/scheduler.log)")
+    init_s = _join_cluster(ms, opts.device_target)
+    if init_s is None:
         return 1
-    init_s = time.time() - t_init
     rank, world = get_rank(), get_group_size()
     target = ms.get_context("device_target")
     backend = {"Ascend": "hccl", "GPU": "nccl", "CPU": "mccl"}.get(target, target)
@@ -387,20 +373,9 @@ def run_worker(opts: TaskOptions, ident: Identity, env0: dict[str, str]) -> int:
     me = {"rank": rank, "node_rank": ident.node_rank, "local_index": ident.local_index, "host": socket.gethostname()}
     peers = gather_json(me, comm.allgather_int32)
 
-    coll = []
-    for op, dtype, required, why in required_collectives(opts.config, world):
-        res = check_collective(comm, op, dtype)
-        res.update(required=required, why=why, group="world")
-        coll.append(res)
+    coll = _world_collectives(comm, opts.config, world)
     groups = subgroups(comm, ident, peers, backend) if world > 1 else []
-    lo, hi = bw.DEFAULT_SWEEP.get(target, bw.DEFAULT_SWEEP["CPU"])
-    sizes = bw.sweep_sizes(opts.min_bytes or lo, opts.max_bytes or hi)
-    comm.barrier()
-    rows = sweep(comm, sizes, opts.iters, opts.warmup)
-    for g in groups:  # subgroup bandwidth where the backend runs collectives on subgroups (HCCL/NCCL)
-        if g["status"] == "ok":
-            g["bandwidth"] = _group_sweep(comm, g, sizes, opts)
-    comm.barrier()
+    rows = _bandwidth(comm, groups, target, opts)
     n = opts.matmul_size or (512 if target == "CPU" else 4096)
     compute = matmul_probe(ms, np, n, "float32" if target == "CPU" else "float16")
     if checker is not None:
@@ -416,6 +391,61 @@ def run_worker(opts: TaskOptions, ident: Identity, env0: dict[str, str]) -> int:
     }
     docs = gather_json(doc, comm.allgather_int32)
     return verdict(docs, opts, started_at, time.time() - t_start, rank)
+
+
+def _start_node_check(opts: TaskOptions, ident: Identity) -> tuple[Optional[threading.Thread], dict[str, Any]]:
+    """On the first rank of a node: `msdoctor check --quick` in a thread (it runs while init() waits for the
+    cluster); its report lands in the box's "report" key."""
+    check_box: dict[str, Any] = {}
+    if not (ident.first_on_node and opts.node_check):
+        return None, check_box
+
+    def _check() -> None:
+        check_box["report"] = node_check(sys.executable, opts.config, opts.device_target)
+
+    checker = threading.Thread(target=_check, name="node-check", daemon=True)
+    checker.start()
+    return checker, check_box
+
+
+def _join_cluster(ms: Any, device_target: Optional[str]) -> Optional[float]:
+    """Select the device, PyNative mode, and init(); the seconds init() took, None (said why) when it failed."""
+    from mindspore.communication import init
+
+    if device_target:
+        ms.set_context(device_target=device_target)
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    t_init = time.time()
+    try:
+        init()
+    except Exception as exc:  # noqa: BLE001 - the scheduler names the missing nodes; each worker says why it stops
+        log(f"init() failed after {time.time() - t_init:.0f} s: {_first_line(' '.join(str(exc).split()))}; "
+            "the scheduler log names the nodes that never registered (msdoctor explain --log LOGS/scheduler.log)")
+        return None
+    return time.time() - t_init
+
+
+def _world_collectives(comm: Comm, config: Optional[Path], world: int) -> list[dict[str, Any]]:
+    """Each collective the config needs (and the informational ones) checked on the world group."""
+    coll = []
+    for op, dtype, required, why in required_collectives(config, world):
+        res = check_collective(comm, op, dtype)
+        res.update(required=required, why=why, group="world")
+        coll.append(res)
+    return coll
+
+
+def _bandwidth(comm: Comm, groups: list[dict[str, Any]], target: str, opts: TaskOptions) -> list[dict[str, Any]]:
+    """The world size sweep; each working subgroup's sweep goes into its own entry ("bandwidth")."""
+    lo, hi = bw.DEFAULT_SWEEP.get(target, bw.DEFAULT_SWEEP["CPU"])
+    sizes = bw.sweep_sizes(opts.min_bytes or lo, opts.max_bytes or hi)
+    comm.barrier()
+    rows = sweep(comm, sizes, opts.iters, opts.warmup)
+    for g in groups:  # subgroup bandwidth where the backend runs collectives on subgroups (HCCL/NCCL)
+        if g["status"] == "ok":
+            g["bandwidth"] = _group_sweep(comm, g, sizes, opts)
+    comm.barrier()
+    return rows
 
 
 def _group_sweep(comm: Comm, g: dict[str, Any], sizes: list[int], opts: TaskOptions) -> list[dict[str, Any]]:
