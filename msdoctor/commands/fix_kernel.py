@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import click
 
@@ -55,7 +55,7 @@ def fix_kernel(
       msdoctor fix-kernel --python ~/envs/ms/bin/python --yes
       msdoctor fix-kernel --remove-stale --no-vscode
     """
-    from msdoctor.fix.kernel import FixFailed, KernelRequest, apply_plan, check_kernel_name, render_plan, summary_of
+    from msdoctor.fix.kernel import KernelRequest, check_kernel_name, render_plan, summary_of
 
     if name is not None and check_kernel_name(name):
         raise click.BadParameter(check_kernel_name(name) or "", param_hint="--name")
@@ -74,14 +74,25 @@ def fix_kernel(
     if dry_run:
         click.echo(f"dry run: {n} change(s) planned, nothing was changed")
         return int(ExitCode.OK)
-    if not yes:
-        if not (sys.stdin.isatty() and sys.stdout.isatty()):
-            raise UserError(f"not applying {n} change(s): not on a terminal and --yes was not given",
-                            "rerun with --yes to apply the plan above, or with --dry-run to only show it")
-        if not click.confirm(f"Apply {n} change(s)?", default=False):
-            click.echo("aborted: nothing was changed")
-            return int(ExitCode.PROBLEMS)
+    if not yes and not _confirmed(n):
+        click.echo("aborted: nothing was changed")
+        return int(ExitCode.PROBLEMS)
+    return _apply(plan)
+
+
+def _confirmed(n: int) -> bool:
+    """Whether the user at the terminal agrees to apply n changes; a UserError when nobody can be asked."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UserError(f"not applying {n} change(s): not on a terminal and --yes was not given",
+                        "rerun with --yes to apply the plan above, or with --dry-run to only show it")
+    return bool(click.confirm(f"Apply {n} change(s)?", default=False))
+
+
+def _apply(plan: Any) -> int:
+    """Apply the plan, printing what was done (also when a step failed) and how to verify it."""
     import os
+
+    from msdoctor.fix.kernel import FixFailed, apply_plan
 
     try:
         done = apply_plan(plan, os.environ, lambda line: click.echo(line, err=True))
