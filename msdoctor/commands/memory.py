@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import click
 
@@ -82,19 +82,11 @@ def memory(config: Path, device_memory: Optional[str], devices: Optional[int], d
           --devices 64 --optimizer-sharding grads        # ZeRO paper Figure 1, P_os+g
     """
     from msdoctor.context import Context, Options
-    from msdoctor.facts.config import load_config
     from msdoctor.memory.plan import make_plan
     from msdoctor.memory.sources import Overrides
-    from msdoctor.memory.sources import load as load_source
-    from msdoctor.memory.units import SizeError, parse_size
     from msdoctor.model import ExitCode
-    from msdoctor.training.config import ConfigError
 
-    if device_memory is not None:
-        try:
-            parse_size(device_memory)
-        except SizeError as exc:
-            raise click.BadParameter(str(exc), param_hint="--device-memory") from None
+    _check_size(device_memory)
     target = {"ascend": "Ascend", "gpu": "GPU", "cpu": "CPU"}[device_target.lower()] if device_target else None
     selective_ffn = {"selective-attention": False, "selective-ffn": True}.get(recompute or "")
     overrides = Overrides(seq_length, micro_batch_size, grad_accumulation, data_parallel, tensor_parallel,
@@ -104,15 +96,41 @@ def memory(config: Path, device_memory: Optional[str], devices: Optional[int], d
                           flash_attention=flash_attention, dropout=dropout, framework=framework,
                           master_weights=master_weights, grad_dtype=grad_dtype, selective_ffn=selective_ffn,
                           pretrained_model_dir=pretrained_model_dir)
+    source = _load(config, overrides)
+    plan = make_plan(source, Context(Options(config_path=config.resolve())), device_memory=device_memory,
+                     probe=False, limit=suggestions)
+    _show(plan, fmt, verbose)
+    return int(ExitCode.PROBLEMS if plan.verdict == "does not fit" else ExitCode.OK)
+
+
+def _check_size(device_memory: Optional[str]) -> None:
+    """--device-memory parses as a size (else a usage error naming the option)."""
+    from msdoctor.memory.units import SizeError, parse_size
+
+    if device_memory is not None:
+        try:
+            parse_size(device_memory)
+        except SizeError as exc:
+            raise click.BadParameter(str(exc), param_hint="--device-memory") from None
+
+
+def _load(config: Path, overrides: Any) -> Any:
+    """The config read with the command line's overrides; every problem in it listed at once."""
+    from msdoctor.facts.config import load_config
+    from msdoctor.memory.sources import load as load_source
+    from msdoctor.training.config import ConfigError
+
     facts = load_config(config)
     try:
-        source = load_source(facts, overrides)
+        return load_source(facts, overrides)
     except ConfigError as exc:
         listing = "\n  ".join(p.render(exc.path) for p in exc.problems)
         raise UserError(f"{len(exc.problems)} problem(s) in {exc.path or config}:\n  {listing}",
                         "correct the keys above (or the command-line options named)") from None
-    plan = make_plan(source, Context(Options(config_path=config.resolve())), device_memory=device_memory,
-                     probe=False, limit=suggestions)
+
+
+def _show(plan: Any, fmt: str, verbose: bool) -> None:
+    """The plan as JSON or for the terminal."""
     if fmt == "json":
         from msdoctor.memory.render import to_json
 
@@ -122,4 +140,3 @@ def memory(config: Path, device_memory: Optional[str], devices: Optional[int], d
         from msdoctor.render.console import make_console
 
         render_terminal(plan, make_console(sys.stdout), verbose)
-    return int(ExitCode.PROBLEMS if plan.verdict == "does not fit" else ExitCode.OK)
