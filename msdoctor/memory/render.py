@@ -128,6 +128,18 @@ def _table(rows: list[tuple[str, str, str]]) -> list[str]:
 
 
 def render_terminal(plan: Plan, console: Any, verbose: bool = False) -> None:
+    est = plan.estimate
+    _print_setup(plan, console)
+    _print_components(plan, console, verbose)
+    console.print(verdict_line(plan), style=VERDICT_STYLE.get(est.verdict))
+    for note in list(est.device.notes) if est.capacity is not None else []:
+        console.print(f"  note: {note}", style="dim")
+    _print_suggestions(plan, console)
+    _print_notes(plan, console, verbose)
+
+
+def _print_setup(plan: Plan, console: Any) -> None:
+    """The config, the model's shape and the training setup the estimate is for."""
     est, src = plan.estimate, plan.source
     m, s = src.model, src.setup
     console.print(f"{src.path or 'config'} ({src.kind} config)")
@@ -146,6 +158,11 @@ def render_terminal(plan: Plan, console: Any, verbose: bool = False) -> None:
         + (f", {s.pipeline_scheduler} schedule" if s.pipeline_stages > 1 else "")
         + (f" ({s.seq_split_num} sequence chunks)" if s.pipeline_scheduler == "seqpipe" and s.seq_split_num > 1 else "")
         + (f", {s.framework} convention" if s.framework != "mindspore" else ""), style="dim")
+
+
+def _print_components(plan: Plan, console: Any, verbose: bool) -> None:
+    """The table of components, total, model states and capacity; with verbose, where each number comes from."""
+    est, s = plan.estimate, plan.source.setup
     where = f" (stage {est.stage} of {s.pipeline_stages})" if s.pipeline_stages > 1 else ""
     console.print(f"memory per device{where}:")
     rows = [("component", "GiB", "bytes")]
@@ -168,9 +185,10 @@ def render_terminal(plan: Plan, console: Any, verbose: bool = False) -> None:
         for st in est.stages if s.pipeline_stages > 1 else ():
             console.print(f"  stage {st.stage}: {st.layers} layers, {fmt_count(st.params)} params, "
                           f"{st.total / GIB:.2f} GiB", style="dim")
-    console.print(verdict_line(plan), style=VERDICT_STYLE.get(est.verdict))
-    for note in list(est.device.notes) if est.capacity is not None else []:
-        console.print(f"  note: {note}", style="dim")
+
+
+def _print_suggestions(plan: Plan, console: Any) -> None:
+    """The smallest changes that fit, with the config keys to set; or that none within reach does."""
     if plan.suggestions:
         console.print("smallest changes that fit:")
         for i, sug in enumerate(plan.suggestions, 1):
@@ -179,9 +197,14 @@ def render_terminal(plan: Plan, console: Any, verbose: bool = False) -> None:
             edits = how(plan, sug)
             if edits:
                 console.print(f"     set: {'; '.join(edits)}", style="cyan")
-    elif est.verdict == "does not fit":
+    elif plan.estimate.verdict == "does not fit":
         console.print("no change within reach (recompute, sharding, sequence parallel, micro-batch, layout of these "
                       "devices) fits: more devices are needed", style="bold red")
+
+
+def _print_notes(plan: Plan, console: Any, verbose: bool) -> None:
+    """Unknown config keys, the notes of the source, estimate and plan; with verbose, how to measure instead."""
+    est, src = plan.estimate, plan.source
     for p in src.unknown:
         where = f"{src.path}:{p.line}" if p.line else str(src.path)
         console.print(f"  unknown key {'.'.join(str(k) for k in p.keys)} ({where}): {p.message}", style="yellow")
