@@ -65,13 +65,23 @@ def apply_overrides(src: Source, ov: Optional[Overrides]) -> Source:
 
 def validate(src: Source) -> list[Problem]:
     """Impossible values, each pointing at the key (or the option) it came from."""
+    out = _size_problems(src)
+    if out:
+        return out  # the divisibility rules below assume positive sizes
+    return (_head_problems(src) + _pipeline_problems(src) + _sequence_problems(src) + _recompute_problems(src)
+            + _devices_problems(src))
+
+
+def _problem(src: Source, fieldname: str, msg: str, value: Any) -> Problem:
+    """A problem with the key a field came from, and its line when that key is in the file (not an option)."""
+    keys = src.key_of(fieldname)
+    return Problem(keys, msg, value, src.line_of(keys) if not keys[0].startswith("--") else None)
+
+
+def _size_problems(src: Source) -> list[Problem]:
+    """Every size and count is a positive integer (the optional ones when given)."""
     m, s = src.model, src.setup
     out: list[Problem] = []
-
-    def bad(fieldname: str, msg: str, value: Any) -> None:
-        keys = src.key_of(fieldname)
-        out.append(Problem(keys, msg, value, src.line_of(keys) if not keys[0].startswith("--") else None))
-
     positive = (("num_layers", m.num_layers), ("hidden_size", m.hidden_size), ("num_heads", m.num_heads),
                 ("vocab_size", m.vocab_size), ("seq_length", s.seq_length),
                 ("micro_batch_size", s.micro_batch_size), ("grad_accumulation", s.grad_accumulation),
@@ -80,52 +90,90 @@ def validate(src: Source) -> list[Problem]:
                 ("micro_batch_num", s.micro_batch_num), ("virtual_pipeline_chunks", s.virtual_pipeline_chunks))
     for name, value in positive:
         if value is None or value < 1:
-            bad(name, "must be a positive integer", value)
+            out.append(_problem(src, name, "must be a positive integer", value))
     optional: tuple[tuple[str, Optional[int]], ...] = (
         ("num_kv_heads", m.num_kv_heads), ("ffn_size", m.ffn_size), ("head_dim", m.head_dim))
     for name, opt in optional:
         if opt is not None and opt < 1:
-            bad(name, "must be a positive integer", opt)
+            out.append(_problem(src, name, "must be a positive integer", opt))
     if src.devices is not None and src.devices < 1:
-        bad("devices", "must be a positive integer", src.devices)
-    if out:
-        return out  # the divisibility rules below assume positive sizes
-    t, p = s.tensor_parallel, s.pipeline_stages
+        out.append(_problem(src, "devices", "must be a positive integer", src.devices))
+    return out
+
+
+def _head_problems(src: Source) -> list[Problem]:
+    """KV heads divide the heads, the heads the hidden size, and tensor parallel the heads, KV heads and FFN."""
+    m, t = src.model, src.setup.tensor_parallel
+    out: list[Problem] = []
     if m.num_heads % m.kv_heads:
-        bad("num_kv_heads", f"must divide the attention heads ({m.num_heads})", m.kv_heads)
+        out.append(_problem(src, "num_kv_heads", f"must divide the attention heads ({m.num_heads})", m.kv_heads))
     if m.head_dim is None and m.hidden_size % m.num_heads:
-        bad("hidden_size", f"must be divisible by the attention heads ({m.num_heads})", m.hidden_size)
+        out.append(_problem(src, "hidden_size", f"must be divisible by the attention heads ({m.num_heads})",
+                            m.hidden_size))
     if m.num_heads % t:
-        bad("tensor_parallel", f"must divide the attention heads ({m.num_heads})", t)
+        out.append(_problem(src, "tensor_parallel", f"must divide the attention heads ({m.num_heads})", t))
     elif m.kv_heads % t:
-        bad("tensor_parallel", f"must divide the KV heads ({m.kv_heads})", t)
+        out.append(_problem(src, "tensor_parallel", f"must divide the KV heads ({m.kv_heads})", t))
     elif m.ffn % t:
-        bad("tensor_parallel", f"must divide the FFN size ({m.ffn})", t)
+        out.append(_problem(src, "tensor_parallel", f"must divide the FFN size ({m.ffn})", t))
+    return out
+
+
+def _pipeline_problems(src: Source) -> list[Problem]:
+    """The layers split into the stages (evenly, or by stage_offsets), and every stage gets a micro-batch."""
+    m, s = src.model, src.setup
+    p = s.pipeline_stages
+    out: list[Problem] = []
     if s.stage_offsets:
         offs = list(s.stage_offsets)
         counts = [m.num_layers // p + o for o in offs]
         if len(offs) != p:
-            bad("stage_offsets", f"needs one entry per pipeline stage ({p}), has {len(offs)}", list(offs))
+            out.append(_problem(src, "stage_offsets", f"needs one entry per pipeline stage ({p}), has {len(offs)}",
+                                list(offs)))
         elif sum(counts) != m.num_layers or min(counts) < 1:
-            bad("stage_offsets", f"gives stages of {counts} layers; they must be >= 1 and add up to "
-                f"{m.num_layers}", list(offs))
+            out.append(_problem(src, "stage_offsets", f"gives stages of {counts} layers; they must be >= 1 and add "
+                                f"up to {m.num_layers}", list(offs)))
     elif m.num_layers % (p * s.virtual_pipeline_chunks):
         what = "pipeline stages" if s.virtual_pipeline_chunks == 1 else "pipeline stages x interleaved chunks"
-        bad("pipeline_stages", f"{what} ({p * s.virtual_pipeline_chunks}) must divide the layers ({m.num_layers})", p)
+        out.append(_problem(src, "pipeline_stages", f"{what} ({p * s.virtual_pipeline_chunks}) must divide the layers "
+                            f"({m.num_layers})", p))
     if p > 1 and s.micro_batch_num < p:
-        bad("micro_batch_num", f"must be >= the pipeline stages ({p}) so every stage has work", s.micro_batch_num)
-    if s.pipeline_scheduler == "seqpipe" and s.seq_split_num > 1 and s.seq_length % s.seq_split_num:
-        bad("seq_split_num", f"must divide the sequence length ({s.seq_length})", s.seq_split_num)
-    if s.seq_length % s.context_parallel:
-        bad("context_parallel", f"must divide the sequence length ({s.seq_length})", s.context_parallel)
-    if s.recompute_layers and (len(s.recompute_layers) > p or min(s.recompute_layers) < 0):
-        bad("recompute", f"needs at most one non-negative layer count per pipeline stage ({p})",
-            list(s.recompute_layers))
-    if src.devices is not None and s.devices != src.devices:
-        bad("devices" if "devices" in src.origins else "data_parallel",
-            f"data x tensor x pipeline x context parallel = {s.data_parallel} x {t} x {p} x {s.context_parallel} "
-            f"= {s.devices}, not the {src.devices} devices", src.devices)
+        out.append(_problem(src, "micro_batch_num", f"must be >= the pipeline stages ({p}) so every stage has work",
+                            s.micro_batch_num))
     return out
+
+
+def _sequence_problems(src: Source) -> list[Problem]:
+    """The sequence splits evenly into seqpipe chunks and over the context-parallel ranks."""
+    s = src.setup
+    out: list[Problem] = []
+    if s.pipeline_scheduler == "seqpipe" and s.seq_split_num > 1 and s.seq_length % s.seq_split_num:
+        out.append(_problem(src, "seq_split_num", f"must divide the sequence length ({s.seq_length})",
+                            s.seq_split_num))
+    if s.seq_length % s.context_parallel:
+        out.append(_problem(src, "context_parallel", f"must divide the sequence length ({s.seq_length})",
+                            s.context_parallel))
+    return out
+
+
+def _recompute_problems(src: Source) -> list[Problem]:
+    """Per-stage recompute layer counts: at most one per stage, none negative."""
+    s = src.setup
+    if s.recompute_layers and (len(s.recompute_layers) > s.pipeline_stages or min(s.recompute_layers) < 0):
+        return [_problem(src, "recompute", f"needs at most one non-negative layer count per pipeline stage "
+                         f"({s.pipeline_stages})", list(s.recompute_layers))]
+    return []
+
+
+def _devices_problems(src: Source) -> list[Problem]:
+    """The parallel layout uses exactly the devices given."""
+    s = src.setup
+    if src.devices is not None and s.devices != src.devices:
+        return [_problem(src, "devices" if "devices" in src.origins else "data_parallel",
+                         f"data x tensor x pipeline x context parallel = {s.data_parallel} x {s.tensor_parallel} x "
+                         f"{s.pipeline_stages} x {s.context_parallel} = {s.devices}, not the {src.devices} devices",
+                         src.devices)]
+    return []
 
 
 def check(src: Source) -> Source:
