@@ -36,24 +36,32 @@ class MatrixInputs:
     requested: Optional[str] = None  # the device target the run asks for, if known
 
 
-def evaluate_static(f: MatrixInputs) -> list[Finding]:
-    """Rules 1-6. The most specific rule reports a pair first; later rules skip pairs already reported."""
-    from msdoctor.checks.version_matrix.ascend import evaluate_ascend
+def evaluate_packages(t: Any, m: Matrix) -> list[Finding]:
+    """The rules on installed packages (known breakages, MindSpore, MindNLP, MindFormers, Requires-Dist):
+    the ones a pip install can repair (``msdoctor.fix.stack`` runs them on its planned overlay too).
+    The most specific rule reports a pair first; later rules skip pairs already reported."""
     from msdoctor.checks.version_matrix.common import installed_versions
-    from msdoctor.checks.version_matrix.gpu import evaluate_gpu
     from msdoctor.checks.version_matrix.nlp import evaluate_mindformers, evaluate_mindnlp
     from msdoctor.checks.version_matrix.requires import evaluate_requirements
     from msdoctor.checks.version_matrix.stack import evaluate_breakages, evaluate_mindspore
 
-    t, m = f.target, f.matrix
     reported: set = set()
     out = evaluate_breakages(t, m, installed_versions(t), reported)
     out += evaluate_mindspore(t, m, reported)
     out += evaluate_mindnlp(t, m, reported)
     out += evaluate_mindformers(t, m, reported)
     out += evaluate_requirements(t, reported)
-    out += evaluate_ascend(t, f.cann, m)
-    out += evaluate_gpu(t, f.gpu, m, f.requested)
+    return out
+
+
+def evaluate_static(f: MatrixInputs) -> list[Finding]:
+    """Rules 1-6: the package rules (:func:`evaluate_packages`), then CANN / driver and CUDA."""
+    from msdoctor.checks.version_matrix.ascend import evaluate_ascend
+    from msdoctor.checks.version_matrix.gpu import evaluate_gpu
+
+    out = evaluate_packages(f.target, f.matrix)
+    out += evaluate_ascend(f.target, f.cann, f.matrix)
+    out += evaluate_gpu(f.target, f.gpu, f.matrix, f.requested)
     return out
 
 
