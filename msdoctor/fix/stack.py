@@ -75,18 +75,9 @@ def _canon(name: str) -> str:
 
 def problems(t: Any, m: Any) -> list[Finding]:
     """The pip-fixable findings of the static version-matrix rules for the (possibly overlaid) target."""
-    from msdoctor.checks.version_matrix.common import installed_versions
-    from msdoctor.checks.version_matrix.nlp import evaluate_mindformers, evaluate_mindnlp
-    from msdoctor.checks.version_matrix.requires import evaluate_requirements
-    from msdoctor.checks.version_matrix.stack import evaluate_breakages, evaluate_mindspore
+    from msdoctor.checks.version_matrix import evaluate_packages
 
-    reported: set = set()
-    out = evaluate_breakages(t, m, installed_versions(t), reported)
-    out += evaluate_mindspore(t, m, reported)
-    out += evaluate_mindnlp(t, m, reported)
-    out += evaluate_mindformers(t, m, reported)
-    out += evaluate_requirements(t, reported)
-    return [f for f in out if f.status in (Status.FAIL, Status.WARN) and f.code in PIP_CODES and wants_of(f)]
+    return pip_fixable(evaluate_packages(t, m))
 
 
 def overlay(t: Any, planned: Sequence[Planned]) -> Any:
@@ -352,80 +343,24 @@ def plan_stack(t: Any, m: Any, resolver: Resolver, *, max_rounds: int = MAX_ROUN
     # already missing, only warned about: not pulled in (see the module docstring)
     left_alone = {w.package for f in base if f.status is Status.WARN and f.code == "requirement-missing"
                   for w in wants_of(f)}
-    base_keys = {_key(f) for f in base}
     plan.left_alone = sorted(left_alone)
     s = _Search(t, m, resolver)
     current = t
     outcome: Optional[str] = None
     for _ in range(max_rounds):
-        probs = problems(current, m)
-        relevant = [f for f in probs if not (f.code == "requirement-missing" and f.status is Status.WARN
-                                             and all(w.package in left_alone for w in wants_of(f)))]
+        relevant = _relevant(problems(current, m), left_alone)
         _log.debug("round: %d problem(s): %s | pins %s | moved %s", len(relevant),
                    "; ".join(f.title for f in relevant)[:600], {k: _merged(v) for k, v in s.pins.items()}, s.moved)
         if not relevant:
             outcome = "found"
             break
-        added = False
-        for f in relevant:
-            if f.code == "requirement-missing" and f.evidence.get("required_by"):
-                # missing dependencies: pip's own resolver brings the owner's whole closure (see _Search.closure)
-                root = _canon(str(f.evidence["required_by"]))
-                if any(w.package not in left_alone for w in wants_of(f)) and root not in s.roots:
-                    s.roots.add(root)
-                    added = True
-                continue
-            for w in wants_of(f):
-                owner = w.owner or ""
-                if owner in s.moved and w.package == owner:
-                    continue
-                specs = s.pins.setdefault(w.package, {})
-                if specs.get(owner) != w.spec:
-                    specs[owner] = w.spec
-                    added = True
-        if not added:
-            # every want is pinned and the rules still complain: the owner of a remaining want moves
-            owners = [w.owner for f in relevant for w in wants_of(f) if w.owner]
-            mover = max(owners, key=_rank) if owners else None
-            why = s.move(mover) if mover else "the remaining problems have no version to move"
-            if why or mover is None:
-                outcome = "none"
-                plan.blocking = [f.title for f in relevant]
-                plan.reason = f"{why}; " + "; ".join(plan.blocking[:3])
-                break
-            s.tried.append(f"{mover}=={s.moved[mover]}: tried because {relevant[0].title}")
-        failed = s.resolve_pins()
-        while failed is not None:
-            package, spec, dr = failed
-            if dr.state in ("offline", "timeout", "nopip"):
-                plan.state = "unverified"
-                plan.reason = (f"the target's pip could not check it ({dr.error}); the versions are msdoctor's "
-                               "rules applied without the index, so they may not exist there")
-                guess = {p: dict(sp) for p, sp in s.pins.items()}
-                for f in base:  # the missing dependencies pip would have resolved (closure roots) too
-                    if f.status is Status.FAIL:
-                        for w in wants_of(f):
-                            guess.setdefault(w.package, {}).setdefault(w.owner or "", w.spec)
-                plan.command = _guess_command(t, guess)
-                plan.dry_runs, plan.pip_calls = [dr], resolver.calls
-                plan.seconds = time.monotonic() - started
-                return plan
-            owners = sorted((o for o in s.pins.get(package, {}) if o), key=_rank, reverse=True)
-            if not owners and (package in s.moved or package in s.roots):
-                owners = [package]
-            s.tried.append(f"{package}{spec}: " + ("no such version on the index" if dr.state == "unsatisfiable"
-                                                    else (dr.error or dr.state)[:300]))
-            movable = next((o for o in owners if o in s.moved or s.current(o)), None)
-            why = s.move(movable) if movable else (
-                f"nothing to move: {package}{spec} is wanted by {', '.join(owners) or 'the rules'}")
-            if why:
-                plan.state = "none"
-                plan.reason = f"{package}{spec} is not available from the index ({_short(dr.error)}); {why}"
-                plan.blocking = [f"{package}{spec}: {_short(dr.error)}"]
-                plan.tried, plan.dry_runs, plan.pip_calls = s.tried, [dr], resolver.calls
-                plan.seconds = time.monotonic() - started
-                return plan
-            failed = s.resolve_pins()
+        # every want is pinned and the rules still complain: the owner of a remaining want moves
+        if not _add_wants(s, relevant, left_alone) and not _move_an_owner(s, relevant, plan):
+            outcome = "none"
+            break
+        if _settle_pins(s, plan, base):
+            plan.seconds = time.monotonic() - started
+            return plan
         current = overlay(t, list(s.chosen.values()))
     else:
         outcome = "none"
@@ -438,6 +373,94 @@ def plan_stack(t: Any, m: Any, resolver: Resolver, *, max_rounds: int = MAX_ROUN
         if not plan.blocking:
             plan.blocking = [f.title for f in problems(current, m)]
         return plan
+    return _found(plan, s, base, current)
+
+
+def _relevant(probs: list[Finding], left_alone: set[str]) -> list[Finding]:
+    """The problems the search repairs: all but dependencies that are missing, only warned about and left alone."""
+    return [f for f in probs if not (f.code == "requirement-missing" and f.status is Status.WARN
+                                     and all(w.package in left_alone for w in wants_of(f)))]
+
+
+def _add_wants(s: _Search, relevant: list[Finding], left_alone: set[str]) -> bool:
+    """Pin what the problems want (closure roots for missing dependencies); whether anything new was added."""
+    added = False
+    for f in relevant:
+        if f.code == "requirement-missing" and f.evidence.get("required_by"):
+            # missing dependencies: pip's own resolver brings the owner's whole closure (see _Search.closure)
+            root = _canon(str(f.evidence["required_by"]))
+            if any(w.package not in left_alone for w in wants_of(f)) and root not in s.roots:
+                s.roots.add(root)
+                added = True
+            continue
+        for w in wants_of(f):
+            owner = w.owner or ""
+            if owner in s.moved and w.package == owner:
+                continue
+            specs = s.pins.setdefault(w.package, {})
+            if specs.get(owner) != w.spec:
+                specs[owner] = w.spec
+                added = True
+    return added
+
+
+def _move_an_owner(s: _Search, relevant: list[Finding], plan: StackPlan) -> bool:
+    """Move the owner of a remaining want (the highest :func:`_rank`); when none can move, the plan says why."""
+    owners = [w.owner for f in relevant for w in wants_of(f) if w.owner]
+    mover = max(owners, key=_rank) if owners else None
+    why = s.move(mover) if mover else "the remaining problems have no version to move"
+    if why or mover is None:
+        plan.blocking = [f.title for f in relevant]
+        plan.reason = f"{why}; " + "; ".join(plan.blocking[:3])
+        return False
+    s.tried.append(f"{mover}=={s.moved[mover]}: tried because {relevant[0].title}")
+    return True
+
+
+def _settle_pins(s: _Search, plan: StackPlan, base: list[Finding]) -> bool:
+    """Choose a version for every pin, moving owners while pip has none; True when that ends the search
+    (pip cannot check: the plan is unverified; nothing is left to move: the plan is none)."""
+    failed = s.resolve_pins()
+    while failed is not None:
+        package, spec, dr = failed
+        if dr.state in ("offline", "timeout", "nopip"):
+            _unverified(plan, s, base, dr)
+            return True
+        owners = sorted((o for o in s.pins.get(package, {}) if o), key=_rank, reverse=True)
+        if not owners and (package in s.moved or package in s.roots):
+            owners = [package]
+        s.tried.append(f"{package}{spec}: " + ("no such version on the index" if dr.state == "unsatisfiable"
+                                                else (dr.error or dr.state)[:300]))
+        movable = next((o for o in owners if o in s.moved or s.current(o)), None)
+        why = s.move(movable) if movable else (
+            f"nothing to move: {package}{spec} is wanted by {', '.join(owners) or 'the rules'}")
+        if why:
+            plan.state = "none"
+            plan.reason = f"{package}{spec} is not available from the index ({_short(dr.error)}); {why}"
+            plan.blocking = [f"{package}{spec}: {_short(dr.error)}"]
+            plan.tried, plan.dry_runs, plan.pip_calls = s.tried, [dr], s.r.calls
+            return True
+        failed = s.resolve_pins()
+    return False
+
+
+def _unverified(plan: StackPlan, s: _Search, base: list[Finding], dr: DryRun) -> None:
+    """pip could not reach its index: msdoctor's rules applied without it, left to pip's own resolver."""
+    plan.state = "unverified"
+    plan.reason = (f"the target's pip could not check it ({dr.error}); the versions are msdoctor's "
+                   "rules applied without the index, so they may not exist there")
+    guess = {p: dict(sp) for p, sp in s.pins.items()}
+    for f in base:  # the missing dependencies pip would have resolved (closure roots) too
+        if f.status is Status.FAIL:
+            for w in wants_of(f):
+                guess.setdefault(w.package, {}).setdefault(w.owner or "", w.spec)
+    plan.command = _guess_command(s.t, guess)
+    plan.dry_runs, plan.pip_calls = [dr], s.r.calls
+
+
+def _found(plan: StackPlan, s: _Search, base: list[Finding], current: Any) -> StackPlan:
+    """The overlay breaks no rule: the changed packages, pinned exactly, in one ``pip install --no-deps``."""
+    t = s.t
     changes = []
     for _name, p in sorted(s.chosen.items()):
         old = t.version_of(p.name)
@@ -447,9 +470,10 @@ def plan_stack(t: Any, m: Any, resolver: Resolver, *, max_rounds: int = MAX_ROUN
         plan.state = "ok"
         plan.remaining = [f.title for f in base]
         return plan
+    base_keys = {_key(f) for f in base}
     plan.state = "found"
     plan.changes = changes
-    plan.remaining = [f.title for f in problems(current, m) if _key(f) in base_keys]
+    plan.remaining = [f.title for f in problems(current, s.m) if _key(f) in base_keys]
     plan.command = [t.python_cmd(), "-m", "pip", "install", "--no-deps", *(f"{c.name}=={c.new}" for c in changes)]
     return plan
 
