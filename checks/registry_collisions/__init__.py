@@ -119,19 +119,11 @@ def _fix(c: Collision, ctx_names: dict[Any, Any], py: str, added: dict[str, str]
 
 def _finding(c: Collision, root: str, names: dict[str, Any], py: str, added: dict[str, str],
              baseline: str) -> Finding:
-    reg, owner, cc = c.reg, c.owner, c.config_class
+    reg, owner = c.reg, c.owner
     brand = BRAND.get(c.registry.library if c.registry else "", "Transformers")
     fix = _fix(c, names, py, added, baseline)
-    if cc is not None:
-        assert owner is not None  # a config class collides only with a name someone owns
-        return Finding.warn(
-            f"{cc.name}.model_type = '{cc.model_type}' is a name {owner.label} already owns",
-            detail=(f"{_rel(cc.at.path, root)}:{cc.at.line} sets model_type '{cc.model_type}'. Registering it "
-                    f"raises `{RAISES['builtin-name'].format(name=cc.model_type, brand=brand)}`, and config.json "
-                    f"files saved from it say '{cc.model_type}', so AutoConfig loads them as {owner.cls}."),
-            fix=fix, location=Location(cc.at.path, cc.at.line), code=c.code,
-            evidence={"class": cc.name, "model_type": cc.model_type, "owner": owner.label,
-                      "owner_file": f"{owner.path}:{owner.line}"})
+    if c.config_class is not None:
+        return _config_class_finding(c, root, brand, fix)
     assert reg is not None
     where = f"{_rel(reg.at.path, root)}:{reg.at.line}" + ("" if reg.origin == "project" else f" (installed {reg.origin})")
     evidence: dict[str, Any] = {"name": reg.name, "api": reg.api, "registration": f"{reg.at}", "origin": reg.origin,
@@ -152,33 +144,63 @@ def _finding(c: Collision, root: str, names: dict[str, Any], py: str, added: dic
             f"{reg.api}('{reg.name}', {reg.cls}) but {reg.cls}.model_type is '{reg.cls_model_type}'",
             detail=f"At {where} this raises `{RAISES['model-type-mismatch']}` before the name is even registered.",
             fix=fix, location=loc, code=c.code, evidence={**evidence, "class_model_type": reg.cls_model_type})
-    assert owner is not None  # duplicates and mismatches are answered above; the rest collide with an owner
+    # duplicates and mismatches are answered above; the rest collide with an owner
     if c.code in ("mindformers-builtin", "mindformers-search-name"):
-        mf = reg.mf
-        style = ("legacy=False" if mf is not None and mf.legacy is False else
-                 "legacy=<expression>" if mf is not None and mf.legacy is None else "legacy=True (the default)")
-        evidence = {**evidence, "registry_key": c.key, "legacy": None if mf is None else mf.legacy,
-                    "search_names": list(mf.search_names) if mf else []}
-        if c.code == "mindformers-search-name":
-            looked = (c.key or "")
-            return Finding.warn(
-                f"{where}: search_names takes '{looked}' from MindFormers' own {reg.target} {owner.cls} ({owner.label})",
-                detail=(f"MindFormerRegister keeps search_names in search_names_map, which get_cls consults before "
-                        f"the registry; registering {reg.cls} with {style} maps the lookup key '{looked}' to it, "
-                        f"so every YAML that names '{looked}' (MindFormers' own configs included) builds "
-                        f"{reg.cls} instead of {owner.cls} ({owner.path}:{owner.line})."),
-                fix=fix, location=loc, code=c.code, evidence=evidence)
-        unknown = (" legacy= is an expression msdoctor cannot evaluate: this is the key it gets when the "
-                   "expression is " + ("False" if (c.key or "").startswith(MF_NEW_PREFIX) else "True") + ".") \
-            if c.exist_ok_unknown else ""
+        return _mindformers_finding(c, where, loc, fix, evidence)
+    return _taken_finding(c, where, loc, fix, evidence, brand)
+
+
+def _config_class_finding(c: Collision, root: str, brand: str, fix: str) -> Finding:
+    """A config class whose model_type is a name a library already owns."""
+    cc, owner = c.config_class, c.owner
+    assert cc is not None and owner is not None  # a config class collides only with a name someone owns
+    return Finding.warn(
+        f"{cc.name}.model_type = '{cc.model_type}' is a name {owner.label} already owns",
+        detail=(f"{_rel(cc.at.path, root)}:{cc.at.line} sets model_type '{cc.model_type}'. Registering it "
+                f"raises `{RAISES['builtin-name'].format(name=cc.model_type, brand=brand)}`, and config.json "
+                f"files saved from it say '{cc.model_type}', so AutoConfig loads them as {owner.cls}."),
+        fix=fix, location=Location(cc.at.path, cc.at.line), code=c.code,
+        evidence={"class": cc.name, "model_type": cc.model_type, "owner": owner.label,
+                  "owner_file": f"{owner.path}:{owner.line}"})
+
+
+def _mindformers_finding(c: Collision, where: str, loc: Location, fix: str, evidence: dict[str, Any]) -> Finding:
+    """A MindFormers registration (or search name) that overwrites MindFormers' own entry: it never raises."""
+    reg, owner = c.reg, c.owner
+    assert reg is not None and owner is not None
+    mf = reg.mf
+    style = ("legacy=False" if mf is not None and mf.legacy is False else
+             "legacy=<expression>" if mf is not None and mf.legacy is None else "legacy=True (the default)")
+    evidence = {**evidence, "registry_key": c.key, "legacy": None if mf is None else mf.legacy,
+                "search_names": list(mf.search_names) if mf else []}
+    if c.code == "mindformers-search-name":
+        looked = (c.key or "")
         return Finding.warn(
-            f"{where} replaces MindFormers' own {reg.target} '{c.key or reg.name}' ({owner.label})",
-            detail=(f"With {style}, MindFormers files {reg.cls} under the registry key '{c.key or reg.name}', "
-                    f"the key of its own {owner.cls} ({owner.path}:{owner.line}). MindFormerRegister.register never "
-                    f"raises: it overwrites the entry, so every YAML that looks up that name "
-                    f"({'use_legacy: False' if (c.key or '').startswith(MF_NEW_PREFIX) else 'use_legacy: True, the default'}) "
-                    f"now builds {reg.cls}, MindFormers' own configs included.{unknown}"),
+            f"{where}: search_names takes '{looked}' from MindFormers' own {reg.target} {owner.cls} ({owner.label})",
+            detail=(f"MindFormerRegister keeps search_names in search_names_map, which get_cls consults before "
+                    f"the registry; registering {reg.cls} with {style} maps the lookup key '{looked}' to it, "
+                    f"so every YAML that names '{looked}' (MindFormers' own configs included) builds "
+                    f"{reg.cls} instead of {owner.cls} ({owner.path}:{owner.line})."),
             fix=fix, location=loc, code=c.code, evidence=evidence)
+    unknown = (" legacy= is an expression msdoctor cannot evaluate: this is the key it gets when the "
+               "expression is " + ("False" if (c.key or "").startswith(MF_NEW_PREFIX) else "True") + ".") \
+        if c.exist_ok_unknown else ""
+    return Finding.warn(
+        f"{where} replaces MindFormers' own {reg.target} '{c.key or reg.name}' ({owner.label})",
+        detail=(f"With {style}, MindFormers files {reg.cls} under the registry key '{c.key or reg.name}', "
+                f"the key of its own {owner.cls} ({owner.path}:{owner.line}). MindFormerRegister.register never "
+                f"raises: it overwrites the entry, so every YAML that looks up that name "
+                f"({'use_legacy: False' if (c.key or '').startswith(MF_NEW_PREFIX) else 'use_legacy: True, the default'}) "
+                f"now builds {reg.cls}, MindFormers' own configs included.{unknown}"),
+        fix=fix, location=loc, code=c.code, evidence=evidence)
+
+
+def _taken_finding(c: Collision, where: str, loc: Location, fix: str, evidence: dict[str, Any],
+                   brand: str) -> Finding:
+    """A transformers-style registration of a name (or config class) the library owns: it raises, or with
+    exist_ok replaces the library's entry."""
+    reg, owner = c.reg, c.owner
+    assert reg is not None and owner is not None
     model = reg.kind == "auto"
     raises = RAISES["builtin-model" if model else "builtin-name"].format(name=reg.name, brand=brand)
     owned = f"{owner.label} ({owner.path}:{owner.line})"
