@@ -34,35 +34,39 @@ def _bad_int(name: str, value: str) -> Finding:
     )
 
 
+def _index_var(env: Mapping[str, str], name: str, bound: Optional[int], bound_key: str, title: str, detail: str,
+               fix: str, code: str) -> list[Finding]:
+    """An index variable (DEVICE_ID, RANK_ID) that must be a whole number in 0..bound-1 (bound None: not known).
+
+    ``title`` and ``fix`` are templates: {value}, {bound} and {last} (bound - 1) are filled in."""
+    raw = env.get(name)
+    if raw is None:
+        return []
+    value = _int(raw)
+    if value is None:
+        return [_bad_int(name, raw)]
+    if bound is None or 0 <= value < bound:
+        return []
+    fill = {"value": value, "bound": bound, "last": bound - 1}
+    return [Finding.fail(title.format(**fill), detail=detail, fix=fix.format(**fill),
+                         evidence={name: value, bound_key: bound}, code=code)]
+
+
 def _rank_vars(env: Mapping[str, str], visible: Optional[int]) -> list[Finding]:
-    out: list[Finding] = []
-    device_id, rank_id, rank_size = env.get("DEVICE_ID"), env.get("RANK_ID"), env.get("RANK_SIZE")
-    dev = _int(device_id) if device_id is not None else None
-    if device_id is not None and dev is None:
-        out.append(_bad_int("DEVICE_ID", device_id))
-    elif dev is not None and visible is not None and not 0 <= dev < visible:
-        out.append(Finding.fail(
-            f"DEVICE_ID={dev} but only {visible} device(s) are visible (ids 0..{visible - 1})",
-            detail="The process would bind a device that does not exist here and fail at initialisation.",
-            fix=f"export DEVICE_ID=<0..{visible - 1}>", evidence={"DEVICE_ID": dev, "visible": visible},
-            code="device-id-range",
-        ))
+    out = _index_var(env, "DEVICE_ID", visible, "visible",
+                     "DEVICE_ID={value} but only {bound} device(s) are visible (ids 0..{last})",
+                     "The process would bind a device that does not exist here and fail at initialisation.",
+                     "export DEVICE_ID=<0..{last}>", "device-id-range")
+    rank_size = env.get("RANK_SIZE")
     size = _int(rank_size) if rank_size is not None else None
     if rank_size is not None and (size is None or size < 1):
         out.append(_bad_int("RANK_SIZE", rank_size) if size is None else Finding.fail(
             f"RANK_SIZE={size} must be at least 1", fix="export RANK_SIZE=<number of devices in the job>",
             code="rank-size-invalid"))
         size = None
-    rank = _int(rank_id) if rank_id is not None else None
-    if rank_id is not None and rank is None:
-        out.append(_bad_int("RANK_ID", rank_id))
-    elif rank is not None and size is not None and not 0 <= rank < size:
-        out.append(Finding.fail(
-            f"RANK_ID={rank} is outside 0..RANK_SIZE-1 ({size - 1})",
-            detail="Each process of a job needs a distinct rank below RANK_SIZE.",
-            fix=f"export RANK_ID=<0..{size - 1}> per process", evidence={"RANK_ID": rank, "RANK_SIZE": size},
-            code="rank-id-range",
-        ))
+    out += _index_var(env, "RANK_ID", size, "RANK_SIZE", "RANK_ID={value} is outside 0..RANK_SIZE-1 ({last})",
+                      "Each process of a job needs a distinct rank below RANK_SIZE.",
+                      "export RANK_ID=<0..{last}> per process", "rank-id-range")
     workers = env.get("MS_WORKER_NUM")
     if workers is not None:
         n = _int(workers)
