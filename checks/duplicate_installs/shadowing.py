@@ -67,8 +67,7 @@ def shadowed_modules(t: TargetFacts) -> list[Finding]:
                     "than the one pip, `pip list` and importlib.metadata report."),
             fix=_fix_for(t, path, dirs[0]),
             location=Location(path),
-            evidence={"module": name, "origin": spec.get("origin"), "found_in": dirs[0],
-                      "shadowed_dist": d.name, "shadowed_version": d.version, "dist_location": d.location},
+            evidence={"module": name, "origin": spec.get("origin"), "found_in": dirs[0], **_shadowed(d)},
             code="shadowed-module",
         ))
     return out
@@ -121,7 +120,7 @@ def script_dir_shadows(t: TargetFacts, groups: Groups, directories: Sequence[str
         for n in copies[0].top_level or []:
             if importable(n):
                 names.setdefault(n, copies[0])
-    stdlib = stdlib_names(t) - set(names)
+    stdlib = dict.fromkeys(stdlib_names(t) - set(names))
     out = []
     for directory in dict.fromkeys(real(d) for d in directories):
         if directory in on_path:
@@ -130,57 +129,70 @@ def script_dir_shadows(t: TargetFacts, groups: Groups, directories: Sequence[str
             entries = sorted(os.listdir(directory))
         except OSError:
             continue
+        in_project = project is not None and directory == real(project)
         for entry in entries:
             full = os.path.join(directory, entry)
-            lib = _module_entry(directory, entry, dict.fromkeys(stdlib))
+            lib = _module_entry(directory, entry, stdlib)
             if lib is not None:
-                out.append(Finding(
-                    Status.WARN,
-                    f"{full} would shadow the standard library's {lib} for scripts in {directory}",
-                    detail=(f"`python {directory}/<script>.py` puts {directory} first on sys.path (Python docs, "
-                            f"sys.path[0]), so `import {lib}` there, and in every library that imports it, would "
-                            f"load {full} instead of the standard {lib} module. Found on disk; nothing was imported."),
-                    fix=f"rename it: mv {q(full)} {q(full + '_local')} (and update your imports)",
-                    location=Location(full),
-                    evidence={"module": lib, "path": full, "directory": directory, "shadowed": "stdlib"},
-                    code="shadowed-stdlib-script-dir",
-                ))
+                out.append(_shadows_stdlib(full, lib, directory))
                 continue
             stem = _module_entry(directory, entry, names)
             d = names.get(stem or "")
             src = editable_source(d) if d else None
             if stem is None or d is None or (src and under(full, src)):
                 continue
-            evidence = {"module": stem, "path": full, "directory": directory, "shadowed_dist": d.name,
-                        "shadowed_version": d.version, "dist_location": d.location}
-            if project is not None and directory == real(project):
-                # the project itself: what `python train.py` / `python -m` / Jupyter started there would import
-                out.append(Finding(
-                    status_for(stem, d.name),
-                    f"{full} shadows the installed {d.name} {d.version or ''}".rstrip(),
-                    detail=(f"`import {stem}` in a script, `python -m` or a notebook started in the current (project) "
-                            f"directory {directory} loads {full}: that directory comes first on sys.path (Python "
-                            f"docs, sys.path[0]), before {d.location} where pip installed {d.name} "
-                            f"{d.version or ''}. Found on disk, as find_spec would; nothing was imported."),
-                    fix=(f"rename it (mv {q(full)} {q(full + '_local')}) and update your imports, or start Python "
-                         "from another directory"),
-                    location=Location(full),
-                    evidence=evidence,
-                    code="shadowed-module",
-                ))
-                continue
-            out.append(Finding(
-                status_for(stem, d.name),
-                f"{full} would shadow the installed {d.name} {d.version or ''} for scripts in {directory}".rstrip(),
-                detail=(f"`python {directory}/<script>.py` puts {directory} first on sys.path (Python docs, "
-                        f"sys.path[0]), so `import {stem}` would load {full} instead of {d.name} from {d.location}. "
-                        "Found on disk; nothing was imported."),
-                fix=f"rename it: mv {q(full)} {q(full + '_local')} (and update your imports)",
-                location=Location(full),
-                evidence=evidence,
-                code="shadowed-module-script-dir",
-            ))
+            out.append(_shadows_dist(full, stem, d, directory, in_project))
     return out
+
+
+def _shadows_stdlib(full: str, lib: str, directory: str) -> Finding:
+    return Finding(
+        Status.WARN,
+        f"{full} would shadow the standard library's {lib} for scripts in {directory}",
+        detail=(f"`python {directory}/<script>.py` puts {directory} first on sys.path (Python docs, "
+                f"sys.path[0]), so `import {lib}` there, and in every library that imports it, would "
+                f"load {full} instead of the standard {lib} module. Found on disk; nothing was imported."),
+        fix=f"rename it: mv {q(full)} {q(full + '_local')} (and update your imports)",
+        location=Location(full),
+        evidence={"module": lib, "path": full, "directory": directory, "shadowed": "stdlib"},
+        code="shadowed-stdlib-script-dir",
+    )
+
+
+def _shadows_dist(full: str, stem: str, d: Distribution, directory: str, in_project: bool) -> Finding:
+    """``full`` in ``directory`` wins over the installed ``d``: now (the project directory, where
+    `python train.py` / `python -m` / Jupyter start) or for scripts kept in that directory."""
+    evidence = {"module": stem, "path": full, "directory": directory, **_shadowed(d)}
+    if in_project:
+        return Finding(
+            status_for(stem, d.name),
+            f"{full} shadows the installed {d.name} {d.version or ''}".rstrip(),
+            detail=(f"`import {stem}` in a script, `python -m` or a notebook started in the current (project) "
+                    f"directory {directory} loads {full}: that directory comes first on sys.path (Python "
+                    f"docs, sys.path[0]), before {d.location} where pip installed {d.name} "
+                    f"{d.version or ''}. Found on disk, as find_spec would; nothing was imported."),
+            fix=(f"rename it (mv {q(full)} {q(full + '_local')}) and update your imports, or start Python "
+                 "from another directory"),
+            location=Location(full),
+            evidence=evidence,
+            code="shadowed-module",
+        )
+    return Finding(
+        status_for(stem, d.name),
+        f"{full} would shadow the installed {d.name} {d.version or ''} for scripts in {directory}".rstrip(),
+        detail=(f"`python {directory}/<script>.py` puts {directory} first on sys.path (Python docs, "
+                f"sys.path[0]), so `import {stem}` would load {full} instead of {d.name} from {d.location}. "
+                "Found on disk; nothing was imported."),
+        fix=f"rename it: mv {q(full)} {q(full + '_local')} (and update your imports)",
+        location=Location(full),
+        evidence=evidence,
+        code="shadowed-module-script-dir",
+    )
+
+
+def _shadowed(d: Distribution) -> dict[str, Any]:
+    """The evidence naming the installed distribution a module file shadows."""
+    return {"shadowed_dist": d.name, "shadowed_version": d.version, "dist_location": d.location}
 
 
 def stale_paths(t: TargetFacts, records: Records) -> list[Finding]:
