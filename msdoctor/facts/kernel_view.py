@@ -19,6 +19,7 @@ from msdoctor.context import Context, FactSpec, FactUnavailable
 from msdoctor.facts.interpreters import INTERPRETERS, InterpInfo, python_in, target_python, which
 from msdoctor.facts.jupyter import KERNELSPECS, JupyterFacts, KernelSpec, kernel_interpreter
 from msdoctor.facts.vscode import VSCODE, InterpreterRef, VSCodeFacts
+from msdoctor.facts.target import TARGET
 from msdoctor.model import Location
 
 ROLES = ("target", "msdoctor", "path", "activated", "running-kernel", "kernel", "notebook", "vscode")
@@ -168,6 +169,12 @@ def vscode_rows(vs: VSCodeFacts) -> list:
 
 
 def _compute(ctx: Context) -> KernelView:
+    try:
+        # the target's probe answers its own row and its Jupyter paths (one start: facts/target.py); the other
+        # interpreters are probed after it, not competing with it for the CPU while every check waits for it
+        ctx.get(TARGET)
+    except FactUnavailable:
+        pass  # its row says why
     probes = ctx.get(INTERPRETERS)
     tpath = target_python(ctx)
     rows = [Row("msdoctor", "msdoctor's own interpreter", sys.executable)]
