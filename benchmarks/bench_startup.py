@@ -10,7 +10,7 @@ Prints, side by side in one run (median of N runs, seconds):
 * ``python -c "import mindspore; mindspore.run_check()"``   (anchor; what people run today)
 * ``msdoctor check`` (full, with the live probes)           (target: within 1.2x of run_check)
 
-Each row gives the median and the best wall time, and the median CPU time (user + system, the
+The commands run interleaved (run i of each, then run i+1). Each row gives the median and the best wall time, and the median CPU time (user + system, the
 command and all its children): on a shared machine wall times swing with the load, CPU times much
 less. Byte-code is written (PYTHONDONTWRITEBYTECODE is dropped from the environment) and each
 command runs once before timing, so an editable msdoctor is measured with its .pyc files, as pip's
@@ -33,19 +33,14 @@ import time
 from pathlib import Path
 
 
-def timed(argv: list[str], runs: int, cwd: str, env: dict) -> tuple[float, float, float, int]:
-    """(median wall, best wall, median CPU of the command and its children, last exit status)."""
-    times, cpus = [], []
-    rc = 0
-    for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        res = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - t0)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        rc = res.returncode
-    return statistics.median(times), min(times), statistics.median(cpus), rc
+def timed_once(argv: list[str], cwd: str, env: dict) -> tuple[float, float, int]:
+    """(wall, CPU of the command and its children, exit status) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    res = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, res.returncode
 
 
 def pip_version(python: str) -> str:
@@ -82,15 +77,25 @@ def main() -> None:
     print(f"target: {args.python}   pip {pip_version(args.python)}   runs: {args.runs}   cpus: {os.cpu_count()}"
           f"   load: {load:.1f}")
     print(f"{'command':<42} {'median s':>9} {'min s':>8} {'cpu s':>7} {'rc':>3}  target")
+    # interleaved: run i of every command back to back, so a change in the machine's load hits all alike
+    walls: dict[str, list[float]] = {name: [] for name, _, _ in rows}
+    cpus: dict[str, list[float]] = {name: [] for name, _, _ in rows}
+    codes: dict[str, int] = {}
+    for _ in range(args.runs):
+        for name, argv, _ in rows:
+            wall, used, codes[name] = timed_once(argv, cwd, env)
+            walls[name].append(wall)
+            cpus[name].append(used)
     results, cpu = {}, {}
-    for name, argv, limit in rows:
-        med, best, used, rc = timed(argv, args.runs, cwd, env)
+    for name, _, limit in rows:
+        med, best, used = statistics.median(walls[name]), min(walls[name]), statistics.median(cpus[name])
         results[name], cpu[name] = med, used
         verdict = "" if limit is None else (f"< {limit:.3f} s: " + ("ok" if med < limit else "MISSED"))
-        print(f"{name:<42} {med:>9.3f} {best:>8.3f} {used:>7.3f} {rc:>3}  {verdict}")
+        print(f"{name:<42} {med:>9.3f} {best:>8.3f} {used:>7.3f} {codes[name]:>3}  {verdict}")
     q, p = "msdoctor check --quick", "python -m pip check (anchor)"
-    print(f"\ncheck --quick / pip check = {results[q] / results[p]:.2f} wall, {cpu[q] / cpu[p]:.2f} cpu "
-          f"(target <= 1.0; pip {pip_version(args.python)})")
+    paired = statistics.median(a / b for a, b in zip(walls[q], walls[p]))
+    print(f"\ncheck --quick / pip check = {results[q] / results[p]:.2f} wall (median of the paired runs' "
+          f"ratios: {paired:.2f}), {cpu[q] / cpu[p]:.2f} cpu (target <= 1.0; pip {pip_version(args.python)})")
     if args.full:
         full = results["msdoctor check (full)"]
         anchor = results["import mindspore; run_check() (anchor)"]
