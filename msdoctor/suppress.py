@@ -156,36 +156,42 @@ def parse(text: str, path: Path, table: Sequence[str] = ()) -> list[Suppression]
                 'each entry is a table: { id = "check-id", reason = "...", until = "YYYY-MM-DD" }',
             )
         ident = entry.get("id")
-        line = _line_of_id(text, ident, start) if isinstance(ident, str) else None
-        where = f"{path}:{line or ignore_line or '?'}"
-        unknown = [k for k in entry if k not in ENTRY_KEYS]
-        if unknown:
-            hints = []
-            for k in unknown:
-                close = difflib.get_close_matches(k, ENTRY_KEYS, n=1)
-                hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-            raise UserError(
-                f"{where}: ignore[{i}] has unknown key {', '.join(hints)}",
-                "an entry takes only: id, reason, until",
-            )
-        if not isinstance(ident, str) or not _ID.match(ident.strip()):
-            raise UserError(
-                f"{where}: ignore[{i}] needs id = \"check-id\" or \"check-id/finding-code\" (got {ident!r})",
-                "`msdoctor list-checks` shows the check ids; finding codes appear in --format vscode/json output",
-            )
-        check_id, _, code = ident.strip().partition("/")
-        reason = entry.get("reason")
-        if reason is not None and not isinstance(reason, str):
-            raise UserError(f"{where}: reason must be text, got {reason!r}", 'write reason = "why it is acceptable"')
-        out.append(Suppression(
-            check_id=check_id,
-            code=code or None,
-            reason=reason.strip() if isinstance(reason, str) and reason.strip() else None,
-            until=_date(entry.get("until"), where),
-            path=path,
-            line=line or ignore_line,
-        ))
+        line = (_line_of_id(text, ident, start) if isinstance(ident, str) else None) or ignore_line
+        out.append(_entry(entry, i, path, line))
     return out
+
+
+def _entry(entry: dict, i: int, path: Path, line: Optional[int]) -> Suppression:
+    """One ``ignore`` entry (the i-th, at ``line``), or a UserError naming what is wrong with it."""
+    where = f"{path}:{line or '?'}"
+    ident = entry.get("id")
+    unknown = [k for k in entry if k not in ENTRY_KEYS]
+    if unknown:
+        hints = []
+        for k in unknown:
+            close = difflib.get_close_matches(k, ENTRY_KEYS, n=1)
+            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise UserError(
+            f"{where}: ignore[{i}] has unknown key {', '.join(hints)}",
+            "an entry takes only: id, reason, until",
+        )
+    if not isinstance(ident, str) or not _ID.match(ident.strip()):
+        raise UserError(
+            f"{where}: ignore[{i}] needs id = \"check-id\" or \"check-id/finding-code\" (got {ident!r})",
+            "`msdoctor list-checks` shows the check ids; finding codes appear in --format vscode/json output",
+        )
+    check_id, _, code = ident.strip().partition("/")
+    reason = entry.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise UserError(f"{where}: reason must be text, got {reason!r}", 'write reason = "why it is acceptable"')
+    return Suppression(
+        check_id=check_id,
+        code=code or None,
+        reason=reason.strip() if isinstance(reason, str) and reason.strip() else None,
+        until=_date(entry.get("until"), where),
+        path=path,
+        line=line,
+    )
 
 
 def _read(path: Path) -> str:
