@@ -16,7 +16,10 @@ less. Byte-code is written (PYTHONDONTWRITEBYTECODE is dropped from the environm
 command runs once before timing, so an editable msdoctor is measured with its .pyc files, as pip's
 installed ones are.
 
-Usage: python benchmarks/bench_startup.py [--python PATH] [--runs N]
+The target's venv is activated for the commands (VIRTUAL_ENV, its bin first on PATH), as a user runs them;
+--no-activate measures the other case, where kernel-mismatch also probes the foreign `python` on PATH.
+
+Usage: python benchmarks/bench_startup.py [--python PATH] [--runs N] [--no-activate] [--full]
 """
 
 from __future__ import annotations
@@ -53,11 +56,19 @@ def main() -> None:
     parser.add_argument("--python", default=sys.executable, help="target interpreter (default: this one)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--full", action="store_true", help="also time the full check and run_check (slow)")
+    parser.add_argument("--no-activate", action="store_true",
+                        help="run without the target's environment activated (then `python` on PATH is another "
+                             "interpreter, which kernel-mismatch probes too)")
     args = parser.parse_args()
 
     msdoctor = shutil.which("msdoctor", path=str(Path(sys.executable).parent)) or "msdoctor"
     env = dict(os.environ, NO_COLOR="1", MSDOCTOR_NO_SPINNER="1", GLOG_v="3")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    bindir = str(Path(args.python).parent)
+    activated = not args.no_activate and (Path(bindir).parent / "pyvenv.cfg").is_file()
+    if activated:  # as `source <venv>/bin/activate` leaves it, the way the README runs msdoctor and pip
+        env["VIRTUAL_ENV"] = str(Path(bindir).parent)
+        env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     cwd = tempfile.mkdtemp(prefix="msdoctor-bench-")  # MindSpore writes into the cwd; keep the repo clean
     rows = [
         ("msdoctor --help", [msdoctor, "--help"], 0.150),
@@ -74,8 +85,8 @@ def main() -> None:
     for _, argv, _ in rows:
         subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"target: {args.python}   pip {pip_version(args.python)}   runs: {args.runs}   cpus: {os.cpu_count()}"
-          f"   load: {load:.1f}")
+    print(f"target: {args.python} ({'activated' if activated else 'not activated'})   pip {pip_version(args.python)}"
+          f"   runs: {args.runs}   cpus: {os.cpu_count()}   load: {load:.1f}")
     print(f"{'command':<42} {'median s':>9} {'min s':>8} {'cpu s':>7} {'rc':>3}  target")
     # interleaved: run i of every command back to back, so a change in the machine's load hits all alike
     walls: dict[str, list[float]] = {name: [] for name, _, _ in rows}
