@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import zipfile
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BASE_PYTHON, REPO, env_with, make_venv
+from helpers import BASE_PYTHON, REPO, env_with, make_venv, msdoctor_exe
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +63,63 @@ def test_wheel_ships_data_files(wheel: Path) -> None:
 
 
 @pytest.mark.slow
+def test_wheel_ships_the_docs(wheel: Path) -> None:
+    """Messages name docs/ files (msdoctor/shipped.py): a pip user has them as msdoctor/docs/."""
+    zf = zipfile.ZipFile(wheel)
+    docs = [p for p in (REPO / "docs").iterdir() if p.suffix in (".md", ".json")]
+    assert {"training-config.md", "memory.md", "training-config-check.md"} <= {p.name for p in docs}
+    for p in docs:
+        assert zf.read(f"msdoctor/docs/{p.name}") == p.read_bytes(), p.name
+
+
+#: absolute paths to a shipped file or folder in msdoctor's output (messages, help, findings)
+NAMED = re.compile(r"(/[^\s()'`;,]+(?:\.md|\.yaml|/configs))(?![\w/])")
+
+
+def named_in_messages(exe: str, cwd: Path) -> dict[str, list[Path]]:
+    """Every message, help text and finding that points at a shipped file, from a directory with no docs/ in it:
+    what it is -> the paths it names."""
+    def run(*args: str, rc: int) -> str:
+        res = subprocess.run([exe, *args], capture_output=True, text=True, cwd=cwd, env=env_with(), timeout=120)
+        assert res.returncode == rc, (args, res.stdout, res.stderr)
+        return res.stdout + res.stderr
+
+    out: dict[str, str] = {}
+    (cwd / "empty.yaml").write_text("")
+    out["empty config"] = run("check", "--quick", "--config", "empty.yaml", rc=2)
+    (cwd / "bad.yaml").write_text("name: x\nmodel:\n  hiden_size: 64\n")
+    out["bad key"] = run("train", "--config", "bad.yaml", rc=2)
+    (cwd / "hf.json").write_text(json.dumps({"model_type": "llama"}))
+    out["not msdoctor's config"] = run("train", "--config", "hf.json", rc=2)
+    out["train --help"] = run("train", "--help", rc=0)
+    tiny = re.search(r"--config (\S+/tiny-cpu\.yaml)", out["train --help"])
+    assert tiny, out["train --help"]
+    out["bad override"] = run("train", "--config", tiny.group(1), "--max-steps", "1", rc=2)  # warmup >= max_steps
+    out["memory -v"] = run("memory", "--config", tiny.group(1), "-v", rc=0)
+    (cwd / "directive.yaml").write_text("# msdoctor: devices=many\nname: x\n")
+    report = json.loads(run("check", "--quick", "--only", "training-config", "--config", "directive.yaml",
+                            "--format", "json", rc=0))
+    out["directive finding"] = json.dumps([f["detail"] for c in report["checks"] for f in c["findings"]
+                                           if f["code"] == "directive"])
+    # the user's own files (the configs above) aside; a relative docs/x.md would show up as /x.md and not exist
+    return {what: [Path(p) for p in NAMED.findall(text) if not Path(p).is_relative_to(cwd)] for what, text in out.items()}
+
+
+def assert_shipped(named: dict[str, list[Path]], root: Path) -> None:
+    for what, paths in named.items():
+        assert paths, f"{what}: names no shipped file"
+        for p in paths:
+            assert p.exists() and p.is_relative_to(root), (what, p)
+    everything = {p.name for paths in named.values() for p in paths}
+    assert {"training-config.md", "memory.md", "training-config-check.md", "tiny-cpu.yaml", "configs"} <= everything
+
+
+def test_messages_name_files_this_install_has(tmp_path: Path) -> None:
+    """The clone's editable install: the pointers are the clone's own docs/ and training/configs/."""
+    assert_shipped(named_in_messages(msdoctor_exe(), tmp_path), REPO)
+
+
+@pytest.mark.slow
 def test_wheel_registers_console_script_and_builtin_checks(wheel: Path) -> None:
     zf = zipfile.ZipFile(wheel)
     ep = next(n for n in zf.namelist() if n.endswith("entry_points.txt"))
@@ -82,3 +141,7 @@ def test_installed_wheel_runs_from_a_plain_venv(wheel: Path, tmp_path: Path) -> 
     assert res.returncode == 0, res.stdout + res.stderr
     import_path = venv.run("import msdoctor; print(msdoctor.__file__)", cwd=tmp_path).stdout.strip()
     assert import_path.startswith(str(site))
+    # every file a message points at is in the installed package, not in a clone the user does not have
+    work = tmp_path / "work"
+    work.mkdir()
+    assert_shipped(named_in_messages(str(venv.bin / "msdoctor"), work), site / "msdoctor")

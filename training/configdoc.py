@@ -14,7 +14,7 @@ HEADER = """# Training config reference
 
 Every key of the msdoctor training YAML (`msdoctor train --config FILE`, `msdoctor check --config FILE`),
 generated from `msdoctor.training.config` by `python -m msdoctor.training.configdoc`; do not edit by hand.
-Complete examples: `training/configs/*.yaml`.
+Complete examples: `training/configs/*.yaml` (installed: `msdoctor/training/configs/`, named by `msdoctor train --help`).
 
 Rules checked when the file is loaded (every problem is listed at once, with file:line):
 

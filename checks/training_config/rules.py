@@ -809,7 +809,9 @@ def rule_data(res: Resolved, env: Env) -> list[Finding]:
 
 
 def rule_directives(res: Resolved, env: Env) -> list[Finding]:
-    return [Finding.warn(msg, detail="msdoctor reads `# msdoctor: key=value` comments (docs/training-config-check.md)",
+    from msdoctor.shipped import path as shipped
+
+    return [Finding.warn(msg, detail=f"msdoctor reads `# msdoctor: key=value` comments ({shipped('docs/training-config-check.md')})",
                          fix=f"{res.path}:{line}: correct or remove the comment",
                          location=Location(str(res.path), line), code="directive")
             for line, msg in res.directive_problems]

@@ -26,13 +26,14 @@ def resolve_config(path: Path, max_steps: Optional[int], data: tuple[str, ...], 
                    runtime: Optional[dict[str, Any]] = None) -> Any:
     """The config file with the command-line overrides applied, validated as a whole (exit 2 lists every problem)."""
     from msdoctor.facts.config import ConfigFacts, load_config
+    from msdoctor.shipped import path as shipped
     from msdoctor.training.config import ConfigError, from_dict
 
     facts = load_config(path)
     if facts.kind != "msdoctor":
         raise UserError(f"{facts.path} looks like a {facts.kind} config; msdoctor train runs msdoctor training YAML",
-                        "start from training/configs/tiny-cpu.yaml (docs/training-config.md lists every key); "
-                        f"`msdoctor check --config {facts.path}` still checks this file")
+                        f"start from {shipped('training/configs/tiny-cpu.yaml')} ({shipped('docs/training-config.md')} lists every "
+                        f"key); `msdoctor check --config {facts.path}` still checks this file")
     raw = copy.deepcopy(facts.doc.data) or {}
     for section, key, value in (("train", "max_steps", max_steps), ("data", "paths", list(data) or None),
                                 ("runtime", "output_dir", str(output_dir) if output_dir else None),
@@ -46,7 +47,7 @@ def resolve_config(path: Path, max_steps: Optional[int], data: tuple[str, ...], 
     except ConfigError as exc:
         listing = "\n  ".join(p.render(facts.path) for p in exc.problems)
         raise UserError(f"{facts.path}: {len(exc.problems)} problem(s) with the command-line overrides:\n  {listing}",
-                        "change the option or the config; docs/training-config.md lists every key") from None
+                        f"change the option or the config; {shipped('docs/training-config.md')} lists every key") from None
     return ConfigFacts(facts.path, facts.doc, "msdoctor", run)
 
 
@@ -298,10 +299,20 @@ def explain_failure(files: list[Path], python: str, config: Optional[Path] = Non
     return out
 
 
+def _with_paths(fn: Any) -> Any:
+    """The help names the example configs and the key reference where this msdoctor has them (a wheel has no
+    training/configs/ or docs/ in the current directory)."""
+    from msdoctor.shipped import path
+
+    fn.__doc__ = (fn.__doc__ or "").replace("CONFIGS", path("training/configs")).replace(
+        "KEYS", path("docs/training-config.md"))
+    return fn
+
+
 @click.command("train")
 @target_options
 @click.option("--config", "config", required=True, type=click.Path(path_type=Path), metavar="FILE",
-              help="msdoctor training YAML (see training/configs/ and docs/training-config.md).")
+              help="msdoctor training YAML (the examples and the key reference are named above).")
 @click.option("--resume", is_flag=True, help="Continue from the newest complete checkpoint in the run directory.")
 @click.option("--max-steps", type=click.IntRange(min=1), metavar="N", help="Override train.max_steps.")
 @click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
@@ -328,6 +339,7 @@ def explain_failure(files: list[Path], python: str, config: Optional[Path] = Non
 @click.option("-v", "--verbose", is_flag=True, help="Show check details and evidence.")
 @click.option("--no-redact", is_flag=True, envvar="MSDOCTOR_NO_REDACT",
               help="Keep home paths, user/host names and secrets in the run directory's files and the output.")
+@_with_paths
 def train(python: Optional[str], conda_env: Optional[str], config: Path, resume: bool, max_steps: Optional[int],
           output_dir: Optional[Path], data: tuple[str, ...], node_rank: Optional[int], master_addr: Optional[str],
           master_port: Optional[int], device_target: Optional[str], project: Optional[Path], probe_timeout: float,
@@ -340,11 +352,14 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
     interpreter: one process for one device, msrun for more.
 
     \b
+    Example configs: CONFIGS
+    Every config key: KEYS
     Examples:
-      msdoctor train --config training/configs/tiny-cpu.yaml
-      msdoctor train --config training/configs/tiny-cpu.yaml --resume
+      msdoctor train --config CONFIGS/tiny-cpu.yaml
+      msdoctor train --config CONFIGS/tiny-cpu.yaml --resume
       msdoctor train --config my.yaml --python ~/envs/ms/bin/python --data 'corpus/**/*.txt'
-      msdoctor train --config training/configs/tiny-cpu-2nodes.yaml --master-addr 10.0.0.1 --node-rank 1
+      msdoctor train --config my.yaml --device-target Ascend --project ~/work/llm
+      msdoctor train --config CONFIGS/tiny-cpu-2nodes.yaml --master-addr 10.0.0.1 --node-rank 1
     """
     from msdoctor.training import runlock
 

@@ -90,6 +90,7 @@ def load_config(path: Path) -> ConfigFacts:
         UserError: the file is missing or malformed, or an msdoctor config has
             problems (all of them listed, each with file:line).
     """
+    from msdoctor.shipped import path as shipped
     from msdoctor.training.config import ConfigError, from_dict
 
     doc = load(Path(path))
@@ -98,8 +99,8 @@ def load_config(path: Path) -> ConfigFacts:
     if kind == "msdoctor":
         if not doc.data:  # an empty file is a mistake (wrong file, truncated copy), not "all defaults"
             raise UserError(f"{doc.path}: the training config is empty (no keys)",
-                            "give the config's keys: start from training/configs/tiny-cpu.yaml; "
-                            "docs/training-config.md lists every key")
+                            f"give the config's keys: start from {shipped('training/configs/tiny-cpu.yaml')}; "
+                            f"{shipped('docs/training-config.md')} lists every key")
         from msdoctor.training.config import Problem
 
         twice = [Problem(keys, f"given twice (lines {first} and {second}); YAML would silently keep the last one",
@@ -113,7 +114,8 @@ def load_config(path: Path) -> ConfigFacts:
             listing = "\n  ".join(p.render(doc.path) for p in problems)
             raise UserError(
                 f"{doc.path}: {len(problems)} problem(s) in the training config:\n  {listing}",
-                "correct the keys above; docs/training-config.md lists every key with its meaning and default",
+                f"correct the keys above; {shipped('docs/training-config.md')} lists every key with its meaning "
+                "and default",
             )
     return ConfigFacts(doc.path, doc, kind, run)
 

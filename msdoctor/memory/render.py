@@ -9,6 +9,7 @@ from msdoctor.memory.plan import Plan
 from msdoctor.memory.search import Suggestion
 from msdoctor.memory.sources import MSDOCTOR_ORIGINS, OPTION_OF
 from msdoctor.memory.units import GIB, fmt_count, fmt_gib
+from msdoctor.shipped import path as shipped
 
 #: estimator field -> MindFormers key (docs feature/configuration.md)
 MINDFORMERS_KEY = {
@@ -214,4 +215,4 @@ def _print_notes(plan: Plan, console: Any, verbose: bool) -> None:
         console.print("  the estimate is a formula (msdoctor.memory.estimate names each term's source); for a "
                       "measured figure on Ascend, compile one rank per pipeline stage with MindSpore's DryRun: "
                       "msrun --sim_level=1 --sim_rank_id=R (or MS_SIMULATION_LEVEL=1 RANK_ID=R) and GLOG_v=1, "
-                      "then read 'Used peak memory usage' (docs/memory.md)", style="dim")
+                      f"then read 'Used peak memory usage' ({shipped('docs/memory.md')})", style="dim")
