@@ -207,3 +207,35 @@ def test_missing_project_directory_is_a_usage_error(tmp_path: Path) -> None:
         assert res.returncode == 2, (cmd, res.stdout, res.stderr)
         assert "does not exist" in res.stderr
         no_traceback(res)
+
+
+def test_every_option_has_help_and_subcommands_show_their_whole_summary() -> None:
+    """Every option of every command (and of vscode's subcommand) says what it does; a group's command list
+    (vscode --help) shows each subcommand's summary whole, not cut at click's 45 characters."""
+    import click
+
+    from msdoctor.cli import COMMANDS, cli
+
+    ctx = click.Context(cli)
+    seen, groups = 0, []
+    todo = [(name, cli.get_command(ctx, name)) for name in COMMANDS]
+    while todo:
+        name, cmd = todo.pop()
+        assert cmd is not None, name
+        for p in cmd.params:
+            if isinstance(p, click.Option) and p.name != "help":
+                seen += 1
+                assert (p.help or "").strip(), f"msdoctor {name} {'/'.join(p.opts)} has no help text"
+        if isinstance(cmd, click.Group):
+            groups.append(name)
+            todo += [(f"{name} {sub}", cmd.get_command(ctx, sub)) for sub in cmd.list_commands(ctx)]
+    assert seen > 100 and "vscode" in groups
+    for name in groups:
+        out = " ".join(run_msdoctor(*name.split(), "--help").stdout.split())
+        group = cli.get_command(ctx, name)
+        assert isinstance(group, click.Group)
+        for sub in group.list_commands(ctx):
+            summary = group.get_command(ctx, sub).get_short_help_str(limit=1000)  # type: ignore[union-attr]
+            assert not summary.endswith("...") and f"{sub} {summary}" in out, (name, sub, out)
+    init = " ".join(run_msdoctor("vscode", "--help").stdout.split())
+    assert "init Write .vscode/tasks.json: check, fix-kernel and train tasks." in init

@@ -229,7 +229,8 @@ def prepare(report: Any, fmt: str, *, redact: bool) -> Any:
 
 @click.command("list-checks")
 @click.option("--no-plugins", is_flag=True, help="List only msdoctor's own checks.")
-@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True,
+              help="json: each check's id, title, description and provider, and the plugins that failed to load.")
 def list_checks(no_plugins: bool, fmt: str) -> int:
     """List the checks msdoctor can run (their ids are what --only and --skip take)."""
     import json

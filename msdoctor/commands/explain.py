@@ -69,7 +69,8 @@ def _confirm(matches: list[Any], python_path: str, config: Optional[Path], proje
               help="Device the confirming checks ask about (default: the one the error is about, if any).")
 @click.option("--no-confirm", is_flag=True, help="Only explain; do not run the related checks against the target.")
 @click.option("--quick", is_flag=True, help="Confirming checks skip live probes that import MindSpore.")
-@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True,
+              help="json: every match with its cause, fix, source and the line it matched; the confirming checks do not run.")
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: auto, honours NO_COLOR).")
 def explain(text: Optional[str], log: Optional[Path], python: Optional[str], conda_env: Optional[str],
             config: Optional[Path], project: Optional[Path], device_target: Optional[str], no_confirm: bool,
