@@ -388,96 +388,142 @@ def _data_paths(r: _Reader) -> tuple[list, str]:
     return out, "unknown"
 
 
+_MC, _PC, _RN, _LRS = ("model", "model_config"), ("parallel_config",), ("runner_config",), ("lr_schedule",)
+
+
+@dataclass(frozen=True)
+class _ByNaming:
+    """A default that depends on the naming of the file: legacy (``num_layers``) or mcore (``num_hidden_layers``)."""
+
+    legacy: Any
+    mcore: Any
+
+
+#: keys whose presence marks a legacy-named MindFormers model_config
+MINDFORMERS_LEGACY_MARKERS = (_MC + ("param_init_type",), _MC + ("num_layers",))
+
+#: what from_mindformers reads, in the order it reads it: name -> (key paths, the first present wins
+#: (legacy names before mcore ones); the default when none is; how the value reads (see _Reader.val))
+MINDFORMERS_KEYS: dict[str, tuple[tuple[tuple, ...], Any, str]] = {
+    "micro_batch": ((_RN + ("batch_size",),), 1, "int"),
+    "data_parallel": ((_PC + ("data_parallel",),), 1, "int"),
+    "tensor_parallel": ((_PC + ("model_parallel",), _PC + ("tensor_model_parallel_size",)), 1, "int"),
+    "pipeline_stages": ((_PC + ("pipeline_stage",), _PC + ("pipeline_model_parallel_size",)), 1, "int"),
+    "context_parallel": ((_PC + ("context_parallel",),), 1, "int"),
+    "micro_batch_num": ((_PC + ("micro_batch_num",),), 1, "int"),
+    "grad_accumulation": ((_RN + ("gradient_accumulation_steps",),), 1, "int"),
+    "interleave": ((("micro_batch_interleave_num",),), 1, "int"),
+    "num_heads": ((_MC + ("num_heads",), _MC + ("num_attention_heads",)), 0, "int"),
+    "num_kv_heads": ((_MC + ("n_kv_heads",), _MC + ("num_key_value_heads",), _MC + ("multi_query_group_num",)),
+                     None, "int"),
+    "num_layers": ((_MC + ("num_layers",), _MC + ("num_hidden_layers",)), 0, "int"),
+    "compute_dtype": ((_MC + ("compute_dtype",),), _ByNaming("fp16", "bf16"), "dtype"),
+    "param_dtype": ((_MC + ("param_init_type",), _MC + ("params_dtype",)), _ByNaming("fp16", "fp32"), "dtype"),
+    "seq_length": ((_MC + ("seq_length",), _MC + ("max_position_embeddings",)), 0, "int"),
+    "lr": ((_LRS + ("learning_rate",), ("optimizer", "learning_rate")), None, "num"),
+    "optimizer": ((("optimizer", "type"),), "AdamWeightDecay", "str"),
+    "use_parallel": ((("use_parallel",),), False, "bool"),
+    "parallel_mode": ((("parallel", "parallel_mode"),), 1, "int"),
+    "device_target": ((("context", "device_target"),), "Ascend", "str"),
+    "vpp": ((_MC + ("pp_interleave_num",),), 1, "int"),
+    "total_steps": ((_LRS + ("total_steps",),), None, "int"),
+    "warmup_ratio": ((_LRS + ("warmup_ratio",),), None, "num"),
+    "warmup_steps": ((_LRS + ("warmup_steps",),), None, "int"),
+    "warmup_epochs": ((_LRS + ("warmup_epochs",),), None, "num"),
+    "epochs": ((_RN + ("epochs",),), 1, "int"),
+    "lr_scale": ((("lr_scale",),), False, "bool"),
+    "lr_scale_factor": ((("lr_scale_factor",),), 256, "num"),
+}
+
+#: CheckpointMonitor's keys (under its entry in callbacks): name -> (key, CheckpointMonitor's default, kind)
+MINDFORMERS_CHECKPOINT_KEYS: dict[str, tuple[str, Any, str]] = {
+    "ckpt_every": ("save_checkpoint_steps", 1, "int"),
+    "ckpt_keep": ("keep_checkpoint_max", 5, "int"),
+    "network_copy": ("save_network_params", False, "bool"),
+    "dedup": ("remove_redundancy", False, "bool"),
+    "directory": ("directory", None, "str"),
+}
+
+#: values that stay unset (None) in Resolved when the file does not state them
+_MINDFORMERS_OPTIONAL = ("total_steps", "warmup_steps", "warmup_ratio", "warmup_epochs")
+
+
+def _mindformers_values(r: _Reader) -> dict[str, Any]:
+    """MINDFORMERS_KEYS read from the file, with the values MindFormers derives when a key is absent."""
+    legacy = any(_get(r.doc.data, keys)[0] for keys in MINDFORMERS_LEGACY_MARKERS)
+    v: dict[str, Any] = {}
+    for name, (paths, default, kind) in MINDFORMERS_KEYS.items():
+        if isinstance(default, _ByNaming):
+            default = default.legacy if legacy else default.mcore
+        v[name] = r.val(paths[0], default, kind, alts=paths[1:])
+    if v["num_kv_heads"].value is None:  # no key-value heads given: as many as attention heads
+        v["num_kv_heads"] = Val(v["num_heads"].value, v["num_kv_heads"].keys, None, False)
+    if v["lr"].value is None:
+        v["lr"] = Val(None, MINDFORMERS_KEYS["lr"][0][0], None, False)
+    total = v["total_steps"]
+    if total.value is not None and total.value <= 0:
+        v["total_steps"] = Val(None, total.keys, total.line, False)  # -1: epochs x dataset size
+    for name in _MINDFORMERS_OPTIONAL:
+        if v[name].value is None:
+            v[name] = None
+    return v
+
+
+def _mindformers_checkpoints(r: _Reader) -> dict[str, Optional[Val]]:
+    """The CheckpointMonitor callback's values (all None without one)."""
+    idx, cb = _callbacks(r.doc)
+    if cb is None:
+        return dict.fromkeys(MINDFORMERS_CHECKPOINT_KEYS)
+    cbk = ("callbacks", idx)
+    return {name: r.val(cbk + (key,), default, kind)
+            for name, (key, default, kind) in MINDFORMERS_CHECKPOINT_KEYS.items()}
+
+
 def from_mindformers(doc: Document, text: Optional[str] = None) -> Resolved:
     """A MindFormers YAML: legacy (``num_layers``, ``param_init_type``) or mcore (``num_hidden_layers``,
-    ``params_dtype``) names."""
+    ``params_dtype``) names (the keys: MINDFORMERS_KEYS)."""
     r = _Reader(doc)
     directives, dproblems = read_directives(doc.path, text)
-    mc = ("model", "model_config")
-    pc = ("parallel_config",)
-    rn = ("runner_config",)
-    lr_s = ("lr_schedule",)
-    mbs = r.val(rn + ("batch_size",), 1)
-    dp = r.val(pc + ("data_parallel",), 1)
-    tp = r.val(pc + ("model_parallel",), 1, alts=(pc + ("tensor_model_parallel_size",),))
-    pp = r.val(pc + ("pipeline_stage",), 1, alts=(pc + ("pipeline_model_parallel_size",),))
-    cp = r.val(pc + ("context_parallel",), 1)
-    mbn = r.val(pc + ("micro_batch_num",), 1)
-    ga = r.val(rn + ("gradient_accumulation_steps",), 1)
-    mbi = r.val(("micro_batch_interleave_num",), 1)
-    heads = r.val(mc + ("num_heads",), 0, alts=(mc + ("num_attention_heads",),))
-    kv = r.val(mc + ("n_kv_heads",), None, alts=(mc + ("num_key_value_heads",), mc + ("multi_query_group_num",)))
-    if kv.value is None:
-        kv = Val(heads.value, kv.keys, None, False)
-    layers = r.val(mc + ("num_layers",), 0, alts=(mc + ("num_hidden_layers",),))
-    legacy = bool(_get(doc.data, mc + ("param_init_type",))[0] or _get(doc.data, mc + ("num_layers",))[0])
-    compute = r.val(mc + ("compute_dtype",), "fp16" if legacy else "bf16", "dtype")
-    param = r.val(mc + ("param_init_type",), "fp16" if legacy else "fp32", "dtype", alts=(mc + ("params_dtype",),))
-    seq = r.val(mc + ("seq_length",), 0, alts=(mc + ("max_position_embeddings",),))
-    lr = r.val(lr_s + ("learning_rate",), None, "num", alts=(("optimizer", "learning_rate"),))
-    opt = r.val(("optimizer", "type"), "AdamWeightDecay", "str")
-    use_parallel = r.val(("use_parallel",), False, "bool")
-    pmode = r.val(("parallel", "parallel_mode"), 1)
-    target = r.val(("context", "device_target"), "Ascend", "str")
-    vpp = r.val(mc + ("pp_interleave_num",), 1)
-    off_found, off_raw = _get(doc.data, mc + ("offset",))
-    offset = Val(off_raw, mc + ("offset",), doc.lines.get(mc + ("offset",))) if off_found else None
-    total = r.val(lr_s + ("total_steps",), None, "int")
-    if total.value is not None and total.value <= 0:
-        total = Val(None, total.keys, total.line, False)  # -1: epochs x dataset size
-    warm_ratio = r.val(lr_s + ("warmup_ratio",), None, "num")
-    warm_steps = r.val(lr_s + ("warmup_steps",), None, "int")
-    warm_epochs = r.val(lr_s + ("warmup_epochs",), None, "num")
-    epochs = r.val(rn + ("epochs",), 1)
-    lr_scale = r.val(("lr_scale",), False, "bool")
-    lr_factor = r.val(("lr_scale_factor",), 256, "num")
-    idx, cb = _callbacks(doc)
-    cbk = ("callbacks", idx) if idx is not None else ("callbacks",)
-    if cb is not None:
-        every = r.val(cbk + ("save_checkpoint_steps",), 1)  # CheckpointMonitor's default
-        keep = r.val(cbk + ("keep_checkpoint_max",), 5)
-        network_copy = r.val(cbk + ("save_network_params",), False, "bool")
-        dedup = r.val(cbk + ("remove_redundancy",), False, "bool")
-        directory = r.val(cbk + ("directory",), None, "str")
-    else:
-        every = keep = None  # type: ignore[assignment]
-        network_copy = dedup = directory = None  # type: ignore[assignment]
+    v = _mindformers_values(r)
+    use_parallel, pmode = v.pop("use_parallel"), v.pop("parallel_mode")
+    off_found, off_raw = _get(doc.data, _MC + ("offset",))
+    offset = Val(off_raw, _MC + ("offset",), doc.lines.get(_MC + ("offset",))) if off_found else None
+    cb = _mindformers_checkpoints(r)
+    directory, keep = cb["directory"], cb["ckpt_keep"]
     out_dir = r.val(("output_dir",), "./output", "str")
     if directory is not None and directory.value:
         ckpt_dir = Val(str(directory.value), directory.keys, directory.line)
     else:
         ckpt_dir = Val(str(Path(str(out_dir.value)) / "checkpoint"), out_dir.keys, out_dir.line, out_dir.given)
     paths, data_kind = _data_paths(r)
-    base = directives.get("base_global_batch")
-    mtp = r.val(mc + ("mtp_depth",), 0)
+    mtp = r.val(_MC + ("mtp_depth",), 0)
     res = Resolved(
-        path=doc.path, kind="mindformers", doc=doc,
-        micro_batch=mbs, data_parallel=dp, tensor_parallel=tp, pipeline_stages=pp, micro_batch_num=mbn,
-        grad_accumulation=ga, seq_length=seq,
-        lr=lr if lr.value is not None else Val(None, lr_s + ("learning_rate",), None, False),
-        optimizer=opt, compute_dtype=compute, param_dtype=param, loss_scale=_loss_scale(r), device_target=target,
-        num_heads=heads, num_kv_heads=kv, num_layers=layers,
+        path=doc.path, kind="mindformers", doc=doc, **v, offset=offset, loss_scale=_loss_scale(r),
         ckpt_keep=keep if keep is not None else Val(0, ("callbacks",), doc.lines.get(("callbacks",)), False),
-        ckpt_dir=ckpt_dir, context_parallel=cp, interleave=mbi, vpp=vpp, offset=offset,
-        total_steps=total if total.value is not None else None, epochs=epochs,
-        warmup_steps=warm_steps if warm_steps.value is not None else None,
-        warmup_ratio=warm_ratio if warm_ratio.value is not None else None,
-        warmup_epochs=warm_epochs if warm_epochs.value is not None else None,
-        lr_scale=lr_scale, lr_scale_factor=lr_factor, base_global_batch=base,
-        devices=directives.get("devices"),
-        ckpt_every=every if every is not None else None,
-        ckpt_network_copy=bool(network_copy.value) if network_copy is not None else False,
-        ckpt_per_rank=True, ckpt_dedup=bool(dedup.value) if dedup is not None else False,
+        ckpt_dir=ckpt_dir, base_global_batch=directives.get("base_global_batch"), devices=directives.get("devices"),
+        ckpt_every=cb["ckpt_every"],
+        ckpt_network_copy=bool(cb["network_copy"].value) if cb["network_copy"] is not None else False,
+        ckpt_per_rank=True, ckpt_dedup=bool(cb["dedup"].value) if cb["dedup"] is not None else False,
         data_paths=paths, data_kind=data_kind, directives=directives, directive_problems=dproblems,
         mtp_depth=mtp if mtp.given else None,
-        model_type=str(_get(doc.data, mc + ("type",))[1] or _get(doc.data, ("model", "arch", "type"))[1] or ""),
+        model_type=str(_get(doc.data, _MC + ("type",))[1] or _get(doc.data, ("model", "arch", "type"))[1] or ""),
     )
+    _mindformers_batch(res, use_parallel, pmode)
+    for keys, msg, raw in r.problems:
+        res.notes.append(f"{'.'.join(str(k) for k in keys)} = {raw!r}: {msg}")
+    return res
+
+
+def _mindformers_batch(res: Resolved, use_parallel: Val, pmode: Val) -> None:
+    """The parallel mode and the global batch's terms, as MindFormers resolves them (see the module docstring)."""
+    mbs, dp, mbn, mbi, ga = (res.micro_batch, res.data_parallel, res.micro_batch_num, res.interleave,
+                             res.grad_accumulation)
     if not use_parallel.value:
         res.mode = "stand_alone"
     elif pmode.value == 0:
         res.mode = "data_parallel"
     if res.mode == "semi_auto":
-        if int(pp.value) > 1:
+        if int(res.pipeline_stages.value) > 1:
             res.batch_terms = [mbs, dp, mbn, mbi]
             if int(ga.value) > 1:
                 res.notes.append(f"{ga.key} = {ga.value} is reset to 1 by MindFormers with pipeline_stage > 1 "
@@ -485,17 +531,14 @@ def from_mindformers(doc: Document, text: Optional[str] = None) -> Resolved:
         else:
             res.batch_terms = [mbs, dp, mbi, ga]
     else:
-        devices = directives.get("devices") or Val(1 if res.mode == "stand_alone" else int(dp.value),
-                                                    dp.keys, dp.line, dp.given)
+        devices = res.directives.get("devices") or Val(1 if res.mode == "stand_alone" else int(dp.value),
+                                                        dp.keys, dp.line, dp.given)
         res.batch_terms = [mbs, devices]
         if int(ga.value) > 1:
             why = ("use_parallel is false" if res.mode == "stand_alone"
                    else "parallel.parallel_mode is 0 (data parallel)")
             res.notes.append(f"{ga.key} = {ga.value} is reset to 1 by MindFormers because {why}: gradient "
                              "accumulation needs semi_auto_parallel (parallel_mode: 1)")
-    for keys, msg, raw in r.problems:
-        res.notes.append(f"{'.'.join(str(k) for k in keys)} = {raw!r}: {msg}")
-    return res
 
 
 def resolve(config: Any) -> Resolved:
