@@ -453,6 +453,12 @@ def _divisors(n: int) -> list[int]:
 
 
 def rule_layout(res: Resolved, env: Env) -> list[Finding]:
+    """The layout against the job's devices, tensor parallelism against the heads and the node, then the pipeline."""
+    return _layout_devices(res, env) + _tp_heads(res) + _tp_node(res, env) + _pipeline(res, env)
+
+
+def _layout_devices(res: Resolved, env: Env) -> list[Finding]:
+    """data x tensor x pipeline (x context) parallel equals the job's devices."""
     out: list[Finding] = []
     dp, tp, pp, cp = (int(v.value) for v in (res.data_parallel, res.tensor_parallel, res.pipeline_stages,
                                               res.context_parallel))
@@ -481,6 +487,13 @@ def rule_layout(res: Resolved, env: Env) -> list[Finding]:
         out.append(Finding.passed(f"layout {terms} = {product} device(s)",
                                   proved=f"equals the {devices.value} devices ({devices.source})",
                                   location=_loc(res, res.data_parallel), code="layout-devices"))
+    return out
+
+
+def _tp_heads(res: Resolved) -> list[Finding]:
+    """Tensor parallelism splits whole attention and KV heads (GLM's fused projection: a warning)."""
+    out: list[Finding] = []
+    tp = int(res.tensor_parallel.value)
     heads, kv = int(res.num_heads.value or 0), int(res.num_kv_heads.value or 0)
     if heads and kv:
         bad = [(name, n) for name, n in (("attention heads", heads), ("KV heads", kv)) if n % tp]
@@ -513,6 +526,13 @@ def rule_layout(res: Resolved, env: Env) -> list[Finding]:
             out.append(Finding.passed(f"{res.tensor_parallel.key} = {tp} divides {heads} heads and {kv} KV heads",
                                       proved=f"{heads} % {tp} == 0 and {kv} % {tp} == 0",
                                       location=_loc(res, res.tensor_parallel), code="tp-heads"))
+    return out
+
+
+def _tp_node(res: Resolved, env: Env) -> list[Finding]:
+    """Tensor parallelism within one node."""
+    out: list[Finding] = []
+    tp, pp = int(res.tensor_parallel.value), int(res.pipeline_stages.value)
     dpn = env.devices_per_node
     if tp > 1:
         if dpn is None:
@@ -535,7 +555,6 @@ def rule_layout(res: Resolved, env: Env) -> list[Finding]:
             out.append(Finding.passed(f"{res.tensor_parallel.key} = {tp} stays within a node",
                                       proved=f"{tp} <= {dpn.value} devices per node ({dpn.source})",
                                       location=_loc(res, res.tensor_parallel), code="tp-node"))
-    out += _pipeline(res, env)
     return out
 
 
@@ -738,9 +757,6 @@ def rule_checkpoint_interval(res: Resolved, env: Env) -> list[Finding]:
 
 # -- 8. data ------------------------------------------------------------------------------------------
 def rule_data(res: Resolved, env: Env) -> list[Finding]:
-    out: list[Finding] = []
-    gb = res.global_batch
-    seq = int(res.seq_length.value or 0)
     if res.kind == "msdoctor" and not res.data_paths:
         return [Finding.passed("data: the Python standard library's own sources (data.paths is empty)",
                                proved="msdoctor's trainer reads the target interpreter's stdlib *.py when data.paths "
@@ -749,63 +765,71 @@ def rule_data(res: Resolved, env: Env) -> list[Finding]:
         return [Finding.skipped("no training dataset path in the config",
                                 reason="train_dataset.data_loader has no dataset_dir / data_path msdoctor reads",
                                 code="data")]
-    for d in env.data:
-        v: Val = d.val
-        if d.placeholder:
-            out.append(Finding.warn(
-                f"{v.key} is a placeholder ({v.value!r}): set the dataset path before training",
-                detail="The shipped config leaves the dataset to fill in; the job would fail at dataset creation.",
-                fix=_set(res, v, "/your/dataset/path" if res.kind == "msdoctor" else
-                         "/your/dataset (a directory of *.mindrecord files, or one .mindrecord file)"),
-                location=_loc(res, v), code="data-placeholder"))
-        elif not d.exists:
-            out.append(Finding.fail(
-                f"{v.key}: {d.resolved} " + ("matches no file" if d.kind == "text-glob" else "does not exist"),
-                detail=d.note or "The job fails when it builds the dataset, after it was queued.",
-                fix=_set(res, v, "<an existing path>") + " (check the mount and the spelling)",
-                location=_loc(res, v), code="data-missing"))
-        elif not d.readable:
-            out.append(Finding.fail(
-                f"{v.key}: {d.resolved} is not readable", detail=d.note,
-                fix=f"chmod -R a+rX {d.resolved} (or run as a user who can read it)",
-                location=_loc(res, v), code="data-unreadable"))
+    out = [f for f in (_data_path(res, d) for d in env.data) if f is not None]
     usable = [d for d in env.data if not d.placeholder and d.exists and d.readable]
     if not usable or len(usable) != len(env.data):
         return out
+    return out + [_data_size(res, usable)]
+
+
+def _data_path(res: Resolved, d: DataFacts) -> Optional[Finding]:
+    """What is wrong with one dataset path (a placeholder, missing, unreadable); None when it is usable."""
+    v: Val = d.val
+    if d.placeholder:
+        return Finding.warn(
+            f"{v.key} is a placeholder ({v.value!r}): set the dataset path before training",
+            detail="The shipped config leaves the dataset to fill in; the job would fail at dataset creation.",
+            fix=_set(res, v, "/your/dataset/path" if res.kind == "msdoctor" else
+                     "/your/dataset (a directory of *.mindrecord files, or one .mindrecord file)"),
+            location=_loc(res, v), code="data-placeholder")
+    if not d.exists:
+        return Finding.fail(
+            f"{v.key}: {d.resolved} " + ("matches no file" if d.kind == "text-glob" else "does not exist"),
+            detail=d.note or "The job fails when it builds the dataset, after it was queued.",
+            fix=_set(res, v, "<an existing path>") + " (check the mount and the spelling)",
+            location=_loc(res, v), code="data-missing")
+    if not d.readable:
+        return Finding.fail(
+            f"{v.key}: {d.resolved} is not readable", detail=d.note,
+            fix=f"chmod -R a+rX {d.resolved} (or run as a user who can read it)",
+            location=_loc(res, v), code="data-unreadable")
+    return None
+
+
+def _data_size(res: Resolved, usable: list) -> Finding:  # of DataFacts
+    """The usable datasets hold at least one global batch: counted in sequences, else in tokens."""
+    gb = res.global_batch
+    seq = int(res.seq_length.value or 0)
     seqs = [d.sequences for d in usable]
     toks = [d.tokens for d in usable]
     first = usable[0].val
     if all(s is not None for s in seqs):
         n = sum(int(s) for s in seqs)
         if n < gb:
-            out.append(Finding.fail(
+            return Finding.fail(
                 f"dataset holds {n} sequences, less than one global batch ({gb})",
                 detail="; ".join(f"{d.resolved}: {d.note}" for d in usable) + f"; global batch {res.batch_formula()}. "
                 "With drop_remainder the dataset has 0 steps and the run ends, or fails, at once.",
                 fix=f"add data, or reduce the global batch below {n} ({res.batch_formula()})",
-                location=_loc(res, first), code="data-too-small"))
-        else:
-            out.append(Finding.passed(f"dataset: {n:,} sequences = {n // gb:,} global batches of {gb}",
-                                      proved="; ".join(f"{d.resolved}: {d.note}" for d in usable),
-                                      location=_loc(res, first), code="data"))
-    elif all(t is not None for t in toks) and seq:
+                location=_loc(res, first), code="data-too-small")
+        return Finding.passed(f"dataset: {n:,} sequences = {n // gb:,} global batches of {gb}",
+                              proved="; ".join(f"{d.resolved}: {d.note}" for d in usable),
+                              location=_loc(res, first), code="data")
+    if all(t is not None for t in toks) and seq:
         n = sum(int(t) for t in toks)
         need = gb * (seq + 1)
         if n < need:
-            out.append(Finding.fail(
+            return Finding.fail(
                 f"dataset holds at most {n:,} tokens, less than one global batch ({gb} x {seq + 1} = {need:,})",
                 detail="; ".join(f"{d.resolved}: {d.note}" for d in usable),
                 fix=f"add text to {first.key}, or shorten {res.seq_length.key} / the global batch",
-                location=_loc(res, first), code="data-too-small"))
-        else:
-            out.append(Finding.passed(f"dataset: up to {n:,} tokens, {n // need:,} global batches",
-                                      proved="; ".join(f"{d.resolved}: {d.note}" for d in usable),
-                                      location=_loc(res, first), code="data"))
-    else:
-        out.append(Finding.passed(f"dataset paths exist and are readable ({len(usable)})",
-                                  proved="; ".join(f"{d.resolved}: {d.note or 'exists'}" for d in usable),
-                                  location=_loc(res, first), code="data"))
-    return out
+                location=_loc(res, first), code="data-too-small")
+        return Finding.passed(f"dataset: up to {n:,} tokens, {n // need:,} global batches",
+                              proved="; ".join(f"{d.resolved}: {d.note}" for d in usable),
+                              location=_loc(res, first), code="data")
+    return Finding.passed(f"dataset paths exist and are readable ({len(usable)})",
+                          proved="; ".join(f"{d.resolved}: {d.note or 'exists'}" for d in usable),
+                          location=_loc(res, first), code="data")
 
 
 def rule_directives(res: Resolved, env: Env) -> list[Finding]:
