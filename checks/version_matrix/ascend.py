@@ -83,14 +83,7 @@ def _mindspore_vs_cann(t: Any, cann: CannFacts, m: Matrix, ms: str) -> list[Find
         prefix = release.internal_prefix  # only the commercial name was readable
     name = (inst.commercial if inst and inst.commercial else None) or seen["internal"] or "unknown"
     if prefix is None:
-        return [Finding.warn(
-            "cannot tell which CANN version MindSpore will use",
-            detail=f"MindSpore {ms} derives compiler/version.info from {seen['via']}"
-                   + (f" ({seen['file']}), which is missing or has no Version= line" if seen["file"] else ", which is unset")
-                   + "; MindSpore then skips its own version check.",
-            fix="source the set_env.sh of the CANN you mean to use, e.g. source /usr/local/Ascend/ascend-toolkit/set_env.sh",
-            evidence={"via": seen["via"], "file": seen["file"], "installs": [i.root for i in cann.installs]},
-            code="cann-unknown")]
+        return [_cann_unknown(cann, ms, seen)]
     msdir = mindspore_dir(t)
     listed = installed_accepted_list(msdir)
     accepted: Sequence[str] = listed or ()
@@ -106,11 +99,10 @@ def _mindspore_vs_cann(t: Any, cann: CannFacts, m: Matrix, ms: str) -> list[Find
                 "internal_prefix": prefix, "accepted": list(accepted), "read_from": seen["file"], "via": seen["via"],
                 "source": source}
     loc = Location(seen["file"]) if seen["file"] else None
-    out: list[Finding] = []
     if prefix not in accepted:
         wanted = [c.commercial for p in accepted for c in m.cann_by_prefix(p)] or (list(row.cann) if row else [])
         make = Finding.fail if verified else Finding.warn
-        out.append(make(
+        return [make(
             f"CANN {name} (internal {prefix}) does not match MindSpore {ms}, which accepts {', '.join(accepted)}",
             detail=("MindSpore logs 'version ... does not match' at import and then runs ops compiled for another "
                     "CANN; users report a segmentation fault right after that warning. " if verified else
@@ -118,23 +110,37 @@ def _mindspore_vs_cann(t: Any, cann: CannFacts, m: Matrix, ms: str) -> list[Find
                    + (f"CANN versions with a matching internal version: {', '.join(wanted)}." if wanted else ""),
             fix=f"install CANN {' or '.join(wanted) or ', '.join(accepted)} (see {INSTALL_URL}) and source its "
                 f"set_env.sh, or install a MindSpore that accepts CANN {name}: msdoctor matrix --cann {name}",
-            location=loc, evidence=evidence, code="mindspore-cann"))
-    else:
-        out.append(Finding.passed(
-            f"MindSpore {ms} accepts CANN {name}",
-            proved=f"the CANN internal version {seen['internal'] or prefix} (read from {seen['file'] or seen['via']}) "
-                   f"starts with {prefix}, one of {', '.join(accepted)} accepted by {source}",
-            evidence=evidence))
-        custom = custom_ops_version(msdir)
-        if custom and cann_prefix(custom) != prefix:
-            out.append(Finding.warn(
-                f"MindSpore {ms}'s bundled custom ops were built for CANN {cann_prefix(custom)}, this CANN is {prefix}",
-                detail="MindSpore then disables its fused AllFinite overflow check and falls back silently to the "
-                       "slower path (mindspore/amp.py).",
-                fix=f"use CANN {cann_prefix(custom)} for the full speed of MindSpore {ms}",
-                evidence={"custom_opp_compiler_version": custom, "cann_internal": seen["internal"]},
-                code="custom-ops-cann"))
-    return out
+            location=loc, evidence=evidence, code="mindspore-cann")]
+    return [Finding.passed(
+        f"MindSpore {ms} accepts CANN {name}",
+        proved=f"the CANN internal version {seen['internal'] or prefix} (read from {seen['file'] or seen['via']}) "
+               f"starts with {prefix}, one of {', '.join(accepted)} accepted by {source}",
+        evidence=evidence)] + _custom_ops(msdir, ms, prefix, seen)
+
+
+def _cann_unknown(cann: CannFacts, ms: str, seen: dict[str, Any]) -> Finding:
+    return Finding.warn(
+        "cannot tell which CANN version MindSpore will use",
+        detail=f"MindSpore {ms} derives compiler/version.info from {seen['via']}"
+               + (f" ({seen['file']}), which is missing or has no Version= line" if seen["file"] else ", which is unset")
+               + "; MindSpore then skips its own version check.",
+        fix="source the set_env.sh of the CANN you mean to use, e.g. source /usr/local/Ascend/ascend-toolkit/set_env.sh",
+        evidence={"via": seen["via"], "file": seen["file"], "installs": [i.root for i in cann.installs]},
+        code="cann-unknown")
+
+
+def _custom_ops(msdir: Optional[str], ms: str, prefix: str, seen: dict[str, Any]) -> list[Finding]:
+    """MindSpore's bundled custom ops built for another CANN than the matching one in use."""
+    custom = custom_ops_version(msdir)
+    if not custom or cann_prefix(custom) == prefix:
+        return []
+    return [Finding.warn(
+        f"MindSpore {ms}'s bundled custom ops were built for CANN {cann_prefix(custom)}, this CANN is {prefix}",
+        detail="MindSpore then disables its fused AllFinite overflow check and falls back silently to the "
+               "slower path (mindspore/amp.py).",
+        fix=f"use CANN {cann_prefix(custom)} for the full speed of MindSpore {ms}",
+        evidence={"custom_opp_compiler_version": custom, "cann_internal": seen["internal"]},
+        code="custom-ops-cann")]
 
 
 def _opp_kernel(cann: CannFacts, ms: str) -> list[Finding]:
