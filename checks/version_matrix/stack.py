@@ -11,7 +11,7 @@ import re
 from typing import Any, Optional
 
 from msdoctor.checks.version_matrix.common import minor, mindspore_dir, pair, pip_install
-from msdoctor.matrix import Matrix, spec_contains
+from msdoctor.matrix import Matrix, MindSporeRelease, spec_contains
 from msdoctor.model import Finding
 
 _ABI_RE = re.compile(r"^_c_expression\.cpython-(\d)(\d+)")
@@ -91,18 +91,7 @@ def evaluate_mindspore(t: Any, m: Matrix, reported: set) -> list[Finding]:
             evidence={"pair": ["mindspore", "python"], "python": py, "wheels": list(row.python),
                       "source": row.source}, code="mindspore-python",
         ))
-    for dep, spec in (("numpy", row.numpy), ("protobuf", row.protobuf)):
-        have = t.version_of(dep)
-        if spec and have and not spec_contains(spec, have):
-            reported.add(pair("mindspore", dep))
-            out.append(Finding.fail(
-                f"{dep} {have} is installed, but MindSpore {version} needs {dep}{spec}",
-                detail=_DEP_WHY[dep],
-                fix=pip_install(t, f"{dep}{spec}"),
-                evidence={"pair": ["mindspore", dep], dep: have, "required": spec, "source": row.source,
-                          "wants": [[dep, spec, "mindspore"]]},
-                code=f"mindspore-{dep}",
-            ))
+    out += _mindspore_deps(t, version, row, reported)
     if not out:
         deps = ", ".join(f"{d} {t.version_of(d)}" for d in ("numpy", "protobuf") if t.version_of(d))
         out.append(Finding.passed(
@@ -115,6 +104,24 @@ def evaluate_mindspore(t: Any, m: Matrix, reported: set) -> list[Finding]:
         ))
     return out
 
+
+
+def _mindspore_deps(t: Any, version: str, row: MindSporeRelease, reported: set) -> list[Finding]:
+    """numpy and protobuf against the specifiers of MindSpore's matrix row."""
+    out: list[Finding] = []
+    for dep, spec in (("numpy", row.numpy), ("protobuf", row.protobuf)):
+        have = t.version_of(dep)
+        if spec and have and not spec_contains(spec, have):
+            reported.add(pair("mindspore", dep))
+            out.append(Finding.fail(
+                f"{dep} {have} is installed, but MindSpore {version} needs {dep}{spec}",
+                detail=_DEP_WHY[dep],
+                fix=pip_install(t, f"{dep}{spec}"),
+                evidence={"pair": ["mindspore", dep], dep: have, "required": spec, "source": row.source,
+                          "wants": [[dep, spec, "mindspore"]]},
+                code=f"mindspore-{dep}",
+            ))
+    return out
 
 _DEP_WHY = {
     "numpy": "MindSpore up to 2.9.0 is built against numpy 1.x and its metadata requires numpy<2 (2.10.0 is the first "
