@@ -367,14 +367,21 @@ def from_dict(raw: Any, lines: Optional[dict] = None, path: Optional[Path] = Non
     return cfg
 
 
+#: one problem before it knows its line: (keys, message, value)
+_Issue = tuple[tuple, str, Any]
+
+
 def validate(cfg: RunConfig, lines: Optional[dict] = None) -> list[Problem]:
     """Impossible values, each pointing at its key."""
     lines = lines or {}
-    out: list[Problem] = []
+    issues = _not_positive(cfg)
+    if not issues:  # the rules below assume positive sizes
+        issues = _shape_issues(cfg) + _optimizer_issues(cfg) + _run_issues(cfg)
+    return [Problem(keys, msg, value, lines.get(keys)) for keys, msg, value in issues]
 
-    def bad(keys: tuple, msg: str, value: Any) -> None:
-        out.append(Problem(keys, msg, value, lines.get(keys)))
 
+def _not_positive(cfg: RunConfig) -> list[_Issue]:
+    """Sizes and counts that must be positive integers."""
     m, p, t, rt = cfg.model, cfg.parallel, cfg.train, cfg.runtime
     positive = [
         (("model", "vocab_size"), m.vocab_size), (("model", "num_layers"), m.num_layers),
@@ -386,39 +393,52 @@ def validate(cfg: RunConfig, lines: Optional[dict] = None) -> list[Problem]:
         (("train", "seq_length"), t.seq_length), (("train", "max_steps"), t.max_steps),
         (("runtime", "device_num"), rt.device_num),
     ]
-    for keys, value in positive:
-        if value is None or value < 1:
-            bad(keys, "must be a positive integer", value)
-    if out:
-        return out  # divisibility rules below assume positive sizes
+    return [(keys, "must be a positive integer", value) for keys, value in positive if value is None or value < 1]
+
+
+def _shape_issues(cfg: RunConfig) -> list[_Issue]:
+    """Heads, layers and devices that the parallel layout must divide."""
+    m, p, rt = cfg.model, cfg.parallel, cfg.runtime
+    out: list[_Issue] = []
     if m.num_kv_heads is not None and (m.num_kv_heads < 1 or m.num_heads % m.num_kv_heads):
-        bad(("model", "num_kv_heads"), f"must divide num_heads ({m.num_heads})", m.num_kv_heads)
+        out.append((("model", "num_kv_heads"), f"must divide num_heads ({m.num_heads})", m.num_kv_heads))
     if m.hidden_size % m.num_heads:
-        bad(("model", "hidden_size"), f"must be divisible by num_heads ({m.num_heads})", m.hidden_size)
+        out.append((("model", "hidden_size"), f"must be divisible by num_heads ({m.num_heads})", m.hidden_size))
     elif (m.hidden_size // m.num_heads) % 2:
-        bad(("model", "hidden_size"), "hidden_size / num_heads must be even for rotary embeddings", m.hidden_size)
+        out.append((("model", "hidden_size"), "hidden_size / num_heads must be even for rotary embeddings",
+                    m.hidden_size))
     if m.num_heads % p.tensor_parallel:
-        bad(("parallel", "tensor_parallel"), f"must divide num_heads ({m.num_heads})", p.tensor_parallel)
+        out.append((("parallel", "tensor_parallel"), f"must divide num_heads ({m.num_heads})", p.tensor_parallel))
     if m.kv_heads % p.tensor_parallel:
-        bad(("parallel", "tensor_parallel"), f"must divide the KV heads ({m.kv_heads})", p.tensor_parallel)
+        out.append((("parallel", "tensor_parallel"), f"must divide the KV heads ({m.kv_heads})", p.tensor_parallel))
     if m.num_layers % (p.pipeline_stages * p.virtual_pipeline_chunks):
-        bad(("parallel", "pipeline_stages"),
-            f"pipeline_stages x virtual_pipeline_chunks must divide num_layers ({m.num_layers})", p.pipeline_stages)
+        out.append((("parallel", "pipeline_stages"),
+                    f"pipeline_stages x virtual_pipeline_chunks must divide num_layers ({m.num_layers})",
+                    p.pipeline_stages))
     if p.pipeline_stages > 1 and p.micro_batch_num < p.pipeline_stages:
-        bad(("parallel", "micro_batch_num"), f"must be >= pipeline_stages ({p.pipeline_stages})", p.micro_batch_num)
+        out.append((("parallel", "micro_batch_num"), f"must be >= pipeline_stages ({p.pipeline_stages})",
+                    p.micro_batch_num))
     if p.world != rt.device_num:
-        bad(("runtime", "device_num"),
-            f"data_parallel x tensor_parallel x pipeline_stages = {p.data_parallel} x {p.tensor_parallel} x "
-            f"{p.pipeline_stages} = {p.world}, not {rt.device_num}", rt.device_num)
+        out.append((("runtime", "device_num"),
+                    f"data_parallel x tensor_parallel x pipeline_stages = {p.data_parallel} x {p.tensor_parallel} x "
+                    f"{p.pipeline_stages} = {p.world}, not {rt.device_num}", rt.device_num))
     if p.sequence_parallel and p.tensor_parallel == 1:
-        bad(("parallel", "sequence_parallel"), "needs tensor_parallel > 1", True)
+        out.append((("parallel", "sequence_parallel"), "needs tensor_parallel > 1", True))
+    return out
+
+
+def _optimizer_issues(cfg: RunConfig) -> list[_Issue]:
+    """The schedule, the optimizer's and the model's numeric settings: beyond these the optimizer diverges or
+    the model is undefined."""
+    m, t, rt = cfg.model, cfg.train, cfg.runtime
+    out: list[_Issue] = []
     if t.warmup_steps < 0 or t.warmup_steps >= t.max_steps:
-        bad(("train", "warmup_steps"), f"must be >= 0 and < max_steps ({t.max_steps})", t.warmup_steps)
+        out.append((("train", "warmup_steps"), f"must be >= 0 and < max_steps ({t.max_steps})", t.warmup_steps))
     if t.lr <= 0:
-        bad(("train", "lr"), "must be > 0", t.lr)
+        out.append((("train", "lr"), "must be > 0", t.lr))
     elif t.min_lr < 0 or t.min_lr > t.lr:
-        bad(("train", "min_lr"), f"need 0 <= min_lr <= lr ({t.lr})", t.min_lr)
-    ranges: list[tuple[tuple[str, str], Any, bool, str]] = [  # (keys, value, ok, the rule): beyond these the optimizer diverges or the model is undefined
+        out.append((("train", "min_lr"), f"need 0 <= min_lr <= lr ({t.lr})", t.min_lr))
+    ranges: list[tuple[tuple[str, str], Any, bool, str]] = [  # (keys, value, ok, the rule)
         (("train", "weight_decay"), t.weight_decay, t.weight_decay >= 0, "must be >= 0"),
         (("train", "beta1"), t.beta1, 0 <= t.beta1 < 1, "must be in [0, 1)"),
         (("train", "beta2"), t.beta2, 0 <= t.beta2 < 1, "must be in [0, 1)"),
@@ -431,24 +451,29 @@ def validate(cfg: RunConfig, lines: Optional[dict] = None) -> list[Problem]:
         (("runtime", "device_peak_tflops"), rt.device_peak_tflops,
          rt.device_peak_tflops is None or rt.device_peak_tflops > 0, "must be > 0 (or null)"),
     ]
-    for keys, value, ok, rule in ranges:
-        if not ok:
-            bad(keys, rule, value)
+    return out + [(keys, rule, value) for keys, value, ok, rule in ranges if not ok]
+
+
+def _run_issues(cfg: RunConfig) -> list[_Issue]:
+    """The vocabulary, checkpoints, nodes, tied embeddings and loss scaling."""
+    m, p, t, rt, c = cfg.model, cfg.parallel, cfg.train, cfg.runtime, cfg.checkpoint
+    out: list[_Issue] = []
     if t.seq_length > 0 and m.vocab_size < 2:
-        bad(("model", "vocab_size"), "must be at least 2", m.vocab_size)
-    if cfg.checkpoint.keep_last < 1:
-        bad(("checkpoint", "keep_last"), "must be >= 1", cfg.checkpoint.keep_last)
-    if cfg.checkpoint.every_steps < 0:
-        bad(("checkpoint", "every_steps"), "must be >= 0", cfg.checkpoint.every_steps)
+        out.append((("model", "vocab_size"), "must be at least 2", m.vocab_size))
+    if c.keep_last < 1:
+        out.append((("checkpoint", "keep_last"), "must be >= 1", c.keep_last))
+    if c.every_steps < 0:
+        out.append((("checkpoint", "every_steps"), "must be >= 0", c.every_steps))
     if rt.num_nodes < 1 or rt.device_num % rt.num_nodes:
-        bad(("runtime", "num_nodes"), f"must be >= 1 and divide device_num ({rt.device_num})", rt.num_nodes)
+        out.append((("runtime", "num_nodes"), f"must be >= 1 and divide device_num ({rt.device_num})", rt.num_nodes))
     elif not 0 <= rt.node_rank < rt.num_nodes:
-        bad(("runtime", "node_rank"), f"must be in 0 .. {rt.num_nodes - 1}", rt.node_rank)
+        out.append((("runtime", "node_rank"), f"must be in 0 .. {rt.num_nodes - 1}", rt.node_rank))
     if m.tie_embeddings and p.pipeline_stages > 1:
-        bad(("model", "tie_embeddings"), "the embedding (first stage) and the head (last stage) cannot share "
-            "weights across pipeline stages in this trainer; set it to false", True)
+        out.append((("model", "tie_embeddings"), "the embedding (first stage) and the head (last stage) cannot share "
+                    "weights across pipeline stages in this trainer; set it to false", True))
     if t.loss_scale_init <= 0 or t.loss_scale_window < 1:
-        bad(("train", "loss_scale_init"), "needs loss_scale_init > 0 and loss_scale_window >= 1", t.loss_scale_init)
+        out.append((("train", "loss_scale_init"), "needs loss_scale_init > 0 and loss_scale_window >= 1",
+                    t.loss_scale_init))
     return out
 
 
