@@ -101,11 +101,32 @@ def compute_precision(cfg: RunConfig) -> tuple[str, str]:
 
 def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:
     """Device, distribution, data, model, optimizer, step functions, and the checkpoint to resume."""
-    import mindspore as ms
-    from mindspore import Parameter, Tensor, nn
+    from .model import count_params
 
-    from .model import GPT, LossNet, count_params, decay_groups, set_recompute
-    from .parallel import apply_plan, assign_stages, configure
+    rank, world, log, mode, compute = _start(cfg, run_dir)
+    train_tokens, val_tokens, meta = _load_data(cfg, log)
+    unsupported(cfg)
+    net, loss_net = _build_model(cfg, mode, compute, log)
+    opt, scaler = _optimizer(cfg, net, compute)
+    steps = Steps(cfg, loss_net, opt, scaler, world, mode)
+    t = cfg.train
+    log.info(f"model: {count_params(net):,} parameters; global batch {cfg.global_batch} sequences = "
+             f"micro {t.micro_batch_size} x data parallel {cfg.parallel.data_parallel} x accumulation "
+             f"{t.grad_accumulation} ({cfg.tokens_per_step:,} tokens per optimizer step)")
+    run = Run(cfg, run_dir, rank, world, log, net, opt, steps, Sampler(train_tokens, t.seq_length, t.seed),
+              meta, compute, scaler)
+    if cfg.logging.eval_every_steps and len(val_tokens) > t.seq_length + 1:
+        run.val_sampler = Sampler(val_tokens, t.seq_length, t.seed)
+    if resume:
+        restore(run)
+    return run
+
+
+def _start(cfg: RunConfig, run_dir: Path) -> tuple[int, int, Any, str, str]:
+    """MindSpore's context and device, the process group, the log: (rank, world, log, parallel mode, compute dtype)."""
+    import mindspore as ms
+
+    from .parallel import configure
 
     ms.set_context(mode=ms.GRAPH_MODE if cfg.train.mode == "graph" else ms.PYNATIVE_MODE)
     ms.set_device(cfg.runtime.device_target)
@@ -124,7 +145,11 @@ def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:
     log.info(f"msdoctor trainer: {cfg.name}, {cfg.runtime.device_target} x {world} ({mode}), {why}")
     for w in warnings(cfg):
         log.info(f"warning: {w}")
+    return rank, world, log, mode, compute
 
+
+def _load_data(cfg: RunConfig, log: Any) -> tuple[Any, Any, dict]:
+    """The token file (built, or reused from the cache), split into training and held-out tokens."""
     tokenizer = make_tokenizer(cfg.data.tokenizer)
     if tokenizer.vocab_size > cfg.model.vocab_size:
         raise DataError(f"the tokenizer has {tokenizer.vocab_size} tokens but model.vocab_size is "
@@ -136,8 +161,16 @@ def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:
     log.info(f"data: {meta['num_tokens']:,} tokens from {meta['num_files']} files "
              f"({'reused' if meta['reused'] else 'tokenized into'} {tokens.path}); unigram entropy "
              f"{meta['unigram_entropy']:.3f} nats (the floor for a model that ignores context)")
+    return train_tokens, val_tokens, meta
 
-    unsupported(cfg)
+
+def _build_model(cfg: RunConfig, mode: str, compute: str, log: Any) -> tuple[Any, Any]:
+    """The network with its recompute and parallel plan, and the loss cell that trains it (net, loss_net)."""
+    from mindspore import nn
+
+    from .model import GPT, LossNet, set_recompute
+    from .parallel import apply_plan, assign_stages
+
     flash = cfg.train.flash_attention and cfg.runtime.device_target == "Ascend"
     net = GPT(cfg.model, cfg.train.seq_length, compute, flash)
     set_recompute(net, cfg.train.recompute)
@@ -149,6 +182,16 @@ def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:
     loss_net = LossNet(net)
     if mode == "semi_auto_parallel" and cfg.parallel.pipeline_stages > 1:
         loss_net = nn.PipelineCell(loss_net, cfg.parallel.micro_batch_num)
+    return net, loss_net
+
+
+def _optimizer(cfg: RunConfig, net: Any, compute: str) -> tuple[Any, Any]:
+    """The optimizer, its learning rate a Parameter the step sets, and the loss scaler for fp16 (or None)."""
+    import mindspore as ms
+    from mindspore import Parameter, Tensor, nn
+
+    from .model import decay_groups
+
     t = cfg.train
     lr = Parameter(Tensor(get_lr(0, t), ms.float32), name="lr", requires_grad=False)
     if t.optimizer == "adamw":
@@ -160,17 +203,7 @@ def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:
     if compute == "fp16" and t.loss_scale != "none":
         scaler = (ms.amp.DynamicLossScaler(t.loss_scale_init, 2, t.loss_scale_window) if t.loss_scale == "dynamic"
                   else ms.amp.StaticLossScaler(t.loss_scale_init))
-    steps = Steps(cfg, loss_net, opt, scaler, world, mode)
-    log.info(f"model: {count_params(net):,} parameters; global batch {cfg.global_batch} sequences = "
-             f"micro {t.micro_batch_size} x data parallel {cfg.parallel.data_parallel} x accumulation "
-             f"{t.grad_accumulation} ({cfg.tokens_per_step:,} tokens per optimizer step)")
-    run = Run(cfg, run_dir, rank, world, log, net, opt, steps, Sampler(train_tokens, t.seq_length, t.seed),
-              meta, compute, scaler)
-    if cfg.logging.eval_every_steps and len(val_tokens) > t.seq_length + 1:
-        run.val_sampler = Sampler(val_tokens, t.seq_length, t.seed)
-    if resume:
-        restore(run)
-    return run
+    return opt, scaler
 
 
 def unsupported(cfg: RunConfig) -> None:
