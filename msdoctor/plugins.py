@@ -291,54 +291,61 @@ def load_registry(
     """
     registry = Registry()
     seen: dict[str, LoadedCheck] = {}
-
-    def add(check: Any, provider: str, ep_text: str) -> None:
-        problem = validate_check(check)
-        if problem is not None:
-            registry.failures.append(
-                LoadFailure(provider, ep_text, f"{ep_text} {problem}", "")
-            )
-            return
-        if check.id in seen:
-            other = seen[check.id]
-            raise DuplicateCheckId(
-                f"check id {check.id!r} is registered twice: by {other.provider} "
-                f"({other.entry_point}) and by {provider} ({ep_text}). "
-                "Uninstall one of them, or run with --no-plugins."
-            )
-        loaded = LoadedCheck(check, provider, ep_text)
-        seen[check.id] = loaded
-        registry.checks.append(loaded)
-
     for check in extra:
-        add(check, BUILTIN_PROVIDER, f"{check.id} = <builtin>")
-
+        _add(registry, seen, check, BUILTIN_PROVIDER, f"{check.id} = <builtin>")
     eps = list(entry_points) if entry_points is not None else _entry_points()
-    # msdoctor's own checks first, then plugins sorted by name: deterministic order
-    providers: dict = {}
-    eps.sort(key=lambda ep: (_provider_of(ep, providers) != BUILTIN_PROVIDER, ep.name))
-    for ep in eps:
-        provider = _provider_of(ep, providers)
-        if provider != BUILTIN_PROVIDER and not plugins:
-            continue
+    for ep, provider in _ordered_entry_points(eps, plugins):
         ep_text = f"{ep.name} = {ep.value}"
-        try:
-            objects = _instantiate(ep.load())
-        except Exception as exc:  # noqa: BLE001 - a broken plugin is a result, never a crash
-            registry.failures.append(
-                LoadFailure(
-                    provider,
-                    ep_text,
-                    f"could not load {ep_text}: {type(exc).__name__}: {exc}",
-                    traceback.format_exc(),
-                )
-            )
-            continue
-        for obj in objects:
-            add(obj, provider, ep_text)
+        for obj in _load_entry_point(ep, provider, ep_text, registry.failures):
+            _add(registry, seen, obj, provider, ep_text)
     # report order: msdoctor's own checks by their `order`, then plugins; ties by id
     registry.checks.sort(key=lambda c: (c.provider != BUILTIN_PROVIDER, _order(c.check), c.id))
     return registry
+
+
+def _ordered_entry_points(eps: Sequence[Any], plugins: bool) -> list[tuple[Any, str]]:
+    """The entry points to load with their providers: msdoctor's own first, then plugins (only with
+    ``plugins``) sorted by name: a deterministic order."""
+    providers: dict = {}
+    ordered = sorted(eps, key=lambda ep: (_provider_of(ep, providers) != BUILTIN_PROVIDER, ep.name))
+    pairs = [(ep, _provider_of(ep, providers)) for ep in ordered]
+    return [(ep, provider) for ep, provider in pairs if plugins or provider == BUILTIN_PROVIDER]
+
+
+def _load_entry_point(ep: Any, provider: str, ep_text: str, failures: list[LoadFailure]) -> list[Any]:
+    """The check objects ``ep`` gives; a plugin that fails to load is appended to ``failures`` instead."""
+    try:
+        return _instantiate(ep.load())
+    except Exception as exc:  # noqa: BLE001 - a broken plugin is a result, never a crash
+        failures.append(
+            LoadFailure(
+                provider,
+                ep_text,
+                f"could not load {ep_text}: {type(exc).__name__}: {exc}",
+                traceback.format_exc(),
+            )
+        )
+        return []
+
+
+def _add(registry: Registry, seen: dict[str, LoadedCheck], check: Any, provider: str, ep_text: str) -> None:
+    """Add one check to ``registry`` (an invalid one as a failure); ``seen`` maps the ids added so far."""
+    problem = validate_check(check)
+    if problem is not None:
+        registry.failures.append(
+            LoadFailure(provider, ep_text, f"{ep_text} {problem}", "")
+        )
+        return
+    if check.id in seen:
+        other = seen[check.id]
+        raise DuplicateCheckId(
+            f"check id {check.id!r} is registered twice: by {other.provider} "
+            f"({other.entry_point}) and by {provider} ({ep_text}). "
+            "Uninstall one of them, or run with --no-plugins."
+        )
+    loaded = LoadedCheck(check, provider, ep_text)
+    seen[check.id] = loaded
+    registry.checks.append(loaded)
 
 
 def _order(check: Any) -> float:
