@@ -135,62 +135,96 @@ def run_checks(
     for loaded in checks:
         prefetch.extend(check_prefetch(loaded.check))
     ctx.prefetch(prefetch)
+    return _Run(checks, ctx, settings, on_done).run()
 
-    done: "queue.Queue[tuple[int, CheckResult]]" = queue.Queue()
-    results: dict[int, CheckResult] = {}
-    started_at: dict[int, float] = {}
-    threads: dict[int, threading.Thread] = {}
-    pending = list(range(len(checks)))
-    running: set[int] = set()
-    t0 = time.monotonic()
 
-    def worker(i: int) -> None:
-        done.put((i, run_one(checks[i], ctx)))
+class _Run:
+    """One run_checks call: the checks waiting to start, those running (each in its daemon thread), and the
+    results so far; a check past its own timeout, or every unfinished one at the run's deadline, is given up on."""
 
-    def start(i: int) -> None:
-        started_at[i] = time.monotonic()
-        running.add(i)
-        threads[i] = threading.Thread(target=worker, args=(i,), name=f"check-{checks[i].id}", daemon=True)
-        threads[i].start()
+    def __init__(
+        self,
+        checks: Sequence[LoadedCheck],
+        ctx: Context,
+        settings: RunSettings,
+        on_done: Optional[Callable[[CheckResult], None]],
+    ) -> None:
+        self.checks = checks
+        self.ctx = ctx
+        self.settings = settings
+        self.on_done = on_done
+        self.done: "queue.Queue[tuple[int, CheckResult]]" = queue.Queue()
+        self.results: dict[int, CheckResult] = {}
+        self.started_at: dict[int, float] = {}
+        self.threads: dict[int, threading.Thread] = {}
+        self.pending = list(range(len(checks)))
+        self.running: set[int] = set()
+        self.t0 = time.monotonic()
 
-    while pending or running:
-        while pending and len(running) < settings.max_parallel:
-            start(pending.pop(0))
+    def run(self) -> list[CheckResult]:
+        while self.pending or self.running:
+            while self.pending and len(self.running) < self.settings.max_parallel:
+                self._start(self.pending.pop(0))
+            try:
+                i, res = self.done.get(timeout=self._wait_s())
+            except queue.Empty:
+                now = time.monotonic()
+                self._expire_timed_out(now)
+                if now - self.t0 >= self.settings.deadline_s:
+                    self._expire_all(now)
+                continue
+            if i in self.running:  # not already given up on
+                self.running.discard(i)
+                self.results[i] = res
+                if self.on_done:
+                    self.on_done(res)
+        return [self.results[i] for i in range(len(self.checks))]
+
+    def _worker(self, i: int) -> None:
+        self.done.put((i, run_one(self.checks[i], self.ctx)))
+
+    def _start(self, i: int) -> None:
+        self.started_at[i] = time.monotonic()
+        self.running.add(i)
+        self.threads[i] = threading.Thread(target=self._worker, args=(i,), name=f"check-{self.checks[i].id}",
+                                           daemon=True)
+        self.threads[i].start()
+
+    def _limit(self, i: int) -> float:
+        return check_timeout(self.checks[i].check, self.settings.check_timeout_s)
+
+    def _wait_s(self) -> float:
+        """How long to wait for a result: until the next moment some running check reaches its own limit or the
+        run reaches its deadline (at most 0.5 s, at least 0.01 s)."""
         now = time.monotonic()
-        # the next moment some running check reaches its own limit or the global one
-        limits = [
-            started_at[i] + check_timeout(checks[i].check, settings.check_timeout_s) for i in running
-        ]
-        wake = min(limits + [t0 + settings.deadline_s])
-        try:
-            i, res = done.get(timeout=max(0.01, min(wake - now, 0.5)))
-        except queue.Empty:
-            now = time.monotonic()
-            for j in sorted(running):
-                limit = check_timeout(checks[j].check, settings.check_timeout_s)
-                if now - started_at[j] >= limit:
-                    results[j] = _timeout_result(checks[j], now - started_at[j], f"timed out after {limit:.0f} s")
-                    running.discard(j)
-                    proc.kill_owned(threads[j].ident)  # what it started must not keep running
-                    if on_done:
-                        on_done(results[j])
-            if now - t0 >= settings.deadline_s:
-                for j in sorted(running) + pending:
-                    results[j] = _timeout_result(
-                        checks[j], now - started_at.get(j, now), f"the run's deadline of {settings.deadline_s:.0f} s passed"
-                    )
-                    if on_done:
-                        on_done(results[j])
-                running.clear()
-                pending.clear()
-                proc.kill_all()
-            continue
-        if i in running:  # not already given up on
-            running.discard(i)
-            results[i] = res
-            if on_done:
-                on_done(res)
-    return [results[i] for i in range(len(checks))]
+        limits = [self.started_at[i] + self._limit(i) for i in self.running]
+        wake = min(limits + [self.t0 + self.settings.deadline_s])
+        return max(0.01, min(wake - now, 0.5))
+
+    def _expire_timed_out(self, now: float) -> None:
+        """Give up on each running check past its own limit and kill what it started."""
+        for j in sorted(self.running):
+            limit = self._limit(j)
+            if now - self.started_at[j] >= limit:
+                self.results[j] = _timeout_result(self.checks[j], now - self.started_at[j],
+                                                  f"timed out after {limit:.0f} s")
+                self.running.discard(j)
+                proc.kill_owned(self.threads[j].ident)  # what it started must not keep running
+                if self.on_done:
+                    self.on_done(self.results[j])
+
+    def _expire_all(self, now: float) -> None:
+        """The run's deadline passed: every check not finished, running or not started, is given up on."""
+        for j in sorted(self.running) + self.pending:
+            self.results[j] = _timeout_result(
+                self.checks[j], now - self.started_at.get(j, now),
+                f"the run's deadline of {self.settings.deadline_s:.0f} s passed",
+            )
+            if self.on_done:
+                self.on_done(self.results[j])
+        self.running.clear()
+        self.pending.clear()
+        proc.kill_all()
 
 
 def build_report(
