@@ -137,14 +137,11 @@ def check(
       msdoctor check --quick --only python-env,duplicate-installs --format json
       msdoctor check --config train.yaml --format junit --output msdoctor-junit.xml --fail-on warn
     """
-    from msdoctor.doctor import Selection, diagnose, load_checks, start_target_probe
+    from msdoctor.doctor import Selection, load_checks, start_target_probe
     from msdoctor.plugins import autoload_disabled
-    from msdoctor.render import RenderOptions, preload, render
-    from msdoctor.render.console import progress
+    from msdoctor.render import RenderOptions
 
-    fmt = fmt.lower()
-    if fmt not in output_formats():
-        raise click.BadParameter(f"{fmt!r} is not one of {', '.join(output_formats())}", param_hint="--format")
+    fmt = _checked_format(fmt)
     if output is not None:
         output = ensure_writable(output)
     python_path = resolve_target(python, conda_env)
@@ -157,6 +154,27 @@ def check(
     start_target_probe(ctx)
     registry = load_checks(plugins)
     threshold = resolve_fail_on(fail_on, strict)
+    report = _diagnose(ctx, selection, registry, fmt)
+    report.facts["invocation"] = invocation_facts(options)
+    opts = RenderOptions(verbose=verbose, color=color, fail_on=threshold,
+                         workspace=os.environ.get("GITHUB_WORKSPACE") if fmt == "github" else None)
+    _emit(report, fmt, output, opts, redact=not no_redact)
+    return int(report.exit_code(threshold))
+
+
+def _checked_format(fmt: str) -> str:
+    """--format, lowercased; one that is not in output_formats() is a usage error."""
+    fmt = fmt.lower()
+    if fmt not in output_formats():
+        raise click.BadParameter(f"{fmt!r} is not one of {', '.join(output_formats())}", param_hint="--format")
+    return fmt
+
+
+def _diagnose(ctx: Any, selection: Any, registry: Any, fmt: str) -> Any:
+    """Run the checks under a progress line (the renderers of ``fmt`` and the terminal load meanwhile); the report."""
+    from msdoctor.doctor import diagnose
+    from msdoctor.render import preload
+    from msdoctor.render.console import progress
 
     with progress("msdoctor: examining the environment") as update:
         done = []
@@ -167,22 +185,25 @@ def check(
 
         preload(["terminal", fmt])  # imported while the checks wait on their probes
         diagnosis = diagnose(ctx, selection, registry=registry, on_done=on_done)
-    report = diagnosis.report
-    report.facts["invocation"] = invocation_facts(options)
-    opts = RenderOptions(verbose=verbose, color=color, fail_on=threshold,
-                         workspace=os.environ.get("GITHUB_WORKSPACE") if fmt == "github" else None)
-    shown = prepare(report, fmt, redact=not no_redact)
+    return diagnosis.report
+
+
+def _emit(report: Any, fmt: str, output: Optional[Path], opts: Any, *, redact: bool) -> None:
+    """The report in ``fmt`` on stdout, or in FILE with the terminal view on stdout (--output); with the github
+    format in GitHub Actions, the job summary too."""
+    from msdoctor.render import render
+
+    shown = prepare(report, fmt, redact=redact)
     if output is not None:
         buf = io.StringIO()
         render(fmt, shown, buf, opts)
         write_output(output, buf.getvalue())
-        render("terminal", prepare(report, "terminal", redact=not no_redact), sys.stdout, opts)
+        render("terminal", prepare(report, "terminal", redact=redact), sys.stdout, opts)
         click.echo(f"report written to {output}", err=True)
     else:
         render(fmt, shown, sys.stdout, opts)
     if fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         _append_step_summary(os.environ["GITHUB_STEP_SUMMARY"], shown, opts)
-    return int(report.exit_code(threshold))
 
 
 def _append_step_summary(target: str, report: Any, opts: Any) -> None:
