@@ -7,13 +7,12 @@ Used by ``msdoctor check``, by the gate of ``msdoctor train``, and by
 from __future__ import annotations
 
 import datetime as _dt
-import difflib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from msdoctor.context import Context, FactUnavailable
-from msdoctor.errors import UserError
+from msdoctor.errors import UserError, with_hints
 from msdoctor.model import CheckResult, Finding, Report, Target
 from msdoctor.plugins import DuplicateCheckId, LoadedCheck, Registry, load_registry
 from msdoctor.runner import RunSettings, build_report, failure_result, run_checks
@@ -47,12 +46,8 @@ def _unknown(ids: Sequence[str], known: Sequence[str], flag: str) -> None:
     bad = [i for i in ids if i not in known]
     if not bad:
         return
-    hints = []
-    for b in bad:
-        close = difflib.get_close_matches(b, known, n=1)
-        hints.append(f"{b!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
     raise UserError(
-        f"{flag}: unknown check id {', '.join(hints)}",
+        f"{flag}: unknown check id {with_hints(bad, known)}",
         "known check ids: " + ", ".join(sorted(known)) + " (see `msdoctor list-checks`)",
     )
 

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterable, Optional, Sequence
 
 from msdoctor.model import ExitCode
+
+
+def with_hint(name: str, known: Sequence[str]) -> str:
+    """``'nmae'`` followed by `` (did you mean 'name'?)`` when one of ``known`` is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+
+
+def with_hints(names: Iterable[str], known: Sequence[str]) -> str:
+    """:func:`with_hint` of each name, comma-separated."""
+    return ", ".join(with_hint(n, known) for n in names)
 
 
 class UserError(Exception):

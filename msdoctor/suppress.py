@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import difflib
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from msdoctor.errors import UserError
+from msdoctor.errors import UserError, with_hint, with_hints
 from msdoctor.model import Finding, Location, Report, Status
 
 FILE_NAME = "msdoctor.toml"
@@ -167,12 +166,8 @@ def _entry(entry: dict, i: int, path: Path, line: Optional[int]) -> Suppression:
     ident = entry.get("id")
     unknown = [k for k in entry if k not in ENTRY_KEYS]
     if unknown:
-        hints = []
-        for k in unknown:
-            close = difflib.get_close_matches(k, ENTRY_KEYS, n=1)
-            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
         raise UserError(
-            f"{where}: ignore[{i}] has unknown key {', '.join(hints)}",
+            f"{where}: ignore[{i}] has unknown key {with_hints(unknown, ENTRY_KEYS)}",
             "an entry takes only: id, reason, until",
         )
     if not isinstance(ident, str) or not _ID.match(ident.strip()):
@@ -260,10 +255,8 @@ def apply(
                 "suppression-no-reason",
             ))
         if known is not None and s.check_id not in known:
-            close = difflib.get_close_matches(s.check_id, sorted(known), n=1)
             notices.append(_notice(
-                f"suppression names an unknown check id {s.check_id!r}"
-                + (f" (did you mean {close[0]!r}?)" if close else ""),
+                f"suppression names an unknown check id {with_hint(s.check_id, sorted(known))}",
                 s,
                 "It suppresses nothing.",
                 "`msdoctor list-checks` lists the check ids",
