@@ -157,7 +157,8 @@ def _rows(run_dir: Path) -> list[dict]:
 
 
 def test_checks_pass_training_runs_stops_on_sigterm_with_a_checkpoint_and_resumes(tmp_path):
-    config = tiny_config(tmp_path)
+    # 60 steps: the loss falls by more than 2 nats within 40 (observed: 5.55 at step 1, ~3.0 at step 40)
+    config = tiny_config(tmp_path, train={"max_steps": 60})
     run_dir = tmp_path / "run"
     argv = [msdoctor_exe(), "train", "--config", str(config), "--output-dir", str(run_dir)]
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env_with(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -189,9 +190,9 @@ def test_checks_pass_training_runs_stops_on_sigterm_with_a_checkpoint_and_resume
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert f"resume: step {stopped_at} " in (run_dir / "train.log").read_text()
     steps = [int(r["step"]) for r in _rows(run_dir)]
-    assert steps == list(range(1, 301))
+    assert steps == list(range(1, 61))
     assert float(_rows(run_dir)[-1]["loss"]) < float(_rows(run_dir)[0]["loss"]) - 1.0
-    assert json.loads((run_dir / "config.json").read_text())["train"]["max_steps"] == 300
+    assert json.loads((run_dir / "config.json").read_text())["train"]["max_steps"] == 60
     assert os.path.exists(run_dir / "config.yaml")
 
 
