@@ -18,11 +18,13 @@ whole process group is killed on every exit path: a timeout, too much output,
 run's deadline, Ctrl-C, SIGTERM, the end of ``msdoctor``), and, after a normal
 exit, whatever the child left behind in its group.
 
-On Linux one small guardian process per msdoctor run (msdoctor's own Python with ``-I -S``, started with
-the first child, in a session of its own) holds the read end of a pipe on which msdoctor lists the process
-group of every live child. When msdoctor ends, however it ends, even by SIGKILL, the kernel closes the
-write end; the guardian reads end of file and kills every group still listed, the commands' own children
-included. One guardian instead of one supervisor per child saves a Python start (~18 ms of CPU) per child.
+On Linux a child is started under a small supervisor (msdoctor's own Python
+with ``-I -S``) that asks the kernel for a parent-death signal
+(``prctl(PR_SET_PDEATHSIG)``, see prctl(2)) and then forks and execs the
+command in its own process group: when msdoctor dies, even by SIGKILL, the
+supervisor gets SIGHUP and kills the whole group, the command's own children
+included. The signal is tied to the thread that started the child, so a thread
+that calls :func:`spawn` must wait for the child before it ends (run() does).
 """
 
 from __future__ import annotations
@@ -45,38 +47,51 @@ OUTPUT_CAP = 8 * 1024 * 1024
 #: After a kill, how long msdoctor still reads and waits (a grandchild that left the group may hold a pipe).
 KILL_GRACE_S = 2.0
 
-#: Run by msdoctor's own interpreter (-I -S) once per msdoctor process (see the module docstring): "+PGID" and
-#: "-PGID" lines on stdin add and remove the groups of live children; at end of file every group listed is killed.
-_GUARDIAN = r"""
-import os, signal
-for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
-    signal.signal(s, signal.SIG_IGN)
-groups, rest = set(), b""
+#: What the supervisor prints on stderr when the command cannot be executed (then exits 127).
+_EXEC_ERROR = "@@msdoctor-exec-error@@"
+
+#: Run by msdoctor's own interpreter (-I -S): parent-death signal, then fork + exec of the command in this group.
+_SUPERVISOR = r"""
+import os, signal, sys
+def die(*_):
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGHUP, die)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+try:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGHUP))  # PR_SET_PDEATHSIG
+except Exception:
+    pass
+if os.getppid() != int(sys.argv[1]):
+    die()
+pid = os.fork()
+if pid == 0:
+    for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(s, signal.SIG_DFL)
+    try:
+        os.execv(sys.argv[2], sys.argv[3:])
+    except OSError as exc:
+        os.write(2, ("@@msdoctor-exec-error@@ %s\n" % (exc.strerror or exc)).encode("utf-8", "replace"))
+    os._exit(127)
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
 while True:
     try:
-        data = os.read(0, 65536)
+        _, status = os.waitpid(pid, 0)
+        break
     except InterruptedError:
         continue
-    except OSError:
-        break
-    if not data:
-        break
-    lines = (rest + data).split(b"\n")
-    rest = lines.pop()
-    for line in lines:
-        try:
-            pgid = int(line[1:])
-        except ValueError:
-            continue
-        if line[:1] == b"+":
-            groups.add(pgid)
-        else:
-            groups.discard(pgid)
-for pgid in groups:
+if os.WIFSIGNALED(status):
+    sig = os.WTERMSIG(status)
     try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    except (OSError, ValueError):
         pass
+    os._exit(128 + sig)
+os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 """
 
 
@@ -122,9 +137,6 @@ class StartError(OSError):
 _lock = threading.RLock()
 _live: "dict[int, Child]" = {}
 _closing = False
-#: the write end of the guardian's pipe (None: not started yet; -1: no guardian on this platform)
-_guardian_fd: Optional[int] = None
-_guardian: "Optional[subprocess.Popen[bytes]]" = None
 
 
 class Child:
@@ -219,7 +231,6 @@ class Child:
         self._reaped = True
         with _lock:
             _live.pop(self.pid, None)
-            _tell_guardian(b"-%d\n" % self.pgid)
         return rc
 
     def close(self) -> None:
@@ -261,38 +272,8 @@ def _resolve(arg0: str, cwd: Optional[str], env: Optional[Mapping[str, str]]) ->
     return os.path.abspath(path)
 
 
-def _use_guardian() -> bool:
+def _use_supervisor() -> bool:
     return sys.platform.startswith("linux") and bool(sys.executable) and os.path.isfile(sys.executable)
-
-
-def _start_guardian() -> None:
-    """Start the guardian once (under _lock); without one (another platform, no interpreter) children are
-    still killed on every exit path msdoctor itself runs, but not when it is SIGKILLed."""
-    global _guardian_fd, _guardian
-    if _guardian_fd is not None:
-        return
-    _guardian_fd = -1
-    if not _use_guardian():
-        return
-    read_end, write_end = os.pipe()  # both non-inheritable: no child but the guardian gets either
-    try:
-        _guardian = subprocess.Popen([sys.executable, "-I", "-S", "-c", _GUARDIAN], stdin=read_end,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    except OSError:
-        os.close(write_end)
-        return
-    finally:
-        os.close(read_end)
-    _guardian_fd = write_end
-
-
-def _tell_guardian(line: bytes) -> None:
-    """One line to the guardian (under _lock; a line is far below PIPE_BUF, so it is written whole)."""
-    if _guardian_fd is not None and _guardian_fd >= 0:
-        try:
-            os.write(_guardian_fd, line)
-        except OSError:
-            pass  # the guardian is gone: the exit paths msdoctor runs itself still kill the groups
 
 
 def spawn(
@@ -320,13 +301,17 @@ def spawn(
         raise StartError("empty command")
     cwd_s = os.fspath(cwd) if cwd is not None else None
     exe = _resolve(args[0], cwd_s, env)
+    if _use_supervisor():
+        full = [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(os.getpid()), exe] + args
+        executable: Optional[str] = sys.executable
+    else:
+        full, executable = args, exe
     with _lock:
         if _closing:
             raise StartError("msdoctor is stopping")
-        _start_guardian()
         try:
             popen = subprocess.Popen(
-                args, executable=exe, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd_s,
+                full, executable=executable, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd_s,
                 env=dict(env) if env is not None else None, start_new_session=True, bufsize=0,
                 pass_fds=tuple(pass_fds),
             )
@@ -336,7 +321,6 @@ def spawn(
             raise StartError(f"{exc.strerror or exc}") from None
         child = Child(popen, args)
         _live[child.pid] = child
-        _tell_guardian(b"+%d\n" % child.pgid)
     return child
 
 
@@ -511,6 +495,12 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _exec_error(stderr: str) -> Optional[str]:
+    if stderr.startswith(_EXEC_ERROR):
+        return stderr[len(_EXEC_ERROR):].strip().splitlines()[0] if stderr.strip() != _EXEC_ERROR else "cannot execute"
+    return None
+
+
 def run(
     argv: Sequence[PathLike],
     *,
@@ -540,6 +530,9 @@ def run(
         raise
     stdout, stderr = _text(out), _text(err)
     duration = time.monotonic() - started
+    why = _exec_error(stderr)
+    if why is not None and child.returncode == 127:
+        return ProcResult(args, None, "", "", duration, start_error=why)
     rc = None if timed_out or overflow else child.returncode
     return ProcResult(args, rc, stdout, stderr, duration, timed_out=timed_out, overflow=overflow)
 
@@ -586,5 +579,8 @@ def run_live(
         on_line(_text(bytes(pending)))
     stdout = _text(out)
     duration = time.monotonic() - started
+    why = _exec_error(stdout)
+    if why is not None and child.returncode == 127:
+        return ProcResult(args, None, "", "", duration, start_error=why)
     rc = None if timed_out or overflow else child.returncode
     return ProcResult(args, rc, stdout, "", duration, timed_out=timed_out, overflow=overflow)

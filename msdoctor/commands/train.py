@@ -209,7 +209,7 @@ def start(launch: Any, run_dir: Path, lock: Any, red: Any, cwd: Optional[Path] =
     """Run the trainer; stdout stays the terminal's (progress bar), stderr is also kept in stderr.log.
 
     Not proc.run: training has no natural timeout and its output must stream. The trainer runs in
-    its own session, its group listed with proc's guardian (it dies with msdoctor, even by SIGKILL),
+    its own session under proc's parent-death supervisor (it dies with msdoctor, even by SIGKILL),
     holding the run directory's lock with msdoctor (the descriptor is passed on). SIGTERM and
     SIGINT are passed on to its group so the trainer can save a checkpoint. It runs in cwd (--project),
     where the gate read the config's relative paths.
