@@ -346,3 +346,22 @@ def test_import_smoke_crash_and_timeout_are_results(tmp_path: Path) -> None:
     assert slow.state == "timeout" and slow.crashed_in == "sleeper"
     f = evaluate_smoke(target(MS270), slow)[0]
     assert f.status is Status.ERROR and "stuck in `import sleeper`" in f.title
+
+
+def test_a_broken_packaged_matrix_is_one_error_finding_through_the_prefetched_fact(tmp_path: Path) -> None:
+    """The matrix is a prefetched fact (parsed while the target probe runs); a schema error in it still comes
+    back as the check's error finding, naming the file, not as a crash."""
+    from helpers import make_ctx, probe_json
+    from msdoctor.checks.version_matrix import MATRIX, VersionMatrixCheck
+    from msdoctor.facts.target import TARGET, TargetFacts
+    from msdoctor.matrix_schema import MatrixError
+    from msdoctor.runner import run_one
+    from msdoctor.plugins import LoadedCheck
+
+    target = TargetFacts.from_probe(probe_json(BASE_PYTHON))
+    broken = MatrixError("compat_matrix/mindspore.toml", "cann '9.9' has no row", row="[[release]] (version 2.7.0)")
+    ctx = make_ctx({TARGET.name: target, MATRIX.name: broken}, quick=True, project_dir=tmp_path)
+    result = run_one(LoadedCheck(VersionMatrixCheck(), "msdoctor", "version-matrix = builtin"), ctx)
+    (finding,) = result.findings
+    assert finding.status.value == "error" and "compatibility matrix is broken" in finding.title
+    assert "compat_matrix/mindspore.toml" in finding.title
