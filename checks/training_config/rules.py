@@ -615,7 +615,9 @@ def _pipeline(res: Resolved, env: Env) -> list[Finding]:
     out: list[Finding] = []
     layers = int(res.num_layers.value or 0)
     mtp = int(res.mtp_depth.value) if res.mtp_depth is not None and res.mtp_depth.value else 0
-    layers += mtp  # DeepSeek: LayerSetting(num_layers + mtp_depth) (mindformers research/deepseek3/deepseek2_model.py)
+    # DeepSeek: LayerSetting(num_layers + mtp_depth), in the MindFormers repository's deepseek3 model
+    # (https://gitee.com/mindspore/mindformers, file deepseek2_model.py of the deepseek3 example)
+    layers += mtp
     vpp = int(res.vpp.value) if res.vpp else 1
     offset = res.offset.value if res.offset is not None else None
     counts, why = stage_layers(layers, pp, vpp, offset)
