@@ -136,7 +136,7 @@ def _refuse_unsupported_target(ctx: Context, chosen: list[LoadedCheck]) -> None:
 
     if not chosen:
         return
-    ctx.prefetch([spec for c in chosen for spec in check_prefetch(c.check)])  # slow facts start now, as in run_checks
+    ctx.prefetch([spec for c in chosen for spec in check_prefetch(c)])  # slow facts start now, as in run_checks
     try:
         ctx.get(TARGET)
     except UnsupportedTarget as exc:

@@ -17,6 +17,7 @@ checks with one id are refused, naming both providers.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -43,13 +44,17 @@ _ID_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
 @runtime_checkable
 class Check(Protocol):
-    """What a check provides. Optional attributes are read with getattr:
+    """What a check provides: ``id`` (kebab-case), ``title``, ``description`` and ``run(ctx)``.
 
-    * ``prefetch``: FactSpecs the check will need and that are slow; the runner
-      starts them before any check runs, so they overlap.
-    * ``timeout_s``: the most this check may take (default: runner's per-check timeout).
-    * ``needs_config``: True when the check only applies with ``--config``.
-    * ``order``: where it appears in reports (lower first; default 100, then by id).
+    Optional members, validated when the check registers (:func:`describe_check`); a wrong one makes the
+    check an ``error`` result of its own, never a crash of the run:
+
+    * ``prefetch``: a tuple (or list) of FactSpecs the check will need and that are slow; the runner starts
+      them before any check runs, so they overlap.
+    * ``timeout_s``: a positive number, the most seconds this check may take (default: the runner's).
+    * ``needs_config``: True when the check only applies with ``--config``; without one the runner reports it
+      skipped and does not run it.
+    * ``order``: a number, where it appears in reports (lower first; default 100, then by id).
     """
 
     id: str
@@ -60,30 +65,113 @@ class Check(Protocol):
         ...
 
 
+DEFAULT_ORDER = 100.0
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A check's members as read, once, at registration: what the runner and the reports use (a property that
+    raises, or changes its answer, cannot break a run later)."""
+
+    id: str
+    title: str
+    description: str
+    prefetch: tuple = ()  # tuple[FactSpec, ...]
+    timeout_s: Optional[float] = None
+    order: float = DEFAULT_ORDER
+    needs_config: bool = False
+
+
+class InvalidCheck(Exception):
+    """A check object whose members do not follow the protocol (the message says which and why)."""
+
+
+def _member(obj: Any, name: str, default: Any = None) -> Any:
+    try:
+        return getattr(obj, name, default)
+    except Exception as exc:  # noqa: BLE001 - a property that raises is the plugin's bug, reported as such
+        raise InvalidCheck(f"reading its {name!r} raised {type(exc).__name__}: {exc}") from None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def describe_check(obj: Any) -> CheckSpec:
+    """The validated members of check object ``obj``.
+
+    Raises:
+        InvalidCheck: a required member is missing or not a non-empty string, ``run`` is not callable, the id
+            is not kebab-case, or an optional member (``prefetch``, ``timeout_s``, ``order``,
+            ``needs_config``) has the wrong type.
+    """
+    from msdoctor.context import FactSpec
+
+    text = {}
+    for attr in ("id", "title", "description"):
+        value = _member(obj, attr)
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidCheck(f"has no {attr!r} string")
+        text[attr] = value
+    if not callable(_member(obj, "run")):
+        raise InvalidCheck("has no run(ctx) method")
+    if not _ID_RE.match(text["id"]):
+        raise InvalidCheck(f"id {text['id']!r} is not kebab-case (lowercase words joined by '-')")
+    prefetch = _member(obj, "prefetch", ())
+    if prefetch is None:
+        prefetch = ()
+    if isinstance(prefetch, FactSpec):
+        raise InvalidCheck(f"prefetch must be a tuple of FactSpec, got one FactSpec: write prefetch = ({prefetch.name.upper().replace('-', '_')},)")
+    if not isinstance(prefetch, (tuple, list)) or not all(isinstance(f, FactSpec) for f in prefetch):
+        raise InvalidCheck(f"prefetch must be a tuple of FactSpec, got {_shown(prefetch)}")
+    timeout = _member(obj, "timeout_s", None)
+    if timeout is not None and not (_number(timeout) and timeout > 0):
+        raise InvalidCheck(f"timeout_s must be a positive number of seconds, got {_shown(timeout)}")
+    order = _member(obj, "order", DEFAULT_ORDER)
+    if not _number(order):
+        raise InvalidCheck(f"order must be a number, got {_shown(order)}")
+    needs_config = _member(obj, "needs_config", False)
+    if not isinstance(needs_config, bool):
+        raise InvalidCheck(f"needs_config must be True or False, got {_shown(needs_config)}")
+    return CheckSpec(text["id"], text["title"], text["description"], tuple(prefetch),
+                     float(timeout) if timeout is not None else None, float(order), needs_config)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
+
+
 def validate_check(obj: Any) -> Optional[str]:
     """Return why obj is not a usable check, or None if it is."""
-    for attr in ("id", "title", "description"):
-        value = getattr(obj, attr, None)
-        if not isinstance(value, str) or not value.strip():
-            return f"has no {attr!r} string"
-    if not callable(getattr(obj, "run", None)):
-        return "has no run(ctx) method"
-    if not _ID_RE.match(obj.id):
-        return f"id {obj.id!r} is not kebab-case (lowercase words joined by '-')"
+    try:
+        describe_check(obj)
+    except InvalidCheck as exc:
+        return str(exc)
     return None
 
 
 @dataclass
 class LoadedCheck:
-    """A check together with where it came from."""
+    """A check together with where it came from, and its members as validated at registration."""
 
     check: Any
     provider: str  # distribution name, "msdoctor" for built-ins
     entry_point: str  # "name = module:attr"
+    spec: Optional[CheckSpec] = None  # read from ``check`` when not given (raises InvalidCheck)
+
+    def __post_init__(self) -> None:
+        if self.spec is None:
+            self.spec = describe_check(self.check)
+
+    @property
+    def info(self) -> CheckSpec:
+        assert self.spec is not None  # set by __post_init__
+        return self.spec
 
     @property
     def id(self) -> str:
-        return self.check.id
+        return self.info.id
 
 
 @dataclass
@@ -94,9 +182,12 @@ class LoadFailure:
     entry_point: str
     message: str
     traceback: str
+    check_id: Optional[str] = None  # the check's own id, when it could be read and is valid
 
     @property
     def id(self) -> str:
+        if self.check_id:
+            return self.check_id
         # stable, selectable id for the failure row: plugin-<distribution>
         slug = re.sub(r"[^a-z0-9]+", "-", self.provider.lower()).strip("-") or "unknown"
         return f"plugin-{slug}"
@@ -278,6 +369,7 @@ def load_registry(
     plugins: bool = True,
     entry_points: Optional[Sequence[Any]] = None,
     extra: Sequence[Any] = (),
+    trial: Optional[bool] = None,
 ) -> Registry:
     """Discover and load every check.
 
@@ -285,6 +377,8 @@ def load_registry(
         plugins: load third-party plugins too (False: only msdoctor's own checks).
         entry_points: the entry points to load (tests); default: the installed ones.
         extra: check objects to add as built-ins (tests).
+        trial: import third-party plugins in a child first (:func:`_trial_import`); default: only for the
+            installed entry points (the ones given by a test may not be importable by name).
 
     Raises:
         DuplicateCheckId: when two providers register one id.
@@ -292,14 +386,23 @@ def load_registry(
     registry = Registry()
     seen: dict[str, LoadedCheck] = {}
     for check in extra:
-        _add(registry, seen, check, BUILTIN_PROVIDER, f"{check.id} = <builtin>")
+        _add(registry, seen, check, BUILTIN_PROVIDER, f"{_member(check, 'id')} = <builtin>")
     eps = list(entry_points) if entry_points is not None else _entry_points()
-    for ep, provider in _ordered_entry_points(eps, plugins):
+    pairs = _ordered_entry_points(eps, plugins)
+    refused = _trial_import(pairs) if (trial if trial is not None else entry_points is None) else {}
+    if any(provider != BUILTIN_PROVIDER for _ep, provider in pairs):
+        from msdoctor import proc
+
+        proc.watch_strays()  # what a plugin starts and leaves running is killed when msdoctor exits
+    for i, (ep, provider) in enumerate(pairs):
         ep_text = f"{ep.name} = {ep.value}"
+        if i in refused:
+            registry.failures.append(LoadFailure(provider, ep_text, f"could not load {ep_text}: {refused[i]}", ""))
+            continue
         for obj in _load_entry_point(ep, provider, ep_text, registry.failures):
             _add(registry, seen, obj, provider, ep_text)
     # report order: msdoctor's own checks by their `order`, then plugins; ties by id
-    registry.checks.sort(key=lambda c: (c.provider != BUILTIN_PROVIDER, _order(c.check), c.id))
+    registry.checks.sort(key=lambda c: (c.provider != BUILTIN_PROVIDER, c.info.order, c.id))
     return registry
 
 
@@ -313,44 +416,151 @@ def _ordered_entry_points(eps: Sequence[Any], plugins: bool) -> list[tuple[Any, 
 
 
 def _load_entry_point(ep: Any, provider: str, ep_text: str, failures: list[LoadFailure]) -> list[Any]:
-    """The check objects ``ep`` gives; a plugin that fails to load is appended to ``failures`` instead."""
+    """The check objects ``ep`` gives; a plugin that fails to load is appended to ``failures`` instead.
+
+    Whatever the plugin raises is caught, BaseException included: a ``sys.exit(0)`` or a
+    ``KeyboardInterrupt`` at import must not end msdoctor with exit 0 and no output. A real Ctrl-C (or
+    SIGTERM) that arrives meanwhile still stops msdoctor.
+    """
+    watch = _SigintWatch()
     try:
-        return _instantiate(ep.load())
-    except Exception as exc:  # noqa: BLE001 - a broken plugin is a result, never a crash
-        failures.append(
-            LoadFailure(
-                provider,
-                ep_text,
-                f"could not load {ep_text}: {type(exc).__name__}: {exc}",
-                traceback.format_exc(),
-            )
-        )
+        with watch:
+            return _instantiate(ep.load())
+    except BaseException as exc:  # noqa: BLE001 - a broken plugin is a result, never a crash or a silent exit
+        if (isinstance(exc, KeyboardInterrupt) and watch.seen) or type(exc).__module__ == "msdoctor.cli":
+            raise  # Ctrl-C / SIGTERM from the user, not the plugin
+        failures.append(LoadFailure(provider, ep_text, f"could not load {ep_text}: {_raised(exc)}",
+                                    traceback.format_exc()))
         return []
 
 
+def _raised(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}) while loading"
+    if isinstance(exc, KeyboardInterrupt):
+        return "it raised KeyboardInterrupt while loading (no Ctrl-C was pressed)"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class _SigintWatch:
+    """Tells a Ctrl-C from a KeyboardInterrupt that plugin code raises itself: while active (main thread only)
+    SIGINT sets ``seen`` before it raises KeyboardInterrupt as Python's own handler does."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._previous: Any = None
+        self._installed = False
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        self.seen = True
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> "_SigintWatch":
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+                self._installed = True
+            except (ValueError, TypeError):  # pragma: no cover - embedded interpreters without signals
+                pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._installed:
+            import signal
+
+            signal.signal(signal.SIGINT, self._previous)
+
+
+#: How long one trial import of the third-party plugins may take (seconds).
+TRIAL_TIMEOUT_S = 30.0
+_TRIAL_MARK = "@@msdoctor-plugin-trial@@"
+
+#: Run by msdoctor's interpreter in a scratch directory: import each entry point as load_registry would,
+#: printing a mark before and after each on a private copy of stdout (the plugin's own output goes to stderr).
+_TRIAL = r"""
+import json, os, sys
+out = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+sys.path[:] = json.loads(sys.argv[1])
+from msdoctor.plugins import EntryPoint, _Dist, _instantiate
+for i, (name, value) in enumerate(json.loads(sys.argv[2])):
+    try:
+        _instantiate(EntryPoint(name, value, _Dist("", "")).load())
+    except BaseException:
+        pass
+    out.write("%s %d\n" % (sys.argv[3], i))
+    out.flush()
+os._exit(0)
+"""
+
+
+def _trial_import(pairs: list[tuple[Any, str]]) -> dict[int, str]:
+    """Import the third-party entry points of ``pairs`` in a child first; returns, for each one that ends the
+    child (``os._exit``, a signal) or does not finish within :data:`TRIAL_TIMEOUT_S`, why.
+
+    An ``os._exit`` at import cannot be caught inside msdoctor: it ends the process at once, exit code and
+    all. So plugins are imported once in a child interpreter (same sys.path, a scratch cwd, killed with its
+    process group), and only those that come back are imported here. The costs: one interpreter start when
+    third-party plugins are installed (none otherwise), and a plugin's import-time code runs twice.
+    """
+    import json
+    import tempfile
+
+    from msdoctor import proc
+
+    todo = [i for i, (_ep, provider) in enumerate(pairs) if provider != BUILTIN_PROVIDER]
+    bad: dict[int, str] = {}
+    while todo:
+        rows = [(pairs[i][0].name, pairs[i][0].value) for i in todo]
+        with tempfile.TemporaryDirectory(prefix="msdoctor-plugins-") as scratch:
+            res = proc.run([sys.executable, "-I", "-c", _TRIAL, json.dumps(sys.path), json.dumps(rows), _TRIAL_MARK],
+                           timeout=TRIAL_TIMEOUT_S, cwd=scratch)
+        done = {int(line.split()[1]) for line in res.stdout.splitlines()
+                if line.startswith(_TRIAL_MARK + " ") and line.split()[1].isdigit()}
+        ok = len([k for k in range(len(todo)) if k in done])
+        if ok == len(todo):
+            break
+        culprit = todo[ok]
+        if res.timed_out:
+            bad[culprit] = f"its import did not finish within {TRIAL_TIMEOUT_S:.0f} s (a trial import in a child)"
+        elif res.start_error:
+            bad[culprit] = f"a trial import could not start: {res.start_error}"
+        else:
+            bad[culprit] = (f"its import ended the interpreter (exit code {res.returncode}: os._exit or a signal; "
+                            "seen in a trial import in a child)")
+        todo = todo[ok + 1:]
+    return bad
+
+
 def _add(registry: Registry, seen: dict[str, LoadedCheck], check: Any, provider: str, ep_text: str) -> None:
-    """Add one check to ``registry`` (an invalid one as a failure); ``seen`` maps the ids added so far."""
-    problem = validate_check(check)
-    if problem is not None:
-        registry.failures.append(
-            LoadFailure(provider, ep_text, f"{ep_text} {problem}", "")
-        )
+    """Add one check to ``registry`` (an invalid one as a failure, under its own id when that is readable and
+    valid); ``seen`` maps the ids added so far."""
+    try:
+        spec = describe_check(check)
+    except InvalidCheck as exc:
+        registry.failures.append(LoadFailure(provider, ep_text, f"{ep_text} {exc}", "", check_id=_valid_id(check)))
         return
-    if check.id in seen:
-        other = seen[check.id]
+    if spec.id in seen:
+        other = seen[spec.id]
         raise DuplicateCheckId(
-            f"check id {check.id!r} is registered twice: by {other.provider} "
+            f"check id {spec.id!r} is registered twice: by {other.provider} "
             f"({other.entry_point}) and by {provider} ({ep_text}). "
             "Uninstall one of them, or run with --no-plugins."
         )
-    loaded = LoadedCheck(check, provider, ep_text)
-    seen[check.id] = loaded
+    loaded = LoadedCheck(check, provider, ep_text, spec)
+    seen[spec.id] = loaded
     registry.checks.append(loaded)
 
 
-def _order(check: Any) -> float:
-    value = getattr(check, "order", 100)
-    return value if isinstance(value, (int, float)) else 100
+def _valid_id(check: Any) -> Optional[str]:
+    try:
+        value = getattr(check, "id", None)
+    except Exception:  # noqa: BLE001 - the raising property is reported by describe_check
+        return None
+    return value if isinstance(value, str) and _ID_RE.match(value) else None
 
 
 def load_failure_finding(failure: LoadFailure) -> Finding:
@@ -366,12 +576,23 @@ def load_failure_finding(failure: LoadFailure) -> Finding:
 
 
 def check_prefetch(check: Any) -> Sequence["FactSpec"]:
-    return tuple(getattr(check, "prefetch", ()) or ())
+    """The validated ``prefetch`` of a LoadedCheck (or of a bare check object: () when it is invalid)."""
+    if isinstance(check, LoadedCheck):
+        return check.info.prefetch
+    try:
+        return describe_check(check).prefetch
+    except InvalidCheck:
+        return ()
 
 
 def check_timeout(check: Any, default: float) -> float:
-    value = getattr(check, "timeout_s", None)
-    return float(value) if value else default
+    """The validated ``timeout_s`` of a LoadedCheck (or of a bare check object), else ``default``."""
+    if isinstance(check, LoadedCheck):
+        return check.info.timeout_s or default
+    try:
+        return describe_check(check).timeout_s or default
+    except InvalidCheck:
+        return default
 
 
 RunFn = Callable[["Context"], "list[Finding]"]

@@ -334,6 +334,50 @@ def kill_all(*, final: bool = False) -> None:
         children = list(_live.values())
     for child in children:
         child.kill()
+    if final:
+        _kill_strays()
+
+
+_strays_since: "Optional[set[int]]" = None
+
+
+def watch_strays() -> None:
+    """Third-party code (a plugin) runs in this process from now on: remember the children that exist now, so
+    that :func:`kill_all` with ``final`` also kills the children it starts without this module (a raw
+    ``subprocess.Popen`` left running would keep a CI job's pipe open after msdoctor exits).
+
+    Only children and their descendants still linked to msdoctor are seen (psutil); one that daemonised away
+    (double fork) is not."""
+    global _strays_since
+    if _strays_since is None:
+        _strays_since = set(_descendants())
+
+
+def _descendants() -> list[int]:
+    try:
+        import psutil
+
+        return [p.pid for p in psutil.Process().children(recursive=True)]
+    except Exception:  # noqa: BLE001 - best effort: no psutil, or /proc unreadable
+        return []
+
+
+def _kill_strays() -> None:
+    global _strays_since
+    before, _strays_since = _strays_since, None
+    if before is None:
+        return
+    with _lock:
+        ours = set(_live)
+    for pid in _descendants():
+        if pid in before or pid in ours:
+            continue
+        try:
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)  # it and what it started in its own group
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def kill_owned(thread_ident: Optional[int]) -> None:

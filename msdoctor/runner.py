@@ -14,7 +14,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from msdoctor import __version__, proc
 from msdoctor.context import Context, FactUnavailable
@@ -32,60 +32,104 @@ class RunSettings:
     max_parallel: int = 8
 
 
-def _normalise(check: Any, raw: Any) -> list[Finding]:
+def _contract_error(check_id: str, what: str) -> list[Finding]:
+    return [Finding.error(f"check {check_id} {what}", detail="a check must return list[Finding]; this is a bug in the check")]
+
+
+def _normalise(check_id: str, raw: Any) -> list[Finding]:
     """Validate what run() returned; a broken contract becomes an error finding."""
     if isinstance(raw, Finding):
         raw = [raw]
     if raw is None or not isinstance(raw, (list, tuple)):
-        return [
-            Finding.error(
-                f"check {check.id} returned {type(raw).__name__}, not a list of findings",
-                detail="a check must return list[Finding]; this is a bug in the check",
-            )
-        ]
+        return _contract_error(check_id, f"returned {type(raw).__name__}, not a list of findings")
     bad = [x for x in raw if not isinstance(x, Finding)]
     if bad:
-        return [
-            Finding.error(
-                f"check {check.id} returned a {type(bad[0]).__name__} among its findings",
-                detail="a check must return list[Finding]; this is a bug in the check",
-            )
-        ]
+        return _contract_error(check_id, f"returned a {type(bad[0]).__name__} among its findings")
     if not raw:
         return [
             Finding.error(
-                f"check {check.id} returned no findings",
+                f"check {check_id} returned no findings",
                 detail="a check must say what it proved (pass) or why it did not apply (skip)",
             )
         ]
-    return list(raw)
+    out = []
+    for x in raw:
+        problem = _broken_finding(x)
+        if problem is not None:
+            return _contract_error(check_id, f"returned a finding with {problem}")
+        out.append(x)
+    return out
+
+
+#: The types of a Finding's fields, as renderers and the exit code rely on them (a subclass or
+#: ``object.__setattr__`` can bypass Finding.__post_init__).
+_FIELD_TYPES: dict[str, tuple] = {
+    "title": (str,), "detail": (str,), "fix": (str, type(None)), "location": (Location, type(None)),
+    "docs": (str, type(None)), "evidence": (Mapping,), "proved": (str, type(None)), "code": (str, type(None)),
+    "suppressed": (str, type(None)),
+}
+
+
+def _broken_finding(f: Finding) -> Optional[str]:
+    """Why ``f`` is not a finding a renderer can show, or None."""
+    try:
+        if type(f.status) is not Status:
+            return f"status {f.status!r} (not one of {', '.join(s.value for s in Status)})"
+        for name, types in _FIELD_TYPES.items():
+            value = getattr(f, name)
+            if not isinstance(value, types):
+                return f"{name} of type {type(value).__name__}"
+        if not f.title.strip():
+            return "an empty title"
+    except Exception as exc:  # noqa: BLE001 - a field that raises when read
+        return f"a field that raises {type(exc).__name__}"
+    return None
+
+
+def _skip_without_config(loaded: LoadedCheck) -> CheckResult:
+    info = loaded.info
+    return CheckResult(
+        id=info.id, title=info.title, description=info.description, provider=loaded.provider,
+        findings=[Finding.skipped("no training config", reason=f"pass --config FILE to run {info.id}")],
+    )
 
 
 def run_one(loaded: LoadedCheck, ctx: Context) -> CheckResult:
-    """Run one check in the calling thread; never raises (except KeyboardInterrupt)."""
-    check = loaded.check
+    """Run one check in the calling thread; never raises (except a Ctrl-C in the main thread).
+
+    Whatever ``run`` raises is that check's error result, ``SystemExit`` included (a ``sys.exit`` in a
+    check thread would otherwise end only the thread, and the run would wait for its timeout); so is a
+    ``KeyboardInterrupt`` raised in a check thread, which cannot be a Ctrl-C (signals reach the main thread).
+    """
+    info = loaded.info
+    if info.needs_config and ctx.options.config_path is None:
+        return _skip_without_config(loaded)
     started = time.monotonic()
     tb = None
     try:
-        findings = _normalise(check, check.run(ctx))
+        findings = _normalise(info.id, loaded.check.run(ctx))
     except FactUnavailable as exc:
         loc = exc.location if isinstance(exc.location, Location) else None
         findings = [Finding.error(exc.message, fix=exc.fix, location=loc)]
-    except (KeyboardInterrupt, SystemExit):
-        raise
     except BaseException as exc:  # noqa: BLE001 - a crash is a result, not a crash of msdoctor
+        if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+            raise
+        if type(exc).__module__ == "msdoctor.cli":  # SIGTERM / SIGHUP of msdoctor itself
+            raise
         tb = traceback.format_exc()
+        what = (f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit)
+                else f"crashed: {type(exc).__name__}: {exc}")
         findings = [
             Finding.error(
-                f"check {check.id} crashed: {type(exc).__name__}: {exc}",
+                f"check {info.id} {what}",
                 detail="this is a bug in the check; run with -v for the traceback",
                 evidence={"exception": type(exc).__name__},
             )
         ]
     return CheckResult(
-        id=check.id,
-        title=check.title,
-        description=check.description,
+        id=info.id,
+        title=info.title,
+        description=info.description,
         findings=findings,
         duration_s=time.monotonic() - started,
         provider=loaded.provider,
@@ -94,16 +138,17 @@ def run_one(loaded: LoadedCheck, ctx: Context) -> CheckResult:
 
 
 def _timeout_result(loaded: LoadedCheck, waited: float, reason: str) -> CheckResult:
+    info = loaded.info
     return CheckResult(
-        id=loaded.check.id,
-        title=loaded.check.title,
-        description=loaded.check.description,
+        id=info.id,
+        title=info.title,
+        description=info.description,
         findings=[
             Finding.error(
-                f"check {loaded.check.id} did not finish: {reason}",
+                f"check {info.id} did not finish: {reason}",
                 detail=f"stopped waiting after {waited:.1f} s",
                 fix="run it alone with `msdoctor check --only "
-                + loaded.check.id
+                + info.id
                 + " -v` to see where it stalls",
             )
         ],
@@ -133,7 +178,8 @@ def run_checks(
     settings = settings or RunSettings()
     prefetch: list[Any] = []
     for loaded in checks:
-        prefetch.extend(check_prefetch(loaded.check))
+        if not (loaded.info.needs_config and ctx.options.config_path is None):
+            prefetch.extend(check_prefetch(loaded))
     ctx.prefetch(prefetch)
     return _Run(checks, ctx, settings, on_done).run()
 
@@ -181,7 +227,7 @@ class _Run:
         return [self.results[i] for i in range(len(self.checks))]
 
     def _worker(self, i: int) -> None:
-        self.done.put((i, run_one(self.checks[i], self.ctx)))
+        self.done.put((i, run_one(self.checks[i], self.ctx)))  # run_one returns whatever the check raises
 
     def _start(self, i: int) -> None:
         self.started_at[i] = time.monotonic()
@@ -191,7 +237,7 @@ class _Run:
         self.threads[i].start()
 
     def _limit(self, i: int) -> float:
-        return check_timeout(self.checks[i].check, self.settings.check_timeout_s)
+        return check_timeout(self.checks[i], self.settings.check_timeout_s)
 
     def _wait_s(self) -> float:
         """How long to wait for a result: until the next moment some running check reaches its own limit or the

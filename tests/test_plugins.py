@@ -235,3 +235,242 @@ def test_entry_point_load_follows_dotted_attributes_and_ignores_extras(tmp_path:
     ep = EntryPoint("first", "epmod_demo:Registry.first [gpu]", _Dist("demo", str(tmp_path)))
     assert ep.load().id == "x"
     assert EntryPoint("m", "epmod_demo", _Dist("demo", "")).load().__name__ == "epmod_demo"
+
+
+# -- the protocol validated at registration; nothing a plugin does crashes, stalls or silently ends a run -------
+# (issue 27 item 4, issue 31 items 4 and 12)
+
+from msdoctor.context import Context, FactSpec, Options  # noqa: E402
+from msdoctor.model import Finding, Status  # noqa: E402
+from msdoctor.plugins import LoadedCheck, describe_check  # noqa: E402
+from msdoctor.runner import RunSettings, run_checks  # noqa: E402
+
+SOME_FACT = FactSpec("some-fact", lambda ctx: 1, slow=True)
+
+
+def _with(**members):
+    return type("P", (Good,), members)
+
+
+@pytest.mark.parametrize("members, words", [
+    ({"prefetch": SOME_FACT}, "prefetch must be a tuple of FactSpec, got one FactSpec"),
+    ({"prefetch": ("some-fact",)}, "prefetch must be a tuple of FactSpec"),
+    ({"timeout_s": "10"}, "timeout_s must be a positive number"),
+    ({"timeout_s": -1}, "timeout_s must be a positive number"),
+    ({"timeout_s": True}, "timeout_s must be a positive number"),
+    ({"timeout_s": float("nan")}, "timeout_s must be a positive number"),
+    ({"order": "first"}, "order must be a number"),
+    ({"needs_config": "yes"}, "needs_config must be True or False"),
+    ({"title": property(lambda self: 1 / 0)}, "reading its 'title' raised ZeroDivisionError"),
+])
+def test_a_wrong_optional_member_is_that_checks_error_result(members: dict, words: str) -> None:
+    reg = load_registry(entry_points=[FakeEP("p", "m:P", _with(**members))])
+    assert reg.checks == []
+    (failure,) = reg.failures
+    assert words in failure.message
+    assert failure.id == "good-check"  # the row carries the check's own id: --only good-check selects it
+
+
+def test_an_id_property_that_raises_is_a_failure_named_after_the_distribution() -> None:
+    reg = load_registry(entry_points=[FakeEP("p", "m:P", _with(id=property(lambda self: {}["x"])), dist="raising")])
+    (failure,) = reg.failures
+    assert failure.id == "plugin-raising" and "reading its 'id' raised KeyError" in failure.message
+
+
+def test_valid_optional_members_are_read_once_at_registration() -> None:
+    calls = []
+
+    def order(self):
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("read twice")
+        return 5
+
+    reg = load_registry(entry_points=[FakeEP("p", "m:P", _with(order=property(order), prefetch=[SOME_FACT],
+                                                                timeout_s=2, needs_config=True))])
+    (loaded,) = reg.checks
+    assert loaded.info.order == 5.0 and loaded.info.prefetch == (SOME_FACT,) and loaded.info.timeout_s == 2.0
+    assert loaded.info.needs_config is True
+    assert len(calls) == 1
+    assert describe_check(Good()).prefetch == ()
+
+
+@pytest.mark.parametrize("exc, words", [
+    (SystemExit(0), "sys.exit(0)"),
+    (KeyboardInterrupt(), "KeyboardInterrupt while loading (no Ctrl-C was pressed)"),
+    (GeneratorExit(), "GeneratorExit"),
+])
+def test_a_plugin_that_exits_or_interrupts_at_import_is_a_failure(exc: BaseException, words: str) -> None:
+    reg = load_registry(entry_points=[FakeEP("x", "m:X", exc=exc, dist="exiter"), FakeEP("g", "m:G", Good)])
+    assert reg.ids() == ["good-check"]
+    (failure,) = reg.failures
+    assert failure.id == "plugin-exiter" and words in failure.message
+
+
+def test_a_real_ctrl_c_during_plugin_import_still_stops_msdoctor() -> None:
+    import os
+    import signal
+    import time
+
+    class SlowEP(FakeEP):
+        def load(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(2)  # the signal arrives here
+            return Good
+
+    with pytest.raises(KeyboardInterrupt):
+        load_registry(entry_points=[SlowEP("s", "m:S")])
+
+
+def _ctx(tmp_path: Path) -> Context:
+    return Context(Options(project_dir=tmp_path), environ={})
+
+
+def _loaded(check) -> LoadedCheck:
+    return LoadedCheck(check, "thirdparty", f"{check.id} = m:X")
+
+
+@pytest.mark.parametrize("exc, words", [(SystemExit(0), "called sys.exit(0)"),
+                                        (KeyboardInterrupt(), "crashed: KeyboardInterrupt")])
+def test_a_check_that_exits_in_run_is_an_error_result_at_once(tmp_path: Path, exc: BaseException, words: str) -> None:
+    import time
+
+    def run(self, ctx):
+        raise exc
+
+    started = time.monotonic()
+    (res,) = run_checks([_loaded(_with(run=run)())], _ctx(tmp_path), RunSettings(check_timeout_s=60))
+    assert time.monotonic() - started < 10  # not the check's timeout: the thread's exit was a result
+    assert res.status is Status.ERROR and words in res.findings[0].title
+
+
+def _bogus_status_finding() -> Finding:
+    f = Finding.warn("looks fine")
+    object.__setattr__(f, "status", "ok")
+    return f
+
+
+def _bogus_evidence_finding() -> Finding:
+    f = Finding.warn("looks fine")
+    object.__setattr__(f, "evidence", ["not", "a", "mapping"])
+    return f
+
+
+@pytest.mark.parametrize("make, words", [(_bogus_status_finding, "status 'ok'"),
+                                         (_bogus_evidence_finding, "evidence of type list")])
+def test_a_finding_that_bypassed_its_constructor_is_the_checks_error(tmp_path: Path, make, words: str) -> None:
+    (res,) = run_checks([_loaded(_with(run=lambda self, ctx: [make()])())], _ctx(tmp_path))
+    assert res.status is Status.ERROR and words in res.findings[0].title
+    assert res.id == "good-check"
+
+
+def test_needs_config_skips_the_check_without_running_it(tmp_path: Path) -> None:
+    def run(self, ctx):
+        raise AssertionError("ran without a config")
+
+    (res,) = run_checks([_loaded(_with(run=run, needs_config=True)())], _ctx(tmp_path))
+    assert res.status is Status.SKIP and "pass --config FILE" in res.findings[0].detail
+
+
+# -- real plugin distributions on PYTHONPATH, through the real `msdoctor` command --------------------------------
+def _dist_on_path(root: Path, module: str, body: str) -> Path:
+    """A plugin as an installed distribution: module + NAME-0.1.dist-info (METADATA, entry_points.txt)."""
+    (root / f"{module}.py").write_text(textwrap.dedent(body))
+    info = root / f"{module.replace('_', '-')}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[msdoctor.checks]\n{module.replace('_', '-')} = {module}:Plug\n")
+    return root
+
+
+def _cli(root: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    from helpers import msdoctor_exe
+
+    return subprocess.run([msdoctor_exe(), *args], capture_output=True, text=True, cwd=root, timeout=timeout,
+                          env=env_with({"PYTHONPATH": str(root)}))
+
+
+PLUGIN_TAIL = '''
+class Plug:
+    id, title, description = "plug", "Plug", "a plugin"
+
+    def run(self, ctx):
+        from msdoctor.api import Finding
+        return [Finding.passed("fine", proved="nothing")]
+'''
+
+
+@pytest.mark.parametrize("head, words", [
+    ("import sys\nsys.exit(0)\n", "sys.exit(0)"),
+    ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
+    ("import os\nos._exit(0)\n", "ended the interpreter (exit code 0"),
+])
+def test_a_plugin_that_ends_the_process_at_import_does_not_pass_the_gate(tmp_path: Path, head: str,
+                                                                         words: str) -> None:
+    _dist_on_path(tmp_path, "exit_plugin", head + PLUGIN_TAIL)
+    listed = _cli(tmp_path, "list-checks")
+    assert "plugin-exit-plugin" in listed.stdout and words in listed.stdout, listed
+    res = _cli(tmp_path, "check", "--quick", "--only", "python-env,plugin-exit-plugin", "--format", "json")
+    assert res.returncode == 1, res.stderr
+    rows = {c["id"]: c for c in json.loads(res.stdout)["checks"]}
+    assert rows["plugin-exit-plugin"]["status"] == "error"
+    assert words in rows["plugin-exit-plugin"]["findings"][0]["detail"]
+    assert rows["python-env"]["status"] in ("pass", "warn", "fail")
+
+
+def test_a_plugin_whose_import_hangs_is_given_up_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from msdoctor import plugins
+
+    _dist_on_path(tmp_path, "hang_plugin", "import time\ntime.sleep(120)\n" + PLUGIN_TAIL)
+    monkeypatch.setattr(plugins, "TRIAL_TIMEOUT_S", 2.0)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    eps = [ep for ep in plugins.entry_points(path=[str(tmp_path)])]
+    reg = load_registry(entry_points=eps, trial=True)
+    (failure,) = reg.failures
+    assert "did not finish within 2 s" in failure.message
+    assert "hang_plugin" not in sys.modules  # never imported in-process
+
+
+def test_a_plugin_that_leaves_a_child_running_does_not_stall_the_run(tmp_path: Path) -> None:
+    import os
+    import time
+
+    pidfile = tmp_path / "child.pid"
+    _dist_on_path(tmp_path, "child_plugin", f'''
+class Plug:
+    id, title, description = "plug", "Plug", "a plugin"
+
+    def run(self, ctx):
+        import subprocess
+        from msdoctor.api import Finding
+        child = subprocess.Popen(["sleep", "300"])  # inherits msdoctor's stdout
+        open({str(pidfile)!r}, "w").write(str(child.pid))
+        return [Finding.passed("started a child", proved="it runs")]
+''')
+    started = time.monotonic()
+    res = _cli(tmp_path, "check", "--quick", "--only", "plug", timeout=60)  # the pipe closes: no stall
+    assert time.monotonic() - started < 60 and res.returncode == 0, res
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        raise AssertionError("the plugin's child outlived msdoctor")
+
+
+def test_the_api_exports_the_facts_a_plugin_may_read() -> None:
+    import msdoctor.api as api
+
+    facts = [name for name in api.__all__ if name.isupper()]
+    assert {"TARGET", "CONFIG", "CANN", "NPU_SMI", "NVIDIA", "LIVE_DEVICE"} <= set(facts)
+    for name in api.__all__:
+        value = getattr(api, name)  # each lazy name resolves
+        if name.isupper():
+            assert isinstance(value, FactSpec), name
+    with pytest.raises(AttributeError):
+        api.NOT_A_FACT  # noqa: B018

@@ -261,7 +261,7 @@ def list_checks(no_plugins: bool, fmt: str) -> int:
 
     registry = load_checks(not (no_plugins or autoload_disabled()))
     rows = [
-        {"id": c.id, "title": c.check.title, "description": c.check.description, "provider": c.provider}
+        {"id": c.id, "title": c.info.title, "description": c.info.description, "provider": c.provider}
         for c in registry.checks
     ]
     broken = [{"id": f.id, "provider": f.provider, "error": f.message} for f in registry.failures]
