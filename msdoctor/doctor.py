@@ -7,11 +7,13 @@ Used by ``msdoctor check``, by the gate of ``msdoctor train``, and by
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from msdoctor.context import Context, FactUnavailable
+from msdoctor.context import Context, FactUnavailable, Options
 from msdoctor.errors import UserError, with_hints
 from msdoctor.model import CheckResult, Finding, Report, Target
 from msdoctor.plugins import DuplicateCheckId, LoadedCheck, Registry, load_registry
@@ -187,3 +189,56 @@ def diagnose(
     if rules:
         report = suppress.apply(report, rules, known_ids=registry.ids() + [f.id for f in registry.failures])
     return Diagnosis(report, ctx, [c.id for c in chosen])
+
+
+def build_options(
+    python_path: str,
+    project: Optional[Path],
+    config: Optional[Path],
+    device_target: Optional[str],
+    quick: bool,
+    verbose: bool,
+    probe_timeout: float,
+    extra: Optional[dict[str, Any]] = None,
+    live_timeout: float = 120.0,
+) -> Options:
+    """The Options of one diagnosis from the command line's values (paths made absolute)."""
+    return Options(
+        python=python_path,
+        project_dir=(project or Path.cwd()).resolve(),
+        config_path=_absolute(config) if config else None,
+        device_target=device_target,
+        quick=quick,
+        verbose=verbose,
+        probe_timeout_s=probe_timeout,
+        live_timeout_s=live_timeout,
+        extra=extra or {},
+    )
+
+
+def _absolute(path: Path) -> Path:
+    """path.resolve(), or just absolute when it cannot be resolved (a symlink loop: the config reader says so)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return Path(os.path.abspath(path))
+
+
+def make_context(options: Options) -> Context:
+    """A Context with the config (if any) loaded up front: a bad config is exit 2, before any check."""
+    from msdoctor.facts.config import CONFIG, load_config
+
+    facts = {}
+    if options.config_path is not None:
+        facts[CONFIG.name] = load_config(options.config_path)
+    return Context(options, facts=facts)
+
+
+def invocation_facts(options: Options) -> dict[str, Any]:
+    """What the run was asked to check (the vscode format anchors location-less findings at the config)."""
+    return {
+        "config": str(options.config_path) if options.config_path else None,
+        "project": str(options.project_dir),
+        "device_target": options.device_target,
+        "quick": options.quick,
+    }

@@ -12,58 +12,15 @@ import click
 
 from msdoctor.commands.common import (ensure_writable, project_option, resolve_target, split_ids, target_options,
                                       timeout_options, write_output)
+from msdoctor.doctor import build_options, invocation_facts, make_context
 from msdoctor.model import ExitCode, Status
+from msdoctor.render import prepare
 
 
 def output_formats() -> list[str]:
     from msdoctor.render import FORMATS
 
     return sorted(FORMATS)
-
-
-def build_options(
-    python_path: str,
-    project: Optional[Path],
-    config: Optional[Path],
-    device_target: Optional[str],
-    quick: bool,
-    verbose: bool,
-    probe_timeout: float,
-    extra: Optional[dict[str, Any]] = None,
-    live_timeout: float = 120.0,
-) -> Any:
-    from msdoctor.context import Options
-
-    return Options(
-        python=python_path,
-        project_dir=(project or Path.cwd()).resolve(),
-        config_path=_absolute(config) if config else None,
-        device_target=device_target,
-        quick=quick,
-        verbose=verbose,
-        probe_timeout_s=probe_timeout,
-        live_timeout_s=live_timeout,
-        extra=extra or {},
-    )
-
-
-def _absolute(path: Path) -> Path:
-    """path.resolve(), or just absolute when it cannot be resolved (a symlink loop: the config reader says so)."""
-    try:
-        return path.resolve()
-    except (RuntimeError, OSError):
-        return Path(os.path.abspath(path))
-
-
-def make_context(options: Any) -> Any:
-    """A Context with the config (if any) loaded up front: a bad config is exit 2, before any check."""
-    from msdoctor.context import Context
-    from msdoctor.facts.config import CONFIG, load_config
-
-    facts = {}
-    if options.config_path is not None:
-        facts[CONFIG.name] = load_config(options.config_path)
-    return Context(options, facts=facts)
 
 
 def training_config_options(fn: Any) -> Any:
@@ -227,27 +184,6 @@ def resolve_fail_on(fail_on: Optional[str], strict: bool) -> Status:
     return Status.FAIL
 
 
-def invocation_facts(options: Any) -> dict[str, Any]:
-    """What the run was asked to check (the vscode format anchors location-less findings at the config)."""
-    return {
-        "config": str(options.config_path) if options.config_path else None,
-        "project": str(options.project_dir),
-        "device_target": options.device_target,
-        "quick": options.quick,
-    }
-
-
-def prepare(report: Any, fmt: str, *, redact: bool) -> Any:
-    """The report as a format shows it: terminal control characters from outside text removed (always), and
-    redacted unless --no-redact (the vscode format keeps paths to open)."""
-    from msdoctor.redact import redact_report, sanitize
-
-    report = sanitize(report)
-    if not redact:
-        return report
-    return redact_report(report, keep_paths=(fmt == "vscode"))
-
-
 @click.command("list-checks")
 @click.option("--no-plugins", is_flag=True, help="List only msdoctor's own checks.")
 @click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True,
@@ -275,3 +211,8 @@ def list_checks(no_plugins: bool, fmt: str) -> int:
     for b in broken:
         click.echo(f"{b['id']:<{width}}  (failed to load) {b['error']}")
     return int(ExitCode.OK)
+
+
+# build_options, make_context, invocation_facts (msdoctor.doctor) and prepare (msdoctor.render) are re-exported
+# for callers of their old place; new code imports them from there.
+__all__ = ["build_options", "check", "invocation_facts", "list_checks", "make_context", "prepare"]

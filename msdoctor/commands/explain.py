@@ -27,7 +27,8 @@ def _read_log(path: Path) -> Path:
 def _confirm(matches: list[Any], python_path: str, config: Optional[Path], project: Optional[Path],
              device_target: Optional[str], quick: bool, color: Optional[bool]) -> None:
     """Run the checks named by the matches against the target and show their results."""
-    from msdoctor.commands.check import build_options, make_context, prepare
+    from msdoctor.doctor import build_options, make_context
+    from msdoctor.render import prepare
     from msdoctor.doctor import Selection, diagnose, load_checks
     from msdoctor.render import RenderOptions, render
 

@@ -23,6 +23,7 @@ from typing import Any, Optional
 import click
 
 from msdoctor.commands.common import resolve_target
+from msdoctor.preflight.gate import run_launch
 from msdoctor.errors import UserError
 from msdoctor.model import ExitCode, Status
 
@@ -258,23 +259,3 @@ def _plan_print(args: Any, res: Any, took: float) -> None:
                 click.echo(f"          {f.detail}")
             if f.fix:
                 click.echo(f"          fix: {f.fix}")
-
-
-def run_launch(python: str, args: Any, out: Path, log_dir: Path, task_args: list[str]) -> int:
-    from msdoctor.preflight.cluster import table
-    from msdoctor.preflight.launch import run
-
-    out = out.resolve()
-    click.echo(f"msdoctor preflight: msrun on node_rank {args.node_rank} ({args.local_worker_num} of {args.worker_num} "
-               f"workers, master {args.master_addr}:{args.master_port}, --cluster_time_out {args.cluster_time_out})")
-    res = run(python, args, log_dir.resolve(), out, task_args, os.environ)
-    rep = res.report
-    if rep is not None and rep.get("cluster_formed") is not False and "cluster" in rep:
-        click.echo(table(rep))
-    if res.summary:
-        click.echo(f"msdoctor preflight: {res.summary}", err=True)
-    ok = res.returncode == 0 and rep is not None and rep.get("exit_code") == 0
-    click.echo(f"msdoctor preflight: {'passed' if ok else 'FAILED'} in {res.seconds:.0f} s (msrun exit "
-               f"{res.returncode if not res.timed_out else 'stopped'}; report {out / 'preflight-report.json'}; "
-               f"logs {res.log_dir})", err=not ok)
-    return int(ExitCode.OK if ok else ExitCode.PROBLEMS)

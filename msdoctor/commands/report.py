@@ -41,7 +41,8 @@ def report(python: Optional[str], conda_env: Optional[str], config: Optional[Pat
 
     Exit code 0 when the report was written, whatever it found (see `msdoctor check` for a gate).
     """
-    from msdoctor.commands.check import build_options, invocation_facts, make_context, prepare
+    from msdoctor.doctor import build_options, invocation_facts, make_context
+    from msdoctor.render import prepare
     from msdoctor.doctor import Selection, diagnose, load_checks
     from msdoctor.plugins import autoload_disabled
     from msdoctor.render import RenderOptions

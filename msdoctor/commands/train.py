@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import copy
-import io
 import json
 import os
 import signal
-import subprocess
 import sys
-import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -18,8 +14,8 @@ import click
 
 from msdoctor.commands.common import project_option, resolve_target, split_ids, target_options, timeout_options
 from msdoctor.errors import UserError
-
-LOG_TAIL_LINES = 40
+from msdoctor.gate import chip_name, gate, gate_notes, write_config, write_report
+from msdoctor.supervisor import LOG_TAIL_LINES, Outcome, explain_failure, log_files, log_tail, start
 
 
 def resolve_config(path: Path, max_steps: Optional[int], data: tuple[str, ...], output_dir: Optional[Path],
@@ -135,170 +131,6 @@ def redactor(no_redact: bool, cfg: Any = None, report: Any = None) -> Any:
     return dataclasses.replace(red, secrets=secrets)
 
 
-def gate(python: str, facts: Any, verbose: bool, probe_timeout: float = 30.0, live_timeout: float = 120.0,
-         plugins: bool = True, *, project: Optional[Path] = None, device_target: Optional[str] = None,
-         quick: bool = False, skip: tuple[str, ...] = ()) -> Any:
-    """Every registered check that applies (less --skip), with the config as context, in the environment the
-    trainer gets. project, device_target and quick are check's --project, --device-target and --quick."""
-    from msdoctor.commands.check import build_options
-    from msdoctor.context import Context
-    from msdoctor.doctor import Selection, diagnose
-    from msdoctor.facts.config import CONFIG
-    from msdoctor.plugins import autoload_disabled
-    from msdoctor.render.console import progress
-    from msdoctor.training.launch import environment
-
-    # device target None: the checks read it from the config and say so; --device-target also overrode the config
-    options = build_options(python, project, facts.path, device_target, quick, verbose, probe_timeout,
-                            live_timeout=live_timeout)
-    ctx = Context(options, facts={CONFIG.name: facts}, environ=environment(python, os.environ))
-    with progress("msdoctor: checking the environment before training"):
-        return diagnose(ctx, Selection(skip=list(skip), plugins=plugins and not autoload_disabled()))
-
-
-def chip_name(ctx: Any) -> str:
-    """The Ascend chip npu-smi reported during the checks ("910B3"), for the trainer's MFU peak; "" if none."""
-    from msdoctor.facts.npu_smi import NPU_SMI
-
-    try:
-        info = ctx.get(NPU_SMI) if ctx.has(NPU_SMI) else None
-    except Exception:  # noqa: BLE001 - the device checks report npu-smi problems; the MFU estimate goes without
-        return ""
-    return info.chips[0].name if info is not None and info.chips else ""
-
-
-def write_report(report: Any, run_dir: Path) -> Path:
-    from msdoctor.fsutil import atomic_write
-    from msdoctor.render import RenderOptions, render
-
-    buf = io.StringIO()
-    render("json", report, buf, RenderOptions())
-    path = run_dir / "check-report.json"
-    atomic_write(path, buf.getvalue(), backup=False)
-    return path
-
-
-def write_config(cfg: Any, run_dir: Path, red: Any) -> Optional[str]:
-    """The resolved config: JSON for the trainer (no PyYAML needed in the target), YAML for people.
-
-    Both are redacted like every file of the run directory; when that changed a value (a credential
-    in data.paths), the real config goes to the trainer in its environment instead: returned as JSON.
-    """
-    import yaml
-
-    from msdoctor.fsutil import atomic_write
-    from msdoctor.training.config import to_dict
-
-    data = to_dict(cfg)
-    shown = red.value(data) if red is not None else data
-    atomic_write(run_dir / "config.json", json.dumps(shown, indent=1), backup=False)
-    atomic_write(run_dir / "config.yaml", yaml.safe_dump(shown, sort_keys=False), backup=False)
-    return json.dumps(data) if shown != data else None
-
-
-@dataclass
-class Outcome:
-    rc: int
-    #: the signal msdoctor passed on to the trainer (SIGINT, SIGTERM), if any
-    forwarded: Optional[int] = None
-    #: the trainer's one-message errors (training/errors.py MARK lines on its stderr)
-    messages: list = field(default_factory=list)
-
-
-def start(launch: Any, run_dir: Path, lock: Any, red: Any, cwd: Optional[Path] = None) -> Outcome:
-    """Run the trainer; stdout stays the terminal's (progress bar), stderr is also kept in stderr.log.
-
-    Not proc.run: training has no natural timeout and its output must stream. The trainer runs in
-    its own session under proc's parent-death supervisor (it dies with msdoctor, even by SIGKILL),
-    holding the run directory's lock with msdoctor (the descriptor is passed on). SIGTERM and
-    SIGINT are passed on to its group so the trainer can save a checkpoint. It runs in cwd (--project),
-    where the gate read the config's relative paths.
-    """
-    import io
-
-    from msdoctor import proc
-    from msdoctor.training.errors import MARK
-
-    try:
-        child = proc.spawn(launch.argv, env=launch.env, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                           pass_fds=(lock.fd,), cwd=cwd)
-    except proc.StartError as exc:
-        raise UserError(f"could not start the trainer ({launch.argv[0]}): {exc.reason}",
-                        "check the interpreter given with --python / --conda-env") from None
-    outcome = Outcome(rc=1)
-
-    def forward(signum: int, _frame: Any) -> None:
-        outcome.forwarded = outcome.forwarded or signum
-        child.signal(signum)
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
-
-    def tee() -> None:
-        assert child.stderr is not None  # started with stderr=PIPE
-        stream = io.BufferedReader(child.stderr)  # type: ignore[arg-type,type-var]
-        with open(run_dir / "stderr.log", "ab") as keep:
-            for raw in iter(stream.readline, b""):
-                line = raw.decode("utf-8", "replace")
-                if red is not None:
-                    line = red.text(line)
-                keep.write(line.encode())
-                keep.flush()
-                if line.startswith(MARK):
-                    outcome.messages.append(line[len(MARK):].rstrip("\n"))
-                elif outcome.messages and line.startswith("  "):  # its continuation lines
-                    outcome.messages[-1] += "\n" + line.rstrip("\n")
-                else:
-                    sys.stderr.write(line)
-                    sys.stderr.flush()
-
-    copier = threading.Thread(target=tee, daemon=True)
-    copier.start()
-    try:
-        rc = child.wait()
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-        if child.returncode is None:  # an exception on the way (SIGHUP, a second Ctrl-C): the group goes too
-            child.kill()
-    copier.join(timeout=5)
-    child.close()
-    outcome.rc = rc if rc is not None else 1
-    return outcome
-
-
-def log_files(run_dir: Path, worker_logs: Optional[Path]) -> list[Path]:
-    """What the trainer wrote: train.log, stderr.log, msrun's worker and scheduler logs."""
-    files = [run_dir / "train.log", run_dir / "stderr.log"]
-    if worker_logs is not None and worker_logs.is_dir():
-        files += sorted(worker_logs.glob("*.log"))
-    return [f for f in files if f.is_file()]
-
-
-def log_tail(files: list[Path]) -> str:
-    parts = []
-    for f in files:
-        lines = f.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
-        if lines:
-            parts.append(f"==> {f} <==\n" + "\n".join(lines))
-    return "\n".join(parts)
-
-
-def explain_failure(files: list[Path], python: str, config: Optional[Path] = None) -> list[str]:
-    """Known causes anywhere in the logs (a MindSpore error often sits above a long traceback),
-    through msdoctor.explain when it is installed."""
-    try:
-        from msdoctor.explain import describe, explain_file
-    except ImportError:
-        return []
-    seen, out = set(), []
-    for f in files:
-        for m in explain_file(f):
-            if m.entry_id not in seen:
-                seen.add(m.entry_id)
-                out.append(describe(m, python, str(config) if config else None))
-    return out
-
-
 def _with_paths(fn: Any) -> Any:
     """The help names the example configs and the key reference where this msdoctor has them (a wheel has no
     training/configs/ or docs/ in the current directory)."""
@@ -388,23 +220,11 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
         runlock.release(lock)
 
 
-def gate_notes(quick: bool, skip: tuple[str, ...]) -> list[str]:
-    """What the gate leaves out on request: said before the checks and again when training starts."""
-    notes = []
-    if skip:
-        notes.append(f"--skip: the gate does not run {', '.join(skip)}; training starts without "
-                     + ("its" if len(skip) == 1 else "their") + " verdict")
-    if quick:
-        notes.append("--quick: the gate skips the live probes (MindSpore imported, the device initialised, a matmul); "
-                     "the trainer is the first to try the device")
-    return notes
-
-
 def _train(cfg: Any, facts: Any, config: Path, target: str, run_dir: Path, lock: Any, red: Any, resume: bool,
            output_dir: Optional[Path], verbose: bool, probe_timeout: float, live_timeout: float, *,
            strict: bool = False, plugins: bool = True, project: Optional[Path] = None,
            device_target: Optional[str] = None, quick: bool = False, skip: tuple[str, ...] = ()) -> int:
-    from msdoctor.commands.check import invocation_facts
+    from msdoctor.doctor import invocation_facts
     from msdoctor.model import ExitCode, Status
     from msdoctor.render import RenderOptions, render
 
@@ -501,3 +321,9 @@ def _finished(out: Outcome, how: Any, run_dir: Path, again: str, target: str, co
     if causes:
         click.echo("\nlikely cause:\n" + "\n\n".join(causes), err=True)
     return int(ExitCode.PROBLEMS)
+
+
+# The gate (msdoctor.gate) and the trainer's supervision (msdoctor.supervisor) are re-exported for callers of
+# their old place; new code imports them from there.
+__all__ = ["LOG_TAIL_LINES", "Outcome", "chip_name", "explain_failure", "gate", "gate_notes", "log_files", "log_tail",
+           "resolve_config", "start", "train", "write_config", "write_report"]

@@ -59,7 +59,7 @@ def differences(docs: Sequence[dict]) -> list[dict]:
 
     Each entry: section, key, matters, and the value each group of ranks has.
     """
-    from msdoctor.commands.diff import MISSING, compare
+    from msdoctor.report_diff import MISSING, compare
 
     if not docs:
         return []

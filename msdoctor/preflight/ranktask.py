@@ -88,7 +88,7 @@ def rank_facts(env: dict[str, str]) -> dict[str, Any]:
 def node_check(python: str, config: Optional[Path], device_target: Optional[str]) -> dict[str, Any]:
     """``msdoctor check --quick`` against this interpreter, as a JSON report (msdoctor diff compares these)."""
     try:
-        from msdoctor.commands.check import build_options
+        from msdoctor.doctor import build_options
         from msdoctor.context import Context
         from msdoctor.doctor import Selection, diagnose
         from msdoctor.render.json_report import report_dict

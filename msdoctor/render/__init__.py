@@ -58,3 +58,14 @@ def render(fmt: str, report: Report, stream: IO[str], opts: Optional[RenderOptio
         raise KeyError(fmt)
     module = importlib.import_module(FORMATS[fmt])
     module.render(report, stream, opts or RenderOptions())
+
+
+def prepare(report: Report, fmt: str, *, redact: bool) -> Report:
+    """The report as a format shows it: terminal control characters from outside text removed (always), and
+    redacted unless --no-redact (the vscode format keeps paths to open)."""
+    from msdoctor.redact import redact_report, sanitize
+
+    report = sanitize(report)
+    if not redact:
+        return report
+    return redact_report(report, keep_paths=(fmt == "vscode"))

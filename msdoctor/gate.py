@@ -1,0 +1,82 @@
+"""The gate of ``msdoctor train``: every check that applies, run in the environment the trainer gets, and the
+files the run directory keeps of it (the report, the resolved config)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+
+def gate(python: str, facts: Any, verbose: bool, probe_timeout: float = 30.0, live_timeout: float = 120.0,
+         plugins: bool = True, *, project: Optional[Path] = None, device_target: Optional[str] = None,
+         quick: bool = False, skip: tuple[str, ...] = ()) -> Any:
+    """Every registered check that applies (less --skip), with the config as context, in the environment the
+    trainer gets. project, device_target and quick are check's --project, --device-target and --quick."""
+    from msdoctor.context import Context
+    from msdoctor.doctor import Selection, build_options, diagnose
+    from msdoctor.facts.config import CONFIG
+    from msdoctor.plugins import autoload_disabled
+    from msdoctor.render.console import progress
+    from msdoctor.training.launch import environment
+
+    # device target None: the checks read it from the config and say so; --device-target also overrode the config
+    options = build_options(python, project, facts.path, device_target, quick, verbose, probe_timeout,
+                            live_timeout=live_timeout)
+    ctx = Context(options, facts={CONFIG.name: facts}, environ=environment(python, os.environ))
+    with progress("msdoctor: checking the environment before training"):
+        return diagnose(ctx, Selection(skip=list(skip), plugins=plugins and not autoload_disabled()))
+
+
+def chip_name(ctx: Any) -> str:
+    """The Ascend chip npu-smi reported during the checks ("910B3"), for the trainer's MFU peak; "" if none."""
+    from msdoctor.facts.npu_smi import NPU_SMI
+
+    try:
+        info = ctx.get(NPU_SMI) if ctx.has(NPU_SMI) else None
+    except Exception:  # noqa: BLE001 - the device checks report npu-smi problems; the MFU estimate goes without
+        return ""
+    return info.chips[0].name if info is not None and info.chips else ""
+
+
+def write_report(report: Any, run_dir: Path) -> Path:
+    from msdoctor.fsutil import atomic_write
+    from msdoctor.render import RenderOptions, render
+
+    buf = io.StringIO()
+    render("json", report, buf, RenderOptions())
+    path = run_dir / "check-report.json"
+    atomic_write(path, buf.getvalue(), backup=False)
+    return path
+
+
+def write_config(cfg: Any, run_dir: Path, red: Any) -> Optional[str]:
+    """The resolved config: JSON for the trainer (no PyYAML needed in the target), YAML for people.
+
+    Both are redacted like every file of the run directory; when that changed a value (a credential
+    in data.paths), the real config goes to the trainer in its environment instead: returned as JSON.
+    """
+    import yaml
+
+    from msdoctor.fsutil import atomic_write
+    from msdoctor.training.config import to_dict
+
+    data = to_dict(cfg)
+    shown = red.value(data) if red is not None else data
+    atomic_write(run_dir / "config.json", json.dumps(shown, indent=1), backup=False)
+    atomic_write(run_dir / "config.yaml", yaml.safe_dump(shown, sort_keys=False), backup=False)
+    return json.dumps(data) if shown != data else None
+
+
+def gate_notes(quick: bool, skip: tuple[str, ...]) -> list[str]:
+    """What the gate leaves out on request: said before the checks and again when training starts."""
+    notes = []
+    if skip:
+        notes.append(f"--skip: the gate does not run {', '.join(skip)}; training starts without "
+                     + ("its" if len(skip) == 1 else "their") + " verdict")
+    if quick:
+        notes.append("--quick: the gate skips the live probes (MindSpore imported, the device initialised, a matmul); "
+                     "the trainer is the first to try the device")
+    return notes

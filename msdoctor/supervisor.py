@@ -1,0 +1,120 @@
+"""The trainer's supervision for ``msdoctor train``: start it under proc's parent-death supervisor, pass on
+Ctrl-C and SIGTERM so it can save a checkpoint, keep its stderr (redacted) and pick out its one-message
+errors; after a failure, the end of its logs and a likely cause."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from msdoctor.errors import UserError
+
+LOG_TAIL_LINES = 40
+
+
+@dataclass
+class Outcome:
+    rc: int
+    #: the signal msdoctor passed on to the trainer (SIGINT, SIGTERM), if any
+    forwarded: Optional[int] = None
+    #: the trainer's one-message errors (training/errors.py MARK lines on its stderr)
+    messages: list = field(default_factory=list)
+
+
+def start(launch: Any, run_dir: Path, lock: Any, red: Any, cwd: Optional[Path] = None) -> Outcome:
+    """Run the trainer; stdout stays the terminal's (progress bar), stderr is also kept in stderr.log.
+
+    Not proc.run: training has no natural timeout and its output must stream. The trainer runs in
+    its own session under proc's parent-death supervisor (it dies with msdoctor, even by SIGKILL),
+    holding the run directory's lock with msdoctor (the descriptor is passed on). SIGTERM and
+    SIGINT are passed on to its group so the trainer can save a checkpoint. It runs in cwd (--project),
+    where the gate read the config's relative paths.
+    """
+    import io
+
+    from msdoctor import proc
+    from msdoctor.training.errors import MARK
+
+    try:
+        child = proc.spawn(launch.argv, env=launch.env, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                           pass_fds=(lock.fd,), cwd=cwd)
+    except proc.StartError as exc:
+        raise UserError(f"could not start the trainer ({launch.argv[0]}): {exc.reason}",
+                        "check the interpreter given with --python / --conda-env") from None
+    outcome = Outcome(rc=1)
+
+    def forward(signum: int, _frame: Any) -> None:
+        outcome.forwarded = outcome.forwarded or signum
+        child.signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+
+    def tee() -> None:
+        assert child.stderr is not None  # started with stderr=PIPE
+        stream = io.BufferedReader(child.stderr)  # type: ignore[arg-type,type-var]
+        with open(run_dir / "stderr.log", "ab") as keep:
+            for raw in iter(stream.readline, b""):
+                line = raw.decode("utf-8", "replace")
+                if red is not None:
+                    line = red.text(line)
+                keep.write(line.encode())
+                keep.flush()
+                if line.startswith(MARK):
+                    outcome.messages.append(line[len(MARK):].rstrip("\n"))
+                elif outcome.messages and line.startswith("  "):  # its continuation lines
+                    outcome.messages[-1] += "\n" + line.rstrip("\n")
+                else:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
+
+    copier = threading.Thread(target=tee, daemon=True)
+    copier.start()
+    try:
+        rc = child.wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if child.returncode is None:  # an exception on the way (SIGHUP, a second Ctrl-C): the group goes too
+            child.kill()
+    copier.join(timeout=5)
+    child.close()
+    outcome.rc = rc if rc is not None else 1
+    return outcome
+
+
+def log_files(run_dir: Path, worker_logs: Optional[Path]) -> list[Path]:
+    """What the trainer wrote: train.log, stderr.log, msrun's worker and scheduler logs."""
+    files = [run_dir / "train.log", run_dir / "stderr.log"]
+    if worker_logs is not None and worker_logs.is_dir():
+        files += sorted(worker_logs.glob("*.log"))
+    return [f for f in files if f.is_file()]
+
+
+def log_tail(files: list[Path]) -> str:
+    parts = []
+    for f in files:
+        lines = f.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+        if lines:
+            parts.append(f"==> {f} <==\n" + "\n".join(lines))
+    return "\n".join(parts)
+
+
+def explain_failure(files: list[Path], python: str, config: Optional[Path] = None) -> list[str]:
+    """Known causes anywhere in the logs (a MindSpore error often sits above a long traceback),
+    through msdoctor.explain when it is installed."""
+    try:
+        from msdoctor.explain import describe, explain_file
+    except ImportError:
+        return []
+    seen, out = set(), []
+    for f in files:
+        for m in explain_file(f):
+            if m.entry_id not in seen:
+                seen.add(m.entry_id)
+                out.append(describe(m, python, str(config) if config else None))
+    return out
