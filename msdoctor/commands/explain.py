@@ -59,9 +59,26 @@ def _confirm(matches: list[Any], python_path: str, config: Optional[Path], proje
     render("terminal", prepare(diagnosis.report, "terminal", redact=True), sys.stdout, RenderOptions(color=color))
 
 
+def _postmortem(log_dirs: tuple[Path, ...], python_path: str, fmt: str) -> int:
+    """``--log-dir``: msdoctor.preflight.postmortem reads the job's logs; exit 0 when it names a first failure."""
+    from msdoctor.preflight.postmortem import analyse
+    from msdoctor.redact import Redactor, clean_text, sanitize
+
+    pm = analyse(list(log_dirs), python_path)
+    redactor = Redactor.for_environment(os.environ)
+    if fmt == "json":
+        click.echo(json.dumps(redactor.value(sanitize(pm.to_json())), indent=2, ensure_ascii=False))
+    else:
+        click.echo(redactor.text(clean_text("\n".join(pm.lines()))))
+    return int(ExitCode.OK if pm.first_failure is not None else ExitCode.PROBLEMS)
+
+
 @click.command("explain")
 @click.argument("text", required=False)
 @click.option("--log", "log", type=click.Path(path_type=Path), metavar="FILE", help="Scan a whole log file.")
+@click.option("--log-dir", "log_dirs", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
+              help="Post-mortem of a failed msrun job: msrun's --log_dir (scheduler.log, worker_N.log, msrun.log), "
+                   "or a directory of node directories; repeat it for each node's directory.")
 @target_options
 @click.option("--config", type=click.Path(path_type=Path), metavar="FILE",
               help="Training config the confirming checks should use.")
@@ -73,7 +90,7 @@ def _confirm(matches: list[Any], python_path: str, config: Optional[Path], proje
 @click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True,
               help="json: every match with its cause, fix, source and the line it matched; the confirming checks do not run.")
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: auto, honours NO_COLOR).")
-def explain(text: Optional[str], log: Optional[Path], python: Optional[str], conda_env: Optional[str],
+def explain(text: Optional[str], log: Optional[Path], log_dirs: tuple[Path, ...], python: Optional[str], conda_env: Optional[str],
             config: Optional[Path], project: Optional[Path], device_target: Optional[str], no_confirm: bool,
             quick: bool, fmt: str,
             color: Optional[bool]) -> int:
@@ -84,11 +101,18 @@ def explain(text: Optional[str], log: Optional[Path], python: Optional[str], con
       msdoctor explain "RuntimeError: Unsupported device target Ascend"
       msdoctor explain --log runs/tiny-cpu/train.log
       some_command 2>&1 | msdoctor explain -        (read the text from stdin)
+      msdoctor explain --log-dir msrun_log           (which rank of a failed msrun job failed first, and why)
 
-    Exit codes: 0 at least one known error was found, 1 none was, 2 unreadable input.
+    Exit codes: 0 at least one known error was found (--log-dir: the first failure was named), 1 none was,
+    2 unreadable input.
     """
     from msdoctor.explain import describe, explain_file, explain_stream, explain_text
 
+    if log_dirs:
+        if text is not None or log is not None:
+            raise UserError("--log-dir is used alone (not with error text or --log)",
+                            "msdoctor explain --log-dir msrun_log")
+        return _postmortem(log_dirs, resolve_target(python, conda_env), fmt)
     if (text is None) == (log is None):
         raise UserError("give the error text or --log FILE (one of them)",
                         'msdoctor explain "ERROR TEXT"   or   msdoctor explain --log train.log')

@@ -320,7 +320,24 @@ def _finished(out: Outcome, how: Any, run_dir: Path, again: str, target: str, co
     causes = explain_failure(files, target, config)
     if causes:
         click.echo("\nlikely cause:\n" + "\n\n".join(causes), err=True)
+    if how.worker_logs is not None:  # msrun ran several workers: which one failed first, and what followed
+        postmortem(how.worker_logs, run_dir, target)
     return int(ExitCode.PROBLEMS)
+
+
+def postmortem(worker_logs: Path, run_dir: Path, python: str) -> None:
+    """The post-mortem of msrun's log directory and msrun's own messages (in stderr.log); nothing when unreadable."""
+    from msdoctor.errors import UserError
+    from msdoctor.preflight.postmortem import analyse
+
+    paths = [p for p in (worker_logs, run_dir / "stderr.log") if p.exists()]
+    try:
+        pm = analyse(paths, python) if paths else None
+    except UserError:
+        return
+    if pm is not None and pm.first_failure is not None:
+        click.echo("\n" + "\n".join(pm.lines()) + "\n  (again: msdoctor explain " + " ".join(f"--log-dir {p}" for p in paths) + ")",
+                   err=True)
 
 
 # The gate (msdoctor.gate) and the trainer's supervision (msdoctor.supervisor) are re-exported for callers of
