@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("msdoctor.commands.report:report", "Write a redacted Markdown report for a bug report."),
     "diff": ("msdoctor.commands.diff:diff", "Compare two JSON reports (node A vs node B)."),
     "vscode": ("msdoctor.commands.vscode:vscode", "VS Code tasks with a problem matcher (vscode init)."),
+    "fix": ("msdoctor.cli:fix", "Repair what one check found: msdoctor fix CHECK-ID (without one: the checks that can)."),
     "fix-kernel": ("msdoctor.commands.fix_kernel:fix_kernel", "Make Jupyter and VS Code run the target interpreter."),
     "fix-stack": ("msdoctor.commands.fix_stack:fix_stack", "Repair the stack's versions with one pip command checked by pip."),
     "train": ("msdoctor.commands.train:train", "Run the checks, then the reference pretraining only if all pass."),
@@ -52,6 +53,61 @@ class LazyGroup(click.Group):
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+#: check id -> the command of its fixer (``msdoctor fix CHECK-ID`` is that command; its own name stays too)
+FIXERS: dict[str, str] = {
+    "version-matrix": "fix-stack",
+    "kernel-mismatch": "fix-kernel",
+}
+
+
+class FixGroup(click.Group):
+    """``msdoctor fix CHECK-ID [OPTIONS]``: the fixer of that check, i.e. the command FIXERS names."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(FIXERS)
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        if name not in FIXERS:
+            return None
+        return LazyGroup().get_command(ctx, FIXERS[name])
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in FIXERS:
+            from msdoctor.errors import UserError, with_hints
+
+            raise UserError(f"no fixer for check {with_hints([name], sorted(FIXERS))}",
+                            "checks with a fixer: " + ", ".join(sorted(FIXERS)) + " (msdoctor fix lists them)")
+        return super().resolve_command(ctx, args)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for check in self.list_commands(ctx):
+            cmd = self.get_command(ctx, check)
+            if cmd is not None:
+                rows.append((check, cmd.get_short_help_str(limit=1000) + f" (msdoctor {FIXERS[check]})"))
+        with formatter.section("Checks with a fixer"):
+            formatter.write_dl(rows)
+
+
+@click.group("fix", cls=FixGroup, invoke_without_command=True)
+@click.pass_context
+def fix(ctx: click.Context) -> int:
+    """Repair what a check found: plan (nothing changed), verify the plan against the check's own rules,
+    apply after confirmation, then run the check again.
+
+    \b
+    Examples:
+      msdoctor fix                                     the checks that have a fixer
+      msdoctor fix version-matrix --dry-run            = msdoctor fix-stack --dry-run
+      msdoctor fix kernel-mismatch --kernel my-env     = msdoctor fix-kernel --kernel my-env
+    """
+    if ctx.invoked_subcommand is None:
+        for check in sorted(FIXERS):
+            click.echo(f"{check:<16}  msdoctor fix {check} (also: msdoctor {FIXERS[check]}): {COMMANDS[FIXERS[check]][1]}")
+    return 0
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -1,4 +1,4 @@
-"""fix-stack: the target's own pip as the oracle of every printed fix (msdoctor/fix/resolver.py, fix/stack.py).
+"""fix-stack: the target's own pip as the oracle of every printed fix (msdoctor/fix/resolver.py, checks/version_matrix/fix.py).
 
 Real parts: the real pip of real venvs, the real package index (tests skip when it cannot be
 reached), an unreachable index made real by pointing pip at a closed local port (the offline path),
@@ -75,7 +75,7 @@ def test_offline_the_plan_is_unverified_and_says_why(numpy2: Venv) -> None:
     check, rc = _vm(numpy2.python, "--device-target", "Ascend")  # no Ascend here: nothing proved, it fails
     assert rc == 1
     from msdoctor.context import Context, Options
-    from msdoctor.fix.stack import plan_stack
+    from msdoctor.checks.version_matrix.fix import plan_stack
     from msdoctor.matrix import load
 
     resolver = Resolver(numpy2.python, environ=offline_env(), budget_s=120)
@@ -89,7 +89,7 @@ def test_offline_the_plan_is_unverified_and_says_why(numpy2: Venv) -> None:
 # -- the plan with the real index --------------------------------------------------------------
 def test_plan_is_one_checked_command_and_resolver_answers_are_cached(numpy2: Venv) -> None:
     from msdoctor.context import Context, Options
-    from msdoctor.fix.stack import plan_stack
+    from msdoctor.checks.version_matrix.fix import plan_stack
     from msdoctor.matrix import load
 
     t = Context(Options(python=numpy2.python)).target
@@ -167,7 +167,7 @@ def test_a_target_without_pip_gets_an_unverified_plan_that_says_so(tmp_path: Pat
     bare = make_venv(tmp_path / "bare")  # no pip inside; installed into with the test env's pip
     bare.pip("install", "--no-deps", "--quiet", "tokenizers==0.22.2")
     from msdoctor.context import Context, Options
-    from msdoctor.fix.stack import plan_stack
+    from msdoctor.checks.version_matrix.fix import plan_stack
     from msdoctor.matrix import load
 
     plan = plan_stack(Context(Options(python=bare.python)).target, load(), Resolver(bare.python))
@@ -181,7 +181,7 @@ def test_a_dependency_nobody_installed_is_left_alone(tmp_path: Path) -> None:
     venv = make_venv(tmp_path / "venv", layered=True)
     venv.pip("install", "--no-deps", "--quiet", "accelerate==1.15.0")
     from msdoctor.context import Context, Options
-    from msdoctor.fix.stack import plan_stack
+    from msdoctor.checks.version_matrix.fix import plan_stack
     from msdoctor.matrix import load
 
     resolver = Resolver(venv.python)

@@ -73,9 +73,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("memory", "msdoctor.memory.mindformers", "msdoctor.training.config"): "the same",
     ("memory", "msdoctor.memory.hf", "msdoctor.training.config"): "the same",
     ("memory", "msdoctor.memory.runconfig", "msdoctor.training.config"): "the same",
-    ("checks", "msdoctor.fix.stack", "msdoctor.checks.version_matrix"): "the stack fixer becomes part of the "
-    "version-matrix check (issue 27 item 2)",
-    ("checks", "msdoctor.fix.stack", "msdoctor.checks.version_matrix.common"): "the same",
 }
 
 

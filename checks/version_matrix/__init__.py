@@ -38,7 +38,7 @@ class MatrixInputs:
 
 def evaluate_packages(t: Any, m: Matrix) -> list[Finding]:
     """The rules on installed packages (known breakages, MindSpore, MindNLP, MindFormers, Requires-Dist):
-    the ones a pip install can repair (``msdoctor.fix.stack`` runs them on its planned overlay too).
+    the ones a pip install can repair (its fixer, ``fix.py``, runs them on its planned overlay too).
     The most specific rule reports a pair first; later rules skip pairs already reported."""
     from msdoctor.checks.version_matrix.common import installed_versions
     from msdoctor.checks.version_matrix.nlp import evaluate_mindformers, evaluate_mindnlp
@@ -120,7 +120,7 @@ class VersionMatrixCheck:
     description = "MindSpore, MindNLP, MindFormers, transformers, numpy, Python, CANN, driver and CUDA fit together"
     order = 20  # place in reports: environment first, then stack, devices, editors, project
     prefetch = (IMPORT_SMOKE, MATRIX)
-    #: the live probe (--live-timeout) and, when a pip fix is due, the target's resolver (fix.stack budget)
+    #: the live probe (--live-timeout) and, when a pip fix is due, the target's resolver (fix.py budget)
     timeout_s = 600.0
 
     def run(self, ctx: Context) -> list[Finding]:
@@ -150,7 +150,7 @@ def _ground_truth_and_plan(ctx: Context, t: Any, smoke: Any, requested: Optional
                            findings: list[Finding]) -> list[Finding]:
     """Metadata-only conflicts the live probe disproved become warnings; every pip fix becomes ONE checked command."""
     from msdoctor.checks.version_matrix.truth import demote, proof
-    from msdoctor.fix.stack import STACK_PLAN, apply_to_findings, pip_fixable, quick_plan
+    from msdoctor.checks.version_matrix.fix import STACK_PLAN, apply_to_findings, pip_fixable, quick_plan
 
     if not ctx.quick:
         from msdoctor.facts.live import LIVE_DEVICE

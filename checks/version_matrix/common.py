@@ -3,13 +3,48 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
 
 #: packages whose broken requirements fail the check (others warn)
 STACK = frozenset({
     "mindspore", "mindnlp", "mindformers", "transformers", "numpy", "protobuf", "tokenizers",
     "safetensors", "te", "hccl",
 })
+
+
+@dataclass(frozen=True)
+class Want:
+    """What would make a finding right, for the stack fixer (fix.py): ``package`` at a version in ``spec``
+    (PEP 440, "" for any), because of ``owner``'s requirement or matrix row. In a finding's evidence it is
+    ``"wants": [[package, spec, owner], ...]`` (:func:`wants_evidence`; the JSON report keeps that shape)."""
+
+    package: str
+    spec: str
+    owner: Optional[str]  # the distribution whose requirement (or matrix row) it is
+
+    def evidence(self) -> list:
+        return [self.package, self.spec, self.owner]
+
+
+def wants_evidence(*wants: Want) -> list[list]:
+    """The ``wants`` entry of a finding's evidence."""
+    return [w.evidence() for w in wants]
+
+
+def wants_of(evidence: Mapping[str, Any]) -> list[Want]:
+    """The wants a finding's evidence carries, names canonical (malformed entries skipped)."""
+    from packaging.utils import canonicalize_name
+
+    out = []
+    for item in (evidence or {}).get("wants") or []:
+        try:
+            pkg, spec, owner = item
+        except (TypeError, ValueError):
+            continue
+        out.append(Want(canonicalize_name(str(pkg)), str(spec or ""),
+                        canonicalize_name(str(owner)) if owner else None))
+    return out
 
 
 def pip_install(t: Any, *requirements: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from msdoctor.checks.version_matrix.common import minor, pair, pip_install
+from msdoctor.checks.version_matrix.common import Want, minor, pair, pip_install, wants_evidence
 from msdoctor.checks.version_matrix.stack import not_in_matrix
 from msdoctor.matrix import Matrix, spec_contains
 from msdoctor.model import Finding
@@ -45,7 +45,7 @@ def evaluate_mindnlp(t: Any, m: Matrix, reported: set) -> list[Finding]:
             fix=_ms_fix(t, m, row.mindspore),
             evidence={"pair": ["mindnlp", "mindspore"], "mindspore": ms, "required": row.mindspore,
                       "mindnlp_allowing": others, "source": row.source,
-                      "wants": [["mindspore", row.mindspore, "mindnlp"]]}, code="mindnlp-mindspore",
+                      "wants": wants_evidence(Want("mindspore", row.mindspore, "mindnlp"))}, code="mindnlp-mindspore",
         ))
     elif ms and row.mindspore_documented and not spec_contains(row.mindspore_documented, ms):
         out.append(Finding.warn(
@@ -96,7 +96,7 @@ def evaluate_mindformers(t: Any, m: Matrix, reported: set) -> list[Finding]:
             fix=pip_install(t, f"mindspore=={row.mindspore_prefer[-1]}") if row.mindspore_prefer
             else _ms_fix(t, m, row.mindspore),
             evidence={"pair": ["mindformers", "mindspore"], "required": row.mindspore, "source": row.source,
-                      "wants": [["mindspore", row.mindspore, "mindformers"]]}, code="mindformers-mindspore",
+                      "wants": wants_evidence(Want("mindspore", row.mindspore, "mindformers"))}, code="mindformers-mindspore",
         ))
     elif ms and row.mindspore_prefer and ms not in row.mindspore_prefer:
         out.append(Finding.warn(
@@ -112,7 +112,7 @@ def evaluate_mindformers(t: Any, m: Matrix, reported: set) -> list[Finding]:
             detail="MindFormers pins one transformers version per release.",
             fix=pip_install(t, f"transformers{row.transformers}"),
             evidence={"pair": ["mindformers", "transformers"], "required": row.transformers, "source": row.source,
-                      "wants": [["transformers", row.transformers, "mindformers"]]}, code="mindformers-transformers",
+                      "wants": wants_evidence(Want("transformers", row.transformers, "mindformers"))}, code="mindformers-transformers",
         ))
     if not out:
         out.append(Finding.passed(

@@ -11,7 +11,7 @@ import functools
 import re
 from typing import Any, NamedTuple, Optional
 
-from msdoctor.checks.version_matrix.common import STACK, pair, pip_install
+from msdoctor.checks.version_matrix.common import STACK, Want, pair, pip_install, wants_evidence
 from msdoctor.model import Finding
 
 
@@ -116,7 +116,7 @@ def evaluate_requirements(t: Any, reported: set) -> list[Finding]:
             fix=pip_install(t, _spec(req)),
             evidence={"pair": sorted(key), "requirement": req.raw, "required_by": d.name,
                       "installed": have.version, "location": have.location,
-                      "wants": [[req.key, req.spec, d.key]]},
+                      "wants": wants_evidence(Want(req.key, req.spec, d.key))},
             code="requirement-conflict",
         ))
     by_dist: dict[str, list] = {}
@@ -130,7 +130,7 @@ def evaluate_requirements(t: Any, reported: set) -> list[Finding]:
             detail=f"{d.name}'s metadata lists them as dependencies; importing {d.name} may fail without them.",
             fix=pip_install(t, *(_spec(r) for r in reqs)),
             evidence={"required_by": d.name, "missing": [r.raw for r in reqs],
-                      "wants": [[r.key, r.spec, d.key] for r in reqs]},
+                      "wants": wants_evidence(*(Want(r.key, r.spec, d.key) for r in reqs))},
             code="requirement-missing",
         ))
     if not (conflicts or missing):

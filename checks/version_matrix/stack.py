@@ -10,7 +10,7 @@ import os
 import re
 from typing import Any, Optional
 
-from msdoctor.checks.version_matrix.common import minor, mindspore_dir, pair, pip_install
+from msdoctor.checks.version_matrix.common import Want, mindspore_dir, minor, pair, pip_install, wants_evidence
 from msdoctor.matrix import Matrix, MindSporeRelease, spec_contains
 from msdoctor.model import Finding
 
@@ -118,7 +118,7 @@ def _mindspore_deps(t: Any, version: str, row: MindSporeRelease, reported: set) 
                 detail=_DEP_WHY[dep],
                 fix=pip_install(t, f"{dep}{spec}"),
                 evidence={"pair": ["mindspore", dep], dep: have, "required": spec, "source": row.source,
-                          "wants": [[dep, spec, "mindspore"]]},
+                          "wants": wants_evidence(Want(dep, spec, "mindspore"))},
                 code=f"mindspore-{dep}",
             ))
     return out
@@ -145,7 +145,7 @@ def evaluate_breakages(t: Any, m: Matrix, installed: dict, reported: set) -> lis
             fix=pip_install(t, f"{b.package}{b.good}") if b.good else None,
             evidence={"pair": [owner, b.package], b.package: installed[b.package], owner: installed[owner],
                       "bad": b.bad, "good": b.good, "source": b.source,
-                      "wants": [[b.package, b.good, owner]] if b.good else []},
+                      "wants": wants_evidence(Want(b.package, b.good, owner)) if b.good else []},
             code="known-breakage",
         ))
     return out

@@ -12,9 +12,6 @@ from msdoctor.commands.common import resolve_target, target_options
 from msdoctor.errors import UserError
 from msdoctor.model import ExitCode, Status
 
-PIP_TIMEOUT_S = 1800.0
-
-
 @click.command("fix-stack")
 @target_options
 @click.option("--device-target", type=click.Choice(["Ascend", "GPU", "CPU"]), metavar="TARGET",
@@ -37,16 +34,11 @@ def fix_stack(python: Optional[str], conda_env: Optional[str], device_target: Op
       msdoctor fix-stack --python ~/envs/ms/bin/python --dry-run
       msdoctor fix-stack --conda-env mindspore_env --yes
     """
-    from msdoctor.fix.stack import STACK_PLAN, plan_stack
+    from msdoctor.checks.version_matrix.fix import FIXER
 
     target = resolve_target(python, conda_env)
     before, ctx = _matrix(target, device_target)
-    plan = ctx.get(STACK_PLAN) if ctx.has(STACK_PLAN) else None
-    if plan is None:
-        from msdoctor.fix.resolver import Resolver
-        from msdoctor.matrix import load
-
-        plan = plan_stack(ctx.target, load(), Resolver(target, environ=os.environ, budget_s=900.0))
+    plan = FIXER.plan(ctx)
     click.echo(render_plan(plan, before))
     if plan.state == "ok":
         click.echo("nothing to change: no version-matrix rule that pip can fix is broken")
@@ -54,6 +46,13 @@ def fix_stack(python: Optional[str], conda_env: Optional[str], device_target: Op
     if plan.state != "found" or not plan.command:
         click.echo("nothing was changed", err=True)
         return int(ExitCode.PROBLEMS)
+    still = FIXER.verify(plan, ctx)
+    if still:
+        click.echo("the plan does not verify: with its versions version-matrix would still find:\n"
+                   + "\n".join(_line(f) for f in still) + "\nnothing was changed", err=True)
+        return int(ExitCode.PROBLEMS)
+    click.echo("verified: version-matrix's rules, run on the target as it would be after the command, find none of "
+               "the problems above")
     if dry_run:
         click.echo(f"dry run: {len(plan.changes)} package(s) would change, nothing was changed")
         return int(ExitCode.OK)
@@ -64,14 +63,10 @@ def fix_stack(python: Optional[str], conda_env: Optional[str], device_target: Op
         if not click.confirm(f"Install {len(plan.changes)} package(s) with {target} -m pip?", default=False):
             click.echo("aborted: nothing was changed")
             return int(ExitCode.PROBLEMS)
-    from msdoctor import proc
-
     click.echo(f"running: {plan.command_text}")
-    res = proc.run_live(plan.command, timeout=PIP_TIMEOUT_S, on_line=lambda line: click.echo(line, err=True),
-                        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"},
-                        cwd=_scratch())
-    if not res.ok:
-        click.echo(f"error: pip did not finish: {res.describe_failure()}", err=True)
+    applied = FIXER.apply(plan, ctx, lambda line: click.echo(line, err=True))
+    if not applied.ok:
+        click.echo(f"error: {applied.detail}", err=True)
         click.echo("  fix: read pip's output above; `msdoctor fix-stack --dry-run` shows the state now", err=True)
         return int(ExitCode.PROBLEMS)
     after, _ = _matrix(target, device_target)

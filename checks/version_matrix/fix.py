@@ -32,7 +32,9 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Sequence
 
+from msdoctor.checks.version_matrix.common import Want, wants_of as _wants_of
 from msdoctor.context import FactSpec
+from msdoctor.fix import Applied
 from msdoctor.fix.resolver import DryRun, Planned, Resolver
 from msdoctor.model import Finding, Status
 
@@ -49,22 +51,8 @@ MAX_CANDIDATES = 10
 _RANK = {"mindspore": 0, "mindnlp": 1, "mindformers": 1, "transformers": 2}
 
 
-@dataclass(frozen=True)
-class Want:
-    package: str  # canonical name
-    spec: str  # PEP 440 specifier, "" for any version
-    owner: Optional[str]  # canonical name of the distribution whose requirement this is
-
-
 def wants_of(f: Finding) -> list[Want]:
-    out = []
-    for item in (f.evidence or {}).get("wants") or []:
-        try:
-            pkg, spec, owner = item
-        except (TypeError, ValueError):
-            continue
-        out.append(Want(_canon(str(pkg)), str(spec or ""), _canon(owner) if owner else None))
-    return out
+    return _wants_of(f.evidence)
 
 
 def _canon(name: str) -> str:
@@ -125,6 +113,8 @@ class StackPlan:
     left_alone: list[str] = field(default_factory=list)  # missing, only warned about, not pulled in (torch)
     tried: list[str] = field(default_factory=list)
     dry_runs: list[DryRun] = field(default_factory=list)
+    #: the versions the plan installs, with their Requires-Dist from pip's report (what verify overlays)
+    planned: list[Planned] = field(default_factory=list)
     pip_calls: int = 0
     seconds: float = 0.0
 
@@ -475,6 +465,7 @@ def _found(plan: StackPlan, s: _Search, base: list[Finding], current: Any) -> St
     plan.changes = changes
     plan.remaining = [f.title for f in problems(current, s.m) if _key(f) in base_keys]
     plan.command = [t.python_cmd(), "-m", "pip", "install", "--no-deps", *(f"{c.name}=={c.new}" for c in changes)]
+    plan.planned = [p for p in s.chosen.values() if t.version_of(p.name) != p.version]
     return plan
 
 
@@ -566,3 +557,57 @@ def _compute(ctx: Any) -> StackPlan:
 #: The repair plan of the installed stack (asks the target's pip; computed once per run).
 STACK_PLAN: FactSpec[StackPlan] = FactSpec("stack-plan", _compute, slow=True,
                                            description="one pip command that repairs the stack, checked by pip")
+
+
+# -- the fixer of the version-matrix check (msdoctor/fix/__init__.py: plan, verify, apply) ---------------------
+#: the most one `pip install` of the plan may take (a MindSpore wheel is ~780 MB)
+PIP_TIMEOUT_S = 1800.0
+#: budget for asking pip when `msdoctor fix version-matrix` plans (the check's own budget is CHECK_BUDGET_S)
+PLAN_BUDGET_S = 900.0
+
+
+class StackFixer:
+    """version-matrix's fixer: one ``pip install --no-deps`` of exact versions, found with the target's pip."""
+
+    check_id = "version-matrix"
+
+    def plan(self, ctx: Any) -> StackPlan:
+        """The plan the check computed in this run (STACK_PLAN), else one computed now."""
+        if ctx.has(STACK_PLAN):
+            return ctx.get(STACK_PLAN)
+        from msdoctor.matrix import load
+
+        resolver = Resolver(ctx.options.python or ctx.target.executable, environ=ctx.environ, budget_s=PLAN_BUDGET_S)
+        return plan_stack(ctx.target, load(), resolver)
+
+    def verify(self, plan: StackPlan, ctx: Any) -> list[Finding]:
+        """The check's pip-fixable rules on the target as it would be after ``plan`` (its versions and their
+        Requires-Dist laid over the installed set): what the plan would leave, less what it says it leaves."""
+        if plan.state != "found":
+            return []
+        from msdoctor.matrix import load
+
+        after = overlay(ctx.target, plan.planned)
+        left = set(plan.remaining)
+        return [f for f in _relevant(problems(after, load()), set(plan.left_alone)) if f.title not in left]
+
+    def apply(self, plan: StackPlan, ctx: Any, on_line: Any) -> Applied:
+        """Run the plan's one pip command with the target's pip, from a scratch directory, its output to
+        ``on_line``."""
+        import os
+        import tempfile
+
+        from msdoctor import proc
+
+        if plan.state != "found" or not plan.command:
+            return Applied(False, "the plan has no checked command")
+        with tempfile.TemporaryDirectory(prefix="msdoctor-fix-stack-") as scratch:
+            res = proc.run_live(plan.command, timeout=PIP_TIMEOUT_S, on_line=on_line,
+                                env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"},
+                                cwd=scratch)
+        if not res.ok:
+            return Applied(False, f"pip did not finish: {res.describe_failure()}")
+        return Applied(True, f"installed {len(plan.changes)} package(s)")
+
+
+FIXER = StackFixer()
