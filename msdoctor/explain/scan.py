@@ -1,0 +1,379 @@
+"""The matcher: lines are scanned in blocks of about a megabyte, and a catalogue entry's regex runs only where the
+block holds a literal the regex requires; the scanner keeps what each entry matched first."""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, BinaryIO, Iterable, Optional, Sequence
+
+from msdoctor.explain.catalogue import (DEVICE_TARGETS, SOURCE_CANN, Catalogue, Entry, _fill, load_catalogue_full,
+                                        required_literals)
+from msdoctor.explain.describe import Match
+from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _windows, normalize, open_log)
+
+#: a signature may be wrapped over at most this many lines
+JOIN_LINES = 3
+BLOCK_CHARS = 1 << 20
+#: occurrences of one literal looked at per block (bounds the cost of a literal that is everywhere)
+MAX_HITS = 5000
+
+
+@dataclass
+class _Hit:
+    no: int
+    line: str
+    groups: dict[str, str]
+    cause: Optional[str] = None
+    solution: Optional[str] = None
+
+
+@dataclass
+class _Found:
+    entry: Entry
+    hits: list[_Hit] = field(default_factory=list)  # the first hit; every hit of a fallback entry
+    starts: set[int] = field(default_factory=set)
+
+
+class _Scanner:
+    """Scans blocks of lines; keeps what each entry (and each `per` value) matched first."""
+
+    def __init__(self, catalogue: Catalogue, entries: tuple[Entry, ...]) -> None:
+        from msdoctor.cluster_logs import LITERALS, SchedulerLogParser
+
+        self.catalogue = catalogue
+        self.prepared = [(e, _literals(e.pattern.pattern)) for e in entries]
+        self.keys = _cover(frozenset(lit for _, lits in self.prepared for lit in (lits or ())))
+        self.found: dict[tuple[str, str], _Found] = {}
+        self.scheduler = SchedulerLogParser() if any(e.lookup == "scheduler" for e in entries) else None
+        self.scheduler_literals = LITERALS
+
+    def scan(self, raw: list[str], nos: "Sequence[int]") -> None:
+        text = _normalize_text("\n".join(raw))
+        norm = text.split("\n")
+        if len(norm) != len(raw):  # cannot happen (normalisation keeps newlines); keep line numbers honest
+            norm = [normalize(x) for x in raw]
+            text = "\n".join(norm)
+        low = text.lower()
+        flat = low.replace("\n", " ")
+        lines = _Lines(text, low)
+        present: dict[str, bool] = {}  # is this key substring in the block (each key searched once)
+        for entry, lits in self.prepared:
+            if lits is None:
+                for m in entry.pattern.finditer(text):
+                    i = lines.index_in_text(m.start())
+                    self._record(entry, m, _shown(raw[i], norm[i], m), i, norm, nos)
+                continue
+            positions: list[tuple[int, int]] = []
+            for lit in lits:
+                key = self.keys[lit]
+                if key not in present:
+                    present[key] = key in flat
+                if not present[key]:
+                    continue
+                at = flat.find(lit)
+                while at >= 0 and len(positions) < MAX_HITS:
+                    positions.append((at, at + len(lit) - 1))
+                    at = flat.find(lit, at + 1)
+            if positions:
+                self._try(entry, positions, norm, raw, nos, lines)
+        if self.scheduler is not None and any(lit in low for lit in self.scheduler_literals):
+            for line, no in zip(norm, nos):
+                if any(lit in line.lower() for lit in self.scheduler_literals):
+                    self.scheduler.feed(line, no)
+
+    def _try(self, entry: Entry, positions: list[tuple[int, int]], norm: list[str], raw: list[str],
+             nos: "Sequence[int]", lines: "_Lines") -> None:
+        done: set[int] = set()
+        last = len(norm) - 1
+        for begin, end in sorted(positions):
+            a, b = lines.index_in_low(begin), lines.index_in_low(end)
+            if a in done or b - a >= JOIN_LINES:
+                continue
+            done.add(a)
+            windows = [(a, b), (a - 1, b), (a, b + 1), (a - 1, b + 1), (a - 2, b), (a, b + 2)]
+            for s, e in windows:
+                if s < 0 or e > last or e - s >= JOIN_LINES:
+                    continue
+                seg = norm[s] if s == e else " ".join(norm[s:e + 1])
+                m = entry.pattern.search(seg)
+                if m is None:
+                    continue
+                first, last_line = _line_of(norm, s, e, m.start()), _line_of(norm, s, e, max(m.end() - 1, m.start()))
+                one = first == last_line  # the match lies in one line of the window: show that line as it came
+                shown = _shown(raw[first], norm[first], m) if one else _around(seg, m)
+                self._record(entry, m, shown, first, norm, nos)
+                break
+
+    def _record(self, entry: Entry, m: "re.Match[str]", shown: str, i: int, norm: list[str],
+                nos: "Sequence[int]") -> None:
+        groups = {k: v for k, v in m.groupdict().items() if v is not None}
+        key = (entry.id, groups.get(entry.per, "") if entry.per else "")
+        found = self.found.setdefault(key, _Found(entry))
+        no = nos[i]
+        if no in found.starts:
+            return
+        found.starts.add(no)
+        if found.hits and not entry.fallback:
+            return
+        if len(found.hits) >= 200:
+            return
+        cause, solution = _log_advice(norm, i)
+        found.hits.append(_Hit(no, shown, groups, cause, solution))
+
+    def matches(self) -> list[Match]:
+        near: set[int] = set()  # lines a specific entry explains, and their neighbours
+        for f in self.found.values():
+            if not f.entry.fallback:
+                for s in f.starts:
+                    near.update((s - 1, s, s + 1))
+        out = []
+        for f in self.found.values():
+            e = f.entry
+            hits = f.hits
+            if e.fallback:
+                hits = [h for h in hits if h.no not in near]
+                if not hits:
+                    continue
+                count = len(f.starts - near)
+            else:
+                count = len(f.starts)
+            hit = hits[0]
+            groups = dict(hit.groups)
+            for name in e.groups:
+                groups.setdefault(name, "?")
+            if not self._lookup(e, groups):
+                continue
+            out.append(Match(
+                entry_id=e.id, title=_fill(e.title, groups), cause=_fill(e.cause, groups), fix=_fill(e.fix, groups),
+                check_id=e.check_id, source=e.source, line=hit.line, line_no=hit.no, count=max(count, 1),
+                groups=groups, device_target=groups.get("target") if groups.get("target") in DEVICE_TARGETS
+                else (groups.get("lib_target") or e.device_target),
+                category=e.category, log_cause=hit.cause, log_solution=hit.solution,
+            ))
+        out.sort(key=lambda m: m.line_no)
+        return out
+
+    def _lookup(self, e: Entry, groups: dict[str, str]) -> bool:
+        """Add the values an entry's lookup provides; False drops the match (nothing is wrong after all)."""
+        if e.lookup == "library":
+            lib = self.catalogue.library(groups.get("lib", ""))
+            groups["lib_owner"] = lib.owner if lib else "shipped by a package that is missing or not on the loader's path"
+            groups["lib_cause"] = lib.cause if lib else ""
+            groups["lib_fix"] = _fill(lib.fix, {"source": SOURCE_CANN}) if lib else (
+                f"find the package that ships {groups.get('lib', 'the library')} (`ldconfig -p | grep "
+                f"{groups.get('lib', '').split('.so')[0]}`, `find / -name '{groups.get('lib', '')}*'`) and add its "
+                "directory to LD_LIBRARY_PATH, or install it")
+            if lib and lib.device_target:
+                groups["lib_target"] = lib.device_target
+        elif e.lookup == "scheduler":
+            if self.scheduler is None:
+                return True
+            s = self.scheduler.summary
+            if s.complete and not s.timed_out:
+                return False
+            groups["cluster"] = s.describe()
+            missing = s.missing_ranks
+            groups["missing"] = ", ".join(map(str, missing)) if missing else "?"
+        return True
+
+
+@functools.lru_cache(maxsize=512)
+def _literals(src: str) -> Optional[tuple[str, ...]]:
+    return required_literals(src)
+
+
+@functools.lru_cache(maxsize=8)
+def _cover(literals: frozenset[str], width: int = 5) -> dict[str, str]:
+    """A short key substring for each literal, shared by as many literals as possible (greedy set cover):
+    a block is searched once per key, and a literal only when its key is there."""
+    keys: dict[str, str] = {}
+    todo = set(literals)
+    while todo:
+        holders: dict[str, set[str]] = {}
+        for lit in todo:
+            subs = {lit} if len(lit) <= width else {lit[i:i + width] for i in range(len(lit) - width + 1)}
+            for sub in subs:
+                holders.setdefault(sub, set()).add(lit)
+        best = max(sorted(holders), key=lambda k: (len(holders[k]), len(k)))
+        for lit in holders[best]:
+            keys[lit] = best
+        todo -= holders[best]
+    return keys
+
+
+class _Lines:
+    """Line index of a character offset, in the normalised block and in its lower-case copy (built on first use)."""
+
+    def __init__(self, text: str, low: str) -> None:
+        self.text, self.low = text, low
+        self._text_starts: Optional[list[int]] = None
+        self._low_starts: Optional[list[int]] = None
+
+    @staticmethod
+    def _starts(text: str) -> list[int]:
+        return [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+    def index_in_text(self, pos: int) -> int:
+        if self._text_starts is None:
+            self._text_starts = self._starts(self.text)
+        return bisect.bisect_right(self._text_starts, pos) - 1
+
+    def index_in_low(self, pos: int) -> int:
+        if len(self.low) == len(self.text):
+            return self.index_in_text(pos)
+        if self._low_starts is None:
+            self._low_starts = self._starts(self.low)
+        return bisect.bisect_right(self._low_starts, pos) - 1
+
+
+_NEWLINE = re.compile("\n")
+
+
+def _line_of(norm: list[str], s: int, e: int, offset: int) -> int:
+    """Which line of the window norm[s..e] (joined with spaces) holds this character offset."""
+    i = s
+    while i < e and offset >= len(norm[i]) + 1:
+        offset -= len(norm[i]) + 1
+        i += 1
+    return i
+
+
+def _shown(raw: str, line: str, m: "re.Match[str]") -> str:
+    """The line as it came; a window around the match when the line is long."""
+    if len(raw) <= 500:
+        return raw.strip()
+    hit = re.search(re.escape(m.group(0)[:60]), line)
+    if hit is None:
+        return raw[:500].strip() + "…"
+    a, b = max(0, hit.start() - 150), min(len(line), hit.start() + len(m.group(0)) + 150)
+    return ("…" if a else "") + line[a:b].strip() + ("…" if b < len(line) else "")
+
+
+def _around(seg: str, m: "re.Match[str]", room: int = 150) -> str:
+    a, b = max(0, m.start() - room), min(len(seg), m.end() + room)
+    return ("…" if a else "") + seg[a:b].strip() + ("…" if b < len(seg) else "")
+
+
+
+class _Feeder:
+    """Collects lines into blocks of about BLOCK_CHARS characters and hands them to the scanner."""
+
+    def __init__(self, scanner: _Scanner) -> None:
+        self.scanner = scanner
+        self.raw: list[str] = []
+        self.nos: Optional[list[int]] = None  # only once a long line was cut into windows
+        self.first = 1  # line number of raw[0]
+        self.next_no = 1
+        self.size = 0
+
+    def add(self, lines: list[str]) -> None:
+        """Add consecutive lines (without their newlines)."""
+        if lines and max(map(len, lines)) > MAX_LINE:
+            for line in lines:
+                self._add_one(line)
+            return
+        for i in range(0, len(lines), 4096):
+            part = lines[i:i + 4096]
+            self.raw.extend(part)
+            if self.nos is not None:
+                self.nos.extend(range(self.next_no, self.next_no + len(part)))
+            self.next_no += len(part)
+            self.size += sum(map(len, part)) + len(part)
+            if self.size >= BLOCK_CHARS:
+                self.flush()
+
+    def _add_one(self, line: str) -> None:
+        if len(line) > MAX_LINE:
+            if self.nos is None:
+                self.nos = list(range(self.first, self.next_no))
+            for piece in _windows(line):
+                self.raw.append(piece)
+                self.nos.append(self.next_no)
+        else:
+            self.raw.append(line)
+            if self.nos is not None:
+                self.nos.append(self.next_no)
+        self.next_no += 1
+        self.size += len(line) + 1
+        if self.size >= BLOCK_CHARS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.raw:
+            nos: Any = self.nos if self.nos is not None else range(self.first, self.first + len(self.raw))
+            self.scanner.scan(self.raw, nos)
+        self.raw, self.nos, self.first, self.size = [], None, self.next_no, 0
+
+
+def _scanner(entries: Optional[Iterable[Entry]]) -> _Scanner:
+    catalogue = load_catalogue_full()
+    return _Scanner(catalogue, tuple(entries) if entries is not None else catalogue.entries)
+
+
+def explain_lines(lines: Iterable[str], entries: Optional[Iterable[Entry]] = None) -> list[Match]:
+    """Match an iterable of lines (a file object works) against the catalogue.
+
+    Lines are scanned in blocks of about a megabyte: an entry's regex runs only where the block holds one
+    of the literals it requires (:func:`required_literals`).
+    """
+    scanner = _scanner(entries)
+    feeder = _Feeder(scanner)
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line.replace("\n", " ") if "\n" in line else line)
+        if len(batch) >= 4096:
+            feeder.add(batch)
+            batch = []
+    feeder.add(batch)
+    feeder.flush()
+    return scanner.matches()
+
+
+#: A log line longer than this is cut (a binary file, a progress bar without newlines).
+
+def _explain_stream_text(fh: IO[str], entries: Optional[Iterable[Entry]] = None) -> list[Match]:
+    """Read a text stream in chunks (much faster than line by line); newlines are universal."""
+    scanner = _scanner(entries)
+    feeder = _Feeder(scanner)
+    rest = ""
+    while True:
+        chunk = fh.read(BLOCK_CHARS)
+        if not chunk:
+            break
+        lines = (rest + chunk).split("\n")
+        rest = lines.pop()
+        if len(rest) > MAX_LINE:  # no newline for a long while (binary data): memory stays bounded
+            rest = rest[:MAX_LINE]
+        feeder.add(lines)
+    if rest:
+        feeder.add([rest])
+    feeder.flush()
+    return scanner.matches()
+
+
+def explain_text(text: str) -> list[Match]:
+    """Every known error signature in ``text``, in order of first occurrence."""
+    return explain_lines(text.splitlines())
+
+
+
+def explain_file(path: Path) -> list[Match]:
+    """Scan a whole log file (streamed; BOM / UTF-16 detected; undecodable bytes replaced).
+
+    Only a regular file is read (a FIFO or a device is a UserError, exit 2)."""
+    from msdoctor.inputs import open_regular
+
+    with open_regular(path) as fh:
+        return _explain_stream_text(open_log(fh))
+
+
+def explain_stream(binary: BinaryIO) -> list[Match]:
+    """Scan a binary stream such as ``sys.stdin.buffer``."""
+    return _explain_stream_text(open_log(binary))
+
+
+
