@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 #: source folder -> the package it is installed as
 ROOTS = {"msdoctor": "msdoctor", "checks": "msdoctor.checks", "training": "msdoctor.training"}
 #: commands/ modules that commands may share (shell helpers, not commands)
-COMMAND_HELPERS = ("msdoctor.commands.common", "msdoctor.commands.options")
+COMMAND_HELPERS = ("msdoctor.commands.common",)
 
 
 def _under(name: str, package: str) -> bool:
@@ -46,7 +46,7 @@ def _command_import(importer: str, name: str) -> bool:
 
 RULES = [
     Rule("commands", "Only the CLI table (`msdoctor/cli.py`) imports `msdoctor.commands`; a command imports no other "
-         "command, only the shell helpers in `commands/common.py` and `commands/options.py`.",
+         "command, only the shell helpers in `commands/common.py`.",
          lambda mod, folder: mod != "msdoctor.cli",
          _command_import),
     Rule("checks", "Nothing in `msdoctor/` outside `commands/` imports a check (`msdoctor.checks`).",

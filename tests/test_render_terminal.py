@@ -63,3 +63,27 @@ def test_verbose_shows_evidence_and_traceback() -> None:
 def test_ascii_terminal_gets_ascii_glyphs() -> None:
     out = text(stream=AsciiStream())
     assert "[FAIL] Demo (demo)" in out and "[ERR] Crashy (crashy)" in out
+
+
+def test_a_passing_check_is_one_line_and_its_proof_shows_under_verbose() -> None:
+    from msdoctor.model import CheckResult, Finding, Report, Target
+
+    proofs = [Finding.passed("MindSpore 2.7.0 fits Python 3.11", proved="Requires-Python >=3.9 holds for 3.11.7"),
+              Finding.passed("numpy 1.26.4 fits", proved="numpy<2.0.0,>=1.20.0 holds")]
+    report = Report("0.1.0", Target("/env/bin/python", "3.11.7"), [
+        CheckResult("healthy", "Healthy", "h", proofs, 0.1),
+        CheckResult("demo", "Demo", "d", [Finding.fail("dup", fix="uninstall one")], 0.1)],
+        "2026-11-29T00:00:00+00:00", 0.2)
+
+    def lines(verbose: bool) -> list[str]:
+        buf = Utf8Stream()
+        render("terminal", report, buf, RenderOptions(verbose=verbose, color=False, width=120))
+        return buf.getvalue().splitlines()
+
+    quiet = lines(False)
+    (head,) = [line for line in quiet if "(healthy)" in line]
+    assert "(2 proofs: -v)" in head
+    assert not any("fits Python" in line or "holds" in line for line in quiet)
+    assert any("✗ dup" in line for line in quiet)  # problems keep their detail
+    loud = "\n".join(lines(True))
+    assert "MindSpore 2.7.0 fits Python 3.11" in loud and "Requires-Python >=3.9 holds" in loud

@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import click
 
+from msdoctor import options
 from msdoctor.commands.common import (ensure_writable, project_option, resolve_target, split_ids, target_options,
                                       timeout_options, write_output)
 from msdoctor.doctor import build_options, invocation_facts, make_context
@@ -21,6 +22,9 @@ def output_formats() -> list[str]:
     from msdoctor.render import FORMATS
 
     return sorted(FORMATS)
+
+
+REPORT_FORMATS = output_formats()
 
 
 def training_config_options(fn: Any) -> Any:
@@ -44,22 +48,17 @@ def training_config_options(fn: Any) -> Any:
 @click.option("--config", "config", type=click.Path(path_type=Path), metavar="FILE",
               help="Training config (msdoctor YAML, MindFormers YAML, or HF config.json) to check against.")
 @project_option()
-@click.option("--device-target", type=click.Choice(["Ascend", "GPU", "CPU"], case_sensitive=False),
-              help="Device the run will use (default: from --config, else what is available).")
-@click.option("--only", multiple=True, metavar="ID[,ID...]", help="Run only these checks.")
-@click.option("--skip", multiple=True, metavar="ID[,ID...]", help="Do not run these checks.")
-@click.option("--format", "fmt", default="terminal", show_default=True, metavar="FORMAT",
-              help="Output format: terminal, json, junit, github, markdown, vscode.")
+@options.device_target()
+@options.selection
+@options.output_format(REPORT_FORMATS, "Output format.")
 @click.option("--output", type=click.Path(path_type=Path), metavar="FILE",
               help="Write the report in --format to FILE; the terminal still shows the human view.")
 @click.option("--fail-on", "fail_on", type=click.Choice(["warn", "fail"], case_sensitive=False), default=None,
               help="The lowest status that makes the exit code 1 (default: fail; warn also fails on warnings).")
 @click.option("--strict", is_flag=True, help="Warnings count as problems (exit 1); the same as --fail-on warn.")
-@click.option("--no-redact", is_flag=True, envvar="MSDOCTOR_NO_REDACT",
-              help="Keep home directory, user/host names and secret values in the output (default: masked). "
-                   "Env: MSDOCTOR_NO_REDACT=1.")
-@click.option("--quick", is_flag=True, help="Skip live probes that import MindSpore or transformers.")
-@click.option("--no-plugins", is_flag=True, help="Load only msdoctor's own checks (also: MSDOCTOR_DISABLE_PLUGIN_AUTOLOAD=1).")
+@options.no_redact()
+@options.quick()
+@options.no_plugins()
 @timeout_options
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: auto, honours NO_COLOR).")
 @click.option("-v", "--verbose", is_flag=True, help="Show details, evidence and tracebacks.")
@@ -98,7 +97,6 @@ def check(
     from msdoctor.plugins import autoload_disabled
     from msdoctor.render import RenderOptions
 
-    fmt = _checked_format(fmt)
     if output is not None:
         output = ensure_writable(output)
     python_path = resolve_target(python, conda_env)
@@ -117,14 +115,6 @@ def check(
                          workspace=os.environ.get("GITHUB_WORKSPACE") if fmt == "github" else None)
     _emit(report, fmt, output, opts, redact=not no_redact)
     return int(report.exit_code(threshold))
-
-
-def _checked_format(fmt: str) -> str:
-    """--format, lowercased; one that is not in output_formats() is a usage error."""
-    fmt = fmt.lower()
-    if fmt not in output_formats():
-        raise click.BadParameter(f"{fmt!r} is not one of {', '.join(output_formats())}", param_hint="--format")
-    return fmt
 
 
 def _diagnose(ctx: Any, selection: Any, registry: Any, fmt: str) -> Any:
@@ -185,9 +175,9 @@ def resolve_fail_on(fail_on: Optional[str], strict: bool) -> Status:
 
 
 @click.command("list-checks")
-@click.option("--no-plugins", is_flag=True, help="List only msdoctor's own checks.")
-@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True,
-              help="json: each check's id, title, description and provider, and the plugins that failed to load.")
+@options.no_plugins("List only msdoctor's own checks.")
+@options.output_format(["terminal", "json"], "json: each check's id, title, description and provider, and the plugins "
+                       "that failed to load.")
 def list_checks(no_plugins: bool, fmt: str) -> int:
     """List the checks msdoctor can run (their ids are what --only and --skip take)."""
     import json

@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from msdoctor import options
 from msdoctor.model import ExitCode
 from msdoctor.report_diff import MISSING, Difference, compare, load_report
 
@@ -67,8 +68,7 @@ def _print(diffs: list[Difference], a_path: Path, b_path: Path, a: dict, b: dict
 @click.command("diff")
 @click.argument("report_a", type=click.Path(path_type=Path), metavar="A.json")
 @click.argument("report_b", type=click.Path(path_type=Path), metavar="B.json")
-@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True,
-              help="json: every difference with both values and whether it matters.")
+@options.output_format(["terminal", "json"], "json: every difference with both values and whether it matters.")
 def diff(report_a: Path, report_b: Path, fmt: str) -> int:
     """Compare two JSON reports (e.g. of two nodes before a multi-node launch).
 

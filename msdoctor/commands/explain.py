@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import click
 
+from msdoctor import options
 from msdoctor.commands.common import project_option, resolve_target, target_options
 from msdoctor.errors import UserError
 from msdoctor.model import ExitCode
@@ -83,12 +84,11 @@ def _postmortem(log_dirs: tuple[Path, ...], python_path: str, fmt: str) -> int:
 @click.option("--config", type=click.Path(path_type=Path), metavar="FILE",
               help="Training config the confirming checks should use.")
 @project_option("The project directory for the confirming checks (default: the current directory).")
-@click.option("--device-target", type=click.Choice(["Ascend", "GPU", "CPU"], case_sensitive=False),
-              help="Device the confirming checks ask about (default: the one the error is about, if any).")
+@options.device_target("Device the confirming checks ask about (default: the one the error is about, if any).")
 @click.option("--no-confirm", is_flag=True, help="Only explain; do not run the related checks against the target.")
-@click.option("--quick", is_flag=True, help="Confirming checks skip live probes that import MindSpore.")
-@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True,
-              help="json: every match with its cause, fix, source and the line it matched; the confirming checks do not run.")
+@options.quick("Confirming checks skip live probes that import MindSpore.")
+@options.output_format(["terminal", "json"], "json: every match with its cause, fix, source and the line it matched; the "
+                        "confirming checks do not run.")
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: auto, honours NO_COLOR).")
 def explain(text: Optional[str], log: Optional[Path], log_dirs: tuple[Path, ...], python: Optional[str], conda_env: Optional[str],
             config: Optional[Path], project: Optional[Path], device_target: Optional[str], no_confirm: bool,

@@ -8,14 +8,14 @@ from typing import Any, Optional
 
 import click
 
+from msdoctor import options
 from msdoctor.commands.common import resolve_target, target_options
 from msdoctor.errors import UserError
 from msdoctor.model import ExitCode, Status
 
 @click.command("fix-stack")
 @target_options
-@click.option("--device-target", type=click.Choice(["Ascend", "GPU", "CPU"]), metavar="TARGET",
-              help="The device the live probe must compute on (default: MindSpore's default).")
+@options.device_target("The device the live probe must compute on (default: MindSpore's default).")
 @click.option("--dry-run", is_flag=True, help="Show the plan and change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Apply without asking (needed when not on a terminal).")
 def fix_stack(python: Optional[str], conda_env: Optional[str], device_target: Optional[str], dry_run: bool,

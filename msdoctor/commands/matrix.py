@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import click
 
+from msdoctor import options
 from msdoctor.errors import UserError
 from msdoctor.model import ExitCode
 
@@ -122,8 +123,7 @@ def _render(sections: list[dict[str, Any]], verdicts: list[dict[str, Any]], date
 @click.option("--mindspore", metavar="VERSION", help="What goes with this MindSpore (e.g. 2.7.0).")
 @click.option("--cann", metavar="VERSION", help="What goes with this CANN (e.g. 8.2.RC1).")
 @click.option("--mindnlp", metavar="VERSION", help="What goes with this MindNLP (e.g. 0.5.1).")
-@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True,
-              help="json: the query, the matrix rows that go with it and the verdicts.")
+@options.output_format(["terminal", "json"], "json: the query, the matrix rows that go with it and the verdicts.")
 def matrix_cmd(python: Optional[str], conda_env: Optional[str], mindspore: Optional[str], cann: Optional[str],
                mindnlp: Optional[str], fmt: str) -> int:
     """Show the version matrix: for the installed stack, or for versions you plan to install.

@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 import click
 
+from msdoctor import options
 from msdoctor.errors import UserError
 
 _POS = click.IntRange(min=1)
@@ -21,8 +22,7 @@ RECOMPUTE_CHOICES = ["none", "selective", "selective-attention", "selective-ffn"
 @click.option("--device-memory", metavar="SIZE",
               help="Memory per device to plan for, e.g. 64GiB or 80GB (default: what npu-smi / nvidia-smi report).")
 @click.option("--devices", type=_POS, metavar="N", help="Devices to plan for (data parallel follows).")
-@click.option("--device-target", type=click.Choice(["Ascend", "GPU", "CPU"], case_sensitive=False),
-              help="Device the run uses (default: from the config, else what is here).")
+@options.device_target("Device the run uses (default: from the config, else what is here).")
 @click.option("--seq-length", type=_POS, metavar="N", help="Tokens per sequence.")
 @click.option("--micro-batch-size", type=_POS, metavar="N", help="Sequences per device per micro-step.")
 @click.option("--grad-accumulation", type=_POS, metavar="N", help="Micro-steps per optimizer step.")
@@ -54,8 +54,7 @@ RECOMPUTE_CHOICES = ["none", "selective", "selective-attention", "selective-ffn"
               help="MindFormers pretrained_model_dir (the Hugging Face model directory with config.json).")
 @click.option("--suggestions", type=click.IntRange(min=0), default=3, show_default=True, metavar="N",
               help="How many changes that fit to show when it does not fit or is tight.")
-@click.option("--format", "fmt", type=click.Choice(["terminal", "json"]), default="terminal", show_default=True,
-              help="json: every component in bytes, the capacity, verdict and suggestions.")
+@options.output_format(["terminal", "json"], "json: every component in bytes, the capacity, verdict and suggestions.")
 @click.option("-v", "--verbose", is_flag=True, help="Show the formula behind every number.")
 def memory(config: Path, device_memory: Optional[str], devices: Optional[int], device_target: Optional[str],
            seq_length: Optional[int], micro_batch_size: Optional[int], grad_accumulation: Optional[int],

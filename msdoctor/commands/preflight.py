@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 import click
 
+from msdoctor import options
 from msdoctor.commands.common import resolve_target
 from msdoctor.preflight.gate import run_launch
 from msdoctor.errors import UserError
@@ -76,9 +77,10 @@ def _load_cfg(config: Optional[Path]) -> Any:
               "preflight-report.json.")
 @click.option("--config", type=click.Path(path_type=Path, exists=True, dir_okay=False), metavar="FILE",
               help="The training config: its precision and sharding decide which collectives and dtypes are needed.")
-@click.option("--device-target", type=click.Choice(["Ascend", "GPU", "CPU"]), help="Default: MindSpore's choice.")
-@click.option("--format", "fmt", type=click.Choice(["terminal", "junit", "github"]), default="terminal",
-              show_default=True, help="Also write the cluster result as JUnit XML or GitHub annotations (into --out).")
+@options.device_target("Default: MindSpore's choice.")
+@options.output_format(["terminal", "json", "junit", "github"], "junit, github: also write the cluster result as JUnit "
+                        "XML or GitHub annotations (into --out); json: --plan prints its findings as JSON (the msrun "
+                        "task always writes OUT/preflight-report.json).")
 @click.option("--min-bytes", metavar="SIZE", help="Smallest size of the bandwidth sweep (CPU 4KiB, devices 1MiB).")
 @click.option("--max-bytes", metavar="SIZE", help="Largest size of the sweep (CPU 4MiB, devices 1GiB).")
 @click.option("--iters", type=click.IntRange(1, 1000), default=3, show_default=True, help="Timed iterations per size.")
@@ -102,7 +104,7 @@ def _load_cfg(config: Optional[Path]) -> Any:
 @click.option("--cluster-time-out", type=click.IntRange(1), help="--plan/--launch: msrun --cluster_time_out seconds.")
 @click.option("--log-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
               help="--launch: msrun --log_dir (default OUT/msrun_log).")
-@click.option("--json", "as_json", is_flag=True, help="--plan: print the findings as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Deprecated: the same as --format json.")
 @click.option("--compare-plans", "compare_plans", multiple=True, type=click.Path(path_type=Path, dir_okay=False,
               exists=True), metavar="PLAN.json", help="Compare every node's `--plan --json` output (give each file).")
 def preflight(out: Path, config: Optional[Path], device_target: Optional[str], fmt: str, min_bytes: Optional[str],
@@ -127,6 +129,7 @@ def preflight(out: Path, config: Optional[Path], device_target: Optional[str], f
     """
     if plan and launch:
         raise UserError("--plan and --launch are two different runs", "give one of them")
+    as_json = as_json or fmt == "json"
     if compare_plans:
         return _compare_plans(list(compare_plans))
     if os.environ.get("MS_ROLE") in ("MS_WORKER", "MS_SCHED") and not (plan or launch):

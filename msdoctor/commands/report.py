@@ -8,6 +8,7 @@ from typing import Optional
 
 import click
 
+from msdoctor import options
 from msdoctor.commands.common import (ensure_writable, project_option, resolve_target, split_ids, target_options,
                                       write_output)
 from msdoctor.model import ExitCode
@@ -20,11 +21,9 @@ from msdoctor.model import ExitCode
 @project_option()
 @click.option("--output", type=click.Path(path_type=Path), metavar="FILE",
               help="Write the Markdown to FILE instead of the terminal.")
-@click.option("--no-redact", is_flag=True, envvar="MSDOCTOR_NO_REDACT",
-              help="Keep home directory, user/host names and secret values (default: masked).")
-@click.option("--quick", is_flag=True, help="Skip live probes that import MindSpore or transformers.")
-@click.option("--only", multiple=True, metavar="ID[,ID...]", help="Run only these checks.")
-@click.option("--skip", multiple=True, metavar="ID[,ID...]", help="Do not run these checks.")
+@options.no_redact("Keep home directory, user/host names and secret values (default: masked).")
+@options.quick()
+@options.selection
 def report(python: Optional[str], conda_env: Optional[str], config: Optional[Path], project: Optional[Path],
            output: Optional[Path], no_redact: bool, quick: bool, only: tuple[str, ...], skip: tuple[str, ...]) -> int:
     """Write a Markdown report to attach to a bug report: environment facts and all check results.

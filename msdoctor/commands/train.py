@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import click
 
+from msdoctor import options
 from msdoctor.commands.common import project_option, resolve_target, split_ids, target_options, timeout_options
 from msdoctor.errors import UserError
 from msdoctor.gate import chip_name, gate, gate_notes, write_config, write_report
@@ -153,24 +154,21 @@ def _with_paths(fn: Any) -> Any:
 @click.option("--node-rank", type=click.IntRange(min=0), help="Multi-node: this node's rank (runtime.node_rank).")
 @click.option("--master-addr", metavar="ADDR", help="Multi-node: node_rank 0's address (runtime.master_addr).")
 @click.option("--master-port", type=click.IntRange(1, 65535), help="Multi-node: msrun's port (runtime.master_port).")
-@click.option("--device-target", type=click.Choice(["Ascend", "GPU", "CPU"], case_sensitive=False),
-              help="Train on this device: overrides runtime.device_target, and the checks check it (as check "
-                   "--device-target).")
+@options.device_target("Train on this device: overrides runtime.device_target, and the checks check it (as "
+                       "check --device-target).")
 @project_option(help="The project (default: the current directory): the checks read its msdoctor.toml and files, "
                      "the config's relative paths (data, output_dir) are read from it and the trainer runs in it; "
                      "--config, --data and --output-dir stay relative to the current directory.")
 @timeout_options
 @click.option("--strict", is_flag=True, help="A warning stops the training too (as check --strict / --fail-on warn).")
-@click.option("--quick", is_flag=True, help="The gate skips the live probes (importing MindSpore and the stack, device "
-                                            "init, a matmul), as check --quick; the trainer is then the first to try "
-                                            "the device. Said in the output and in check-report.json.")
-@click.option("--skip", multiple=True, metavar="ID[,ID...]",
-              help="Leave these checks out of the gate (said in the output and in check-report.json). To accept "
-                   "one finding and keep the check, use an ignore rule in msdoctor.toml.")
-@click.option("--no-plugins", is_flag=True, help="Run only msdoctor's own checks before training (as check --no-plugins).")
+@options.quick("The gate skips the live probes (importing MindSpore and the stack, device "
+               "init, a matmul), as check --quick; the trainer is then the first to try the device. Said in the "
+               "output and in check-report.json.")
+@options.skip("Leave these checks out of the gate (said in the output and in check-report.json). To accept "
+              "one finding and keep the check, use an ignore rule in msdoctor.toml.")
+@options.no_plugins("Run only msdoctor's own checks before training (as check --no-plugins).")
 @click.option("-v", "--verbose", is_flag=True, help="Show check details and evidence.")
-@click.option("--no-redact", is_flag=True, envvar="MSDOCTOR_NO_REDACT",
-              help="Keep home paths, user/host names and secrets in the run directory's files and the output.")
+@options.no_redact("Keep home paths, user/host names and secrets in the run directory's files and the output.")
 @_with_paths
 def train(python: Optional[str], conda_env: Optional[str], config: Path, resume: bool, max_steps: Optional[int],
           output_dir: Optional[Path], data: tuple[str, ...], node_rank: Optional[int], master_addr: Optional[str],

@@ -49,6 +49,13 @@ def _result(console: Any, r: CheckResult, verbose: bool) -> None:
         style=STYLES[r.status],
         end="",
     )
+    if (r.status is Status.PASS and not verbose and not r.traceback
+            and all(f.status is Status.PASS and f.suppressed is None for f in r.findings)):
+        # a passing check is one line (its proof under -v), as flutter doctor shows a healthy item; a finding
+        # accepted by a suppression is still shown, with its reason
+        n = len(r.findings)
+        console.print(f"  {r.duration_s:.2f}s" + (f"  ({n} proofs: -v)" if n > 1 else "  (proof: -v)"), style="dim")
+        return
     console.print(f"  {r.duration_s:.2f}s", style="dim")
     # problems first; what passed is listed too, with what it proved when the check is healthy
     order = sorted(r.findings, key=lambda f: f.status, reverse=True) if r.status > Status.PASS else r.findings
