@@ -279,3 +279,43 @@ def test_train_prints_the_post_mortem_of_its_msrun_logs(tmp_path, capsys):
     assert "ranks 0, 2-3: killed by msrun" in err
     postmortem(tmp_path / "nothing", tmp_path / "nothing", sys.executable)  # no logs: nothing, no error
     assert capsys.readouterr().err == ""
+
+
+# -- plogs ------------------------------------------------------------------------------------------------------------
+
+#: a CANN plog line as published in https://github.com/gpustack/gpustack/issues/2021 (pid and time replaced below)
+PLOG_LINE = ("[ERROR] HCCL(36035,mindie_llm_backend_connector):2025-05-13-02:25:58.068.817 [op_base.cc:974][36818]"
+             "[Init][CommRootInfoConfig]errNo[0x0000000005000002]HcclCommInitRootInfo failed.")
+
+
+def _with_plogs(tmp_path: Path) -> tuple[Path, Path]:
+    job = tmp_path / "job"
+    job.mkdir()
+    for f in (MSRUN / "raise").iterdir():
+        shutil.copy(f, job / f.name)
+    pid0 = pm.scan_file(job / "worker_0.log").pid
+    plogs = tmp_path / "ascend" / "log" / "debug" / "plog"
+    plogs.mkdir(parents=True)
+    # rank 0's process wrote a plog 6 s after rank 2's failure; another process's plog is not the job's
+    line = PLOG_LINE.replace("36035", str(pid0)).replace("2025-05-13-02:25:58", "2026-12-02-12:48:20")
+    (plogs / f"plog-{pid0}_20261202124800000.log").write_text(line + "\n")
+    (plogs / "plog-1_20261202124800000.log").write_text(PLOG_LINE.replace("36035", "1") + "\n")
+    return job, plogs
+
+
+def test_plog_files_given_as_a_log_dir_belong_to_the_rank_of_their_pid(tmp_path):
+    job, plogs = _with_plogs(tmp_path)
+    r = pm.analyse([job, plogs])
+    assert r.first_failure.rank == 2
+    later = [c for c in r.consequences if c.kind == "later-error"]
+    assert [c.rank for c in later] == [0] and "HcclCommInitRootInfo" in later[0].text
+    assert any("plog-1_" in n and "no rank's process" in n for n in r.notes)
+
+
+def test_plog_directory_named_in_a_log_is_read(tmp_path):
+    job, plogs = _with_plogs(tmp_path)
+    with open(job / "worker_0.log", "a") as fh:  # mutation: the log names where CANN wrote its plogs
+        fh.write(f"[WARNING] DEVICE(1,1,python):2026-12-02-12:48:20.000.000 [x.cc:1] F] see the plog under {plogs}\n")
+    r = pm.analyse([job])
+    assert any(c.rank == 0 and "HcclCommInitRootInfo" in c.text for c in r.consequences)
+    assert not any("plog-1_" in n for n in r.notes)  # only the job's processes' plogs are read
