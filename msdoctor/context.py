@@ -176,9 +176,10 @@ class Context:
         slot = self._slots.get(spec.name)
         return slot is not None and slot.event.is_set()
 
-    def peek(self, name: str, default: Any = None) -> Any:
-        """The value of fact ``name`` if it was computed without error, else default (never computes)."""
-        slot = self._slots.get(name)
+    def peek(self, spec: "FactSpec[T] | str", default: Any = None) -> Any:
+        """The value of fact ``spec`` (a FactSpec, or its name) if it was computed without error, else default
+        (never computes)."""
+        slot = self._slots.get(spec.name if isinstance(spec, FactSpec) else spec)
         if slot is None or not slot.event.is_set() or slot.error is not None:
             return default
         return slot.value

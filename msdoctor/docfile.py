@@ -9,7 +9,6 @@ later validation errors can point at the key.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -175,10 +174,8 @@ def _json_key_lines(text: str) -> dict[KeyPath, int]:
 
 
 def load_toml_text(text: str, path: Path) -> Document:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python < 3.11
-        import tomli as tomllib
+    from msdoctor.tomlcompat import tomllib
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,7 +96,7 @@ def environment_facts(ctx: Context) -> dict[str, Any]:
 def _device_facts(ctx: Context) -> dict[str, Any]:
     """CANN/driver versions and device counts, from the facts the checks gathered (nothing is probed here)."""
     out: dict[str, Any] = {}
-    cann = ctx.peek("cann")
+    cann = _peek(ctx, "msdoctor.facts.cann", "CANN")
     if cann is not None and getattr(cann, "present", False):
         active = cann.active
         out["ascend"] = {
@@ -106,13 +107,13 @@ def _device_facts(ctx: Context) -> dict[str, Any]:
             "driver": cann.driver.version if cann.driver else None,
             "firmware": cann.firmware.version if cann.firmware else None,
         }
-    npu = ctx.peek("npu-smi")
+    npu = _peek(ctx, "msdoctor.facts.npu_smi", "NPU_SMI")
     if npu is not None:
         ascend = out.setdefault("ascend", {})
         ascend["npu_smi_driver"] = npu.driver_version
         ascend["chips"] = len(npu.chips)
         ascend["chip_names"] = sorted({c.name for c in npu.chips if c.name})
-    gpu = ctx.peek("nvidia")
+    gpu = _peek(ctx, "msdoctor.facts.nvidia", "NVIDIA")
     if gpu is not None:
         out["nvidia"] = {
             "driver": gpu.driver_version,
@@ -121,7 +122,7 @@ def _device_facts(ctx: Context) -> dict[str, Any]:
             "cudart": gpu.cudart_version,
             "cudnn": gpu.cudnn_version,
         }
-    live = ctx.peek("live-device")
+    live = _peek(ctx, "msdoctor.facts.live", "LIVE_DEVICE")
     if live is not None and live.mindspore_version:
         out["mindspore_runtime"] = {
             "version": live.mindspore_version,
@@ -129,6 +130,13 @@ def _device_facts(ctx: Context) -> dict[str, Any]:
             "device_count": live.device_count,
         }
     return out
+
+
+def _peek(ctx: Context, module: str, spec: str) -> Any:
+    """The value of the FactSpec ``module.spec`` if a check computed it; a fact whose module no check imported
+    was never computed (and importing it here would only cost start-up time)."""
+    loaded = sys.modules.get(module)
+    return ctx.peek(getattr(loaded, spec)) if loaded is not None else None
 
 
 def _refuse_unsupported_target(ctx: Context, chosen: list[LoadedCheck]) -> None:

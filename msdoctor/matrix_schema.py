@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-import sys
 from typing import Any, Callable, Mapping, Optional
 
 
@@ -195,10 +194,8 @@ def validate(text: str, path: str, expected_kind: Optional[str] = None, *,
     skips parsing every version and specifier: the packaged files are validated deeply by the test
     suite (tests/test_matrix_data.py), and `msdoctor check --quick` must stay fast.
     """
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python < 3.11
-        import tomli as tomllib
+    from msdoctor.tomlcompat import tomllib
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

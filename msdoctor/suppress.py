@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
@@ -64,10 +63,8 @@ class Suppression:
 
 
 def _toml() -> Any:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python < 3.11
-        import tomli as tomllib
+    from msdoctor.tomlcompat import tomllib
+
     return tomllib
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -91,10 +90,8 @@ def _fill(text: str, values: Mapping[str, Optional[str]]) -> str:
 
 
 def _toml() -> Any:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python < 3.11
-        import tomli as tomllib
+    from msdoctor.tomlcompat import tomllib
+
     return tomllib
 
 

@@ -151,11 +151,9 @@ def added_versions() -> tuple[dict[str, str], str]:
 
     Source: compat_matrix/transformers_model_types.toml (observed in the transformers wheels it lists).
     """
-    try:
-        import tomllib  # type: ignore[import-not-found]
-    except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
     from importlib import resources
+
+    from msdoctor.tomlcompat import tomllib
 
     text = resources.files("msdoctor.compat_matrix").joinpath("transformers_model_types.toml").read_text("utf-8")
     data = tomllib.loads(text)
