@@ -73,7 +73,8 @@ def test_mindformers_new_names_give_the_same_model():
     mcore_est = estimate(mcore.model, mcore.setup, dev)
     # fp32 weights (16 B/param + a 4 B accumulation buffer) against fp16 weights (12 + 2)
     assert mcore_est.bytes_of("accumulation") == 2 * legacy_est.bytes_of("accumulation") == 4 * P7
-    assert legacy_est.verdict in ("fits", "tight") and mcore_est.verdict == "does not fit"
+    # over the capacity only by the unconfirmed accumulation buffer and margins: inside the band
+    assert legacy_est.verdict in ("fits", "tight") and mcore_est.verdict == "tight" and mcore_est.may_not_fit
 
 
 def test_mindformers_recompute_list_and_offsets(tmp_path):

@@ -48,6 +48,7 @@ def _location(plan: Any) -> Optional[Location]:
 
 def evaluate(plan: Any, config_arg: str) -> list[Finding]:
     """Findings for a finished plan (pure: the estimate, capacity and suggestions are in it)."""
+    from msdoctor.memory.spec import MEASURE_HINT
     from msdoctor.memory.units import fmt_gib
 
     est, src = plan.estimate, plan.source
@@ -78,12 +79,17 @@ def evaluate(plan: Any, config_arg: str) -> list[Finding]:
         ))
     else:
         tight = est.verdict == "tight"
-        title = (f"tight: {fmt_gib(est.total)} of {fmt_gib(est.capacity)} per device "
+        title = (f"tight: may not fit: {fmt_gib(est.total)} of {fmt_gib(est.capacity)} per device, "
+                 f"{fmt_gib(est.low)} without the terms not confirmed on hardware" if est.may_not_fit else
+                 f"tight: {fmt_gib(est.total)} of {fmt_gib(est.capacity)} per device "
                  f"({est.headroom_fraction:.1%} headroom, under 10%)" if tight else
                  f"does not fit: needs {fmt_gib(est.total)} per device, {fmt_gib(est.capacity)} available "
                  f"({est.device.source})")
-        why = ("A longer sequence, allocator fragmentation or a runtime update can tip it into an out-of-memory "
-               "error hours into the queue." if tight else
+        band = ("Not confirmed on hardware: " + "; ".join(f"{lab} {fmt_gib(b)} ({w})"
+                                                          for _k, lab, b, w in est.unconfirmed) + ". ")
+        why = (band + ("These terms decide it; " + MEASURE_HINT + "." if est.may_not_fit else
+                       "A longer sequence, allocator fragmentation or a runtime update can tip it into an "
+                       "out-of-memory error hours into the queue.") if tight else band +
                "The run will stop with an out-of-memory error when it starts training, after the job was queued.")
         fix = _suggestions(plan) or ("no change within reach fits: more devices are needed" if not tight else None)
         if fix:

@@ -50,15 +50,46 @@ class LayerParams:
     expert: float = 0.0  # of per_device: expert FFN weights (split over expert parallel too)
 
 
-def layer_params(m: ModelShape, t: int, ep: int = 1) -> LayerParams:
+def attention_params(m: ModelShape) -> tuple[int, int]:
+    """(TP-sharded, replicated) attention parameters of one layer, biases and norms excluded.
+
+    Multi-head latent attention (DeepSeek-V2, arXiv 2405.04434 section 2.1; MindFormers
+    ``MLATransformerConfig`` q_lora_rank / kv_lora_rank / qk_rope_head_dim / qk_nope_head_dim /
+    v_head_dim): Q is h x q_lora then q_lora x a(nope + rope) (or h x a(nope + rope) without
+    q_lora), K/V go through h x (kv_lora + rope) then kv_lora x a(nope + v), the output is a v x h;
+    the down projections and their norms are replicated (Megatron-LM ``multi_latent_attention.py``
+    keeps them unsplit), the up and output projections TP-sharded.
+    """
+    h = m.hidden_size
+    if m.mla:
+        a = m.num_heads
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        v = m.v_head_dim or m.qk_nope_head_dim
+        replicated = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
+        sharded = m.kv_lora_rank * a * (m.qk_nope_head_dim + v) + a * v * h
+        if m.q_lora_rank:
+            replicated += h * m.q_lora_rank + m.q_lora_rank
+            sharded += m.q_lora_rank * a * qk
+        else:
+            sharded += h * a * qk
+        return sharded, replicated
+    d = m.head_width
+    q, kv = m.num_heads * d, m.kv_heads * d
+    return h * q + 2 * h * kv + q * h, 0
+
+
+def layer_params(m: ModelShape, t: int, ep: int = 1, dense: bool = False) -> LayerParams:
     """Parameters of one transformer layer: (this device's share under TP t and expert parallel ep,
-    whole layer). Mixture of experts: num_experts FFNs and an h x E router."""
+    whole layer). A mixture-of-experts layer (``dense`` False and num_experts > 1) has
+    num_experts routed FFNs of expert_ffn_size, the shared experts (TP-sharded like a dense FFN)
+    and an h x E router; a dense layer one FFN of ffn_size."""
     h, d, f = m.hidden_size, m.head_width, m.ffn
     q, kv = m.num_heads * d, m.kv_heads * d
     norm_w = 1 if m.norm == "rmsnorm" else 2
-    ffn = h * f * (3 if m.activation == "swiglu" else 2)
-    sharded = h * q + 2 * h * kv + q * h
-    replicated = 2 * h * norm_w + (2 * d * norm_w if m.qk_norm else 0)
+    glu = 3 if m.activation == "swiglu" else 2
+    ffn = h * f * glu
+    sharded, replicated = attention_params(m)
+    replicated += 2 * h * norm_w + (2 * d * norm_w if m.qk_norm else 0)
     if m.bias:
         # column-parallel biases (QKV, FC1) are sharded; row-parallel ones (O, FC2) replicated
         sharded += q + 2 * kv
@@ -69,20 +100,36 @@ def layer_params(m: ModelShape, t: int, ep: int = 1) -> LayerParams:
         ffn_replicated = 0
         if m.qkv_bias:
             sharded += q + 2 * kv
-    if m.num_experts > 1:
-        experts = m.num_experts * (ffn + ffn_replicated)
+    if m.moe and not dense:
+        ef = m.expert_ffn
+        one = h * ef * glu + ((2 * ef if m.activation == "swiglu" else ef) + h if m.bias else 0)
+        experts = m.num_experts * one
         expert_share = experts / (t * max(1, ep))
+        shared = (h * m.shared_ffn_size * glu if m.shared_ffn_size else m.shared_experts * one)
         router = h * m.num_experts
-        return LayerParams(sharded / t + expert_share + replicated + router,
-                           sharded + experts + replicated + router, expert_share)
+        return LayerParams((sharded + shared) / t + expert_share + replicated + router,
+                           sharded + shared + experts + replicated + router, expert_share)
     return LayerParams((sharded + ffn) / t + replicated + ffn_replicated, sharded + ffn + replicated + ffn_replicated)
+
+
+def mtp_params(m: ModelShape, t: int, ep: int = 1) -> LayerParams:
+    """One multi-token-prediction module (DeepSeek-V3, arXiv 2412.19437 section 2.2): a full
+    transformer layer, two norms and a 2h x h projection; the embedding and output head are shared
+    with the main model."""
+    lp = layer_params(m, t, ep, dense=not m.moe)
+    h = m.hidden_size
+    norm_w = 1 if m.norm == "rmsnorm" else 2
+    extra = 2 * h * h
+    return LayerParams(lp.per_device + extra / t + 3 * h * norm_w, lp.whole + extra + 3 * h * norm_w, lp.expert)
 
 
 def total_params(m: ModelShape, tensor_parallel: int = 1) -> int:
     """Parameters of the whole model (padded vocabulary)."""
     v = m.padded_vocab(tensor_parallel)
     h = m.hidden_size
-    out = m.num_layers * layer_params(m, 1).whole + v * h + m.position_embeddings * h
+    dense = m.dense_layers if m.moe else m.num_layers
+    out = dense * layer_params(m, 1, dense=True).whole + m.moe_layers * layer_params(m, 1).whole
+    out += m.mtp_layers * mtp_params(m, 1).whole + v * h + m.position_embeddings * h
     out += h * (1 if m.norm == "rmsnorm" else 2)
     if not m.tie_embeddings:
         out += v * h
@@ -92,11 +139,12 @@ def total_params(m: ModelShape, tensor_parallel: int = 1) -> int:
 def stage_layers(m: ModelShape, s: Setup) -> list[int]:
     """Layers on each pipeline stage (MindFormers offsets move layers between stages)."""
     p = s.pipeline_stages
-    base = m.num_layers // p
+    n = m.num_layers + m.mtp_layers  # MindFormers places the MTP modules by the pipeline too (LayerSetting)
+    base = n // p
     if s.stage_offsets and len(s.stage_offsets) == p:
         return [base + int(o) for o in s.stage_offsets]
     out = [base] * p
-    for i in range(m.num_layers - base * p):  # uneven split: the remainder goes to the last stages
+    for i in range(n - base * p):  # uneven split: the remainder goes to the last stages
         out[p - 1 - i] += 1
     return out
 
@@ -114,13 +162,40 @@ class StageParams:
     largest_tensor: float = 0.0  # biggest single weight (DeepSpeed gathers module by module)
 
 
+def stage_mix(m: ModelShape, counts: list, stage: int) -> tuple[int, int, int]:
+    """(dense, MoE, MTP) layers of a stage: the first dense_layers of the model are dense, the
+    last mtp_layers of the layer sequence (on the last stage) are the MTP modules."""
+    start = sum(counts[:stage])
+    end = start + counts[stage]
+    dense_end = m.dense_layers if m.moe else m.num_layers
+    dense = max(0, min(end, dense_end) - start)
+    mtp = max(0, end - max(start, m.num_layers))
+    return dense, counts[stage] - dense - mtp, mtp
+
+
+def stage_layer_params(m: ModelShape, s: Setup, stage: int, counts: list) -> LayerParams:
+    """The stage's transformer layers together (dense, MoE and MTP layers each as they are)."""
+    t, ep = s.tensor_parallel, s.expert_parallel
+    dense_n, moe_n, mtp_n = stage_mix(m, counts, stage)
+    parts = []
+    if dense_n:
+        parts.append((dense_n, layer_params(m, t, ep, dense=True)))
+    if moe_n:
+        parts.append((moe_n, layer_params(m, t, ep)))
+    if mtp_n:
+        parts.append((mtp_n, mtp_params(m, t, ep)))
+    return LayerParams(sum(n * lp.per_device for n, lp in parts), sum(n * lp.whole for n, lp in parts),
+                       sum(n * lp.expert for n, lp in parts))
+
+
 def stage_params(m: ModelShape, s: Setup, stage: int, layers: int, lp: LayerParams) -> StageParams:
+    """``lp``: the stage's layers together (stage_layer_params)."""
     t, p = s.tensor_parallel, s.pipeline_stages
     h = m.hidden_size
     v = m.padded_vocab(t)
     emb_div = t if s.embedding_tp_sharded else 1
     embedding = output = 0.0
-    parts = [f"{layers} layers x {fmt_count(lp.per_device)}"]
+    parts = [f"{layers} layers: {fmt_count(lp.per_device)}"]
     if stage == 0:
         embedding = v * h / emb_div + m.position_embeddings * h
         parts.append(f"embedding {v}x{h}" + (f"/{emb_div}" if emb_div > 1 else ""))
@@ -133,8 +208,8 @@ def stage_params(m: ModelShape, s: Setup, stage: int, layers: int, lp: LayerPara
             parts.append(("output layer" if not m.tie_embeddings else "tied output copy") + f" {v}x{h}"
                          + (f"/{emb_div}" if emb_div > 1 else ""))
         parts.append("final norm")
-    total = layers * lp.per_device + embedding + output
-    largest = max(lp.per_device, embedding, output)
+    total = lp.per_device + embedding + output
+    largest = max(lp.per_device / max(1, layers), embedding, output)
     # norm weights are h (or head_dim) wide: below MindSpore's parallel_optimizer_threshold they stay whole
     norm_w = 1 if m.norm == "rmsnorm" else 2
     small = 0.0
@@ -143,7 +218,7 @@ def stage_params(m: ModelShape, s: Setup, stage: int, layers: int, lp: LayerPara
         if stage == p - 1:
             small += h * norm_w
     tensor = max(m.hidden_size * m.ffn / t, m.hidden_size * m.num_heads * m.head_width / t, embedding, output)
-    return StageParams(layers, total, embedding, output, largest, " + ".join(parts), small, layers * lp.expert,
+    return StageParams(layers, total, embedding, output, largest, " + ".join(parts), small, lp.expert,
                        tensor)
 
 
@@ -203,6 +278,24 @@ def shard_degree(s: Setup) -> int:
     return max(1, size or group)
 
 
+def expert_shard_degree(s: Setup) -> int:
+    """Devices an expert weight's optimizer shard is split over.
+
+    Experts are split over expert_parallel inside the data-parallel group, so each expert weight
+    is repeated on (data x context parallel) / ep devices; the parallel optimizer shards it over
+    that group, or over optimizer_weight_shard_size of it when that divides it (MindSpore
+    ``parallel_optimizer_config``: a size that does not divide a parameter's group "will not
+    take effect", mindspore/context.py).
+    """
+    if s.optimizer_sharding == "none":
+        return 1
+    group = max(1, (s.data_parallel * s.context_parallel) // max(1, s.expert_parallel))
+    size = s.optimizer_shard_size
+    if size and (s.framework != "mindspore" or (size <= group and group % size == 0)):
+        return max(1, min(size, group))
+    return group
+
+
 #: what MindSpore's parallel optimizer keeps per level (MindSpore 2.7 ``mindspore/context.py``,
 #: ``set_auto_parallel_context`` parallel_optimizer_config; docs features/parallel/optimizer_parallel.md)
 MS_LEVEL_SOURCE = {
@@ -254,7 +347,7 @@ def state_components(m: ModelShape, s: Setup, sp: StageParams) -> list[Component
     ms = fw == "mindspore"
     small = sp.small if ms and level else 0.0
     expert = sp.expert
-    de = max(1, d // max(1, s.expert_parallel))  # experts are already split over expert parallel
+    de = expert_shard_degree(s) if d > 1 else 1
     out: list[Component] = []
     pn = f"{round(n):,} params"
 
@@ -342,11 +435,13 @@ def layer_activation(m: ModelShape, s: Setup, mode: str, comm: bool = False) -> 
         ffn_note += "-2 (FFN activation recomputed: MindFormers select_recompute)"
     ffn_coef = k * m.ffn / h
     if m.num_experts > 1:
-        # each token's FFN activations in each of its experts (up to capacity), plus the dispatched
-        # and combined hidden states (2 x h per routed copy)
+        # each token's FFN activations in each of its top-k experts (up to capacity), plus the
+        # dispatched and combined hidden states (2 x h per routed copy); shared experts see every token
         routed = m.experts_per_token * max(1.0, m.capacity_factor)
-        ffn_coef = (ffn_coef + 4) * routed
-        ffn_note += f", MoE x{routed:g} routed copies"
+        shared = m.shared_ffn_size or m.shared_experts * m.expert_ffn
+        ffn_coef = (k * m.expert_ffn / h + 4) * routed + k * shared / h
+        ffn_note += f", MoE top-{m.experts_per_token} x{routed:g} routed copies of {m.expert_ffn}" + (
+            f" + shared {shared}" if shared else "")
     s_coef = (2 * qf + 4 * kvf + 2 * qf + ffn_coef) * scale
     if s.flash_attention:
         core = 4 * m.num_heads / h  # fp32 softmax statistics (log-sum-exp) only
@@ -392,7 +487,7 @@ def in_flight(s: Setup, stage: int) -> float:
     n = float(min(p - stage, total)) if u == 1 else float(min(total, max(p - stage, u)))
     if s.virtual_pipeline_chunks > 1:
         n *= 1 + (p - 1) / (p * s.virtual_pipeline_chunks)
-    return n
+    return min(n, float(total))  # never more in flight than there are
 
 
 def recomputed_layers(s: Setup, stage: int, layers: int) -> int:
@@ -522,9 +617,9 @@ def overhead_components(device: Device, allocated: float) -> list[Component]:
     return out
 
 
-def _stage_breakdown(m: ModelShape, s: Setup, lp: LayerParams, layers: list[int], stage: int,
+def _stage_breakdown(m: ModelShape, s: Setup, layers: list[int], stage: int,
                      cache: dict) -> tuple[StageParams, list[Component]]:
-    sp = stage_params(m, s, stage, layers[stage], lp)
+    sp = stage_params(m, s, stage, layers[stage], stage_layer_params(m, s, stage, layers))
     comps = state_components(m, s, sp) + activation_components(m, s, stage, layers[stage], cache)
     return sp, comps
 
@@ -532,13 +627,12 @@ def _stage_breakdown(m: ModelShape, s: Setup, lp: LayerParams, layers: list[int]
 def estimate(model: ModelShape, setup: Setup, device: Optional[Device] = None) -> Estimate:
     """Memory per device on the most loaded pipeline stage, every component with its why."""
     device = device or Device()
-    lp = layer_params(model, setup.tensor_parallel, setup.expert_parallel)
     layers = stage_layers(model, setup)
     cache: dict = {}
     best = None
     stages = []
     for i in _candidate_stages(model, setup):
-        sp, comps = _stage_breakdown(model, setup, lp, layers, i, cache)
+        sp, comps = _stage_breakdown(model, setup, layers, i, cache)
         allocated = sum(c.bytes for c in comps)
         total = allocated + sum(c.bytes for c in overhead_components(device, allocated))
         stages.append(StageTotal(i, layers[i], round(sp.params), total))
@@ -563,7 +657,8 @@ def _candidate_stages(m: ModelShape, s: Setup) -> list[int]:
     if p == 1:
         return [0]
     if (s.stage_offsets or s.recompute_layers is not None or s.selective_layers is not None
-            or s.comm_recompute_layers is not None or m.num_layers % p):
+            or s.comm_recompute_layers is not None or (m.num_layers + m.mtp_layers) % p
+            or (m.moe and m.dense_layers) or m.mtp_layers):
         return list(range(p))
     return [0, p - 1]
 

@@ -28,17 +28,32 @@ def _unknown(doc: Document) -> tuple[list[Problem], list[Problem]]:
     return unknown, relevant
 
 
-def _moe(r: Reader) -> tuple[int, int, Optional[int]]:
-    """(experts, experts per token, per-expert FFN size) of a mixture-of-experts config.json."""
+def _moe(r: Reader) -> dict:
+    """Mixture-of-experts, latent-attention and MTP fields of a config.json (keys.HF_MOE_ALIASES)."""
+    A = K.HF_MOE_ALIASES
+    out: dict = {}
     experts = 0
-    for key in K.HF_MOE_KEYS:
+    for key in A["num_experts"]:
         value, keys = r.find((), (key,))
-        if isinstance(value, int) and value > 1 and keys is not None:
+        if isinstance(value, int) and not isinstance(value, bool) and value > 1 and keys is not None:
             experts = value
             r.origins["num_experts"] = keys
-    chosen = r.int("experts_per_token", (), ("num_experts_per_tok",), 1) or 1
-    moe_ffn = r.int("ffn_size", (), ("moe_intermediate_size",)) if experts else None
-    return experts, chosen, moe_ffn
+            break
+    if experts:
+        out["num_experts"] = experts
+        out["experts_per_token"] = r.int("experts_per_token", (), A["experts_per_token"], 1) or 1
+        out["expert_ffn_size"] = r.int("expert_ffn_size", (), A["expert_ffn_size"])
+        out["shared_experts"] = r.int("shared_experts", (), A["shared_experts"], 0) or 0
+        out["shared_ffn_size"] = r.int("shared_ffn_size", (), A["shared_ffn_size"])
+        out["dense_layers"] = max(0, r.int("dense_layers", (), A["dense_layers"], 0) or 0)
+    for key in K.HF_MLA_KEYS:
+        got = r.int(key, (), (key,))
+        if got:
+            out[key] = got
+    mtp = r.int("mtp_layers", (), K.HF_MTP_KEYS, 0) or 0
+    if mtp > 0:
+        out["mtp_layers"] = mtp
+    return out
 
 
 def _model(r: Reader, doc: Document, notes: list) -> tuple[Optional[ModelShape], int]:
@@ -69,24 +84,32 @@ def _model(r: Reader, doc: Document, notes: list) -> tuple[Optional[ModelShape],
     qkv_bias = r.bool("qkv_bias", top, ("attention_bias",), model_type in K.HF_QKV_BIAS)
     dropout = max(r.number("dropout", top, (k,), 0.0) for k in K.HF_DROPOUT)
     attention_dropout = max(r.number("attention_dropout", top, (k,), 0.0) for k in K.HF_ATTENTION_DROPOUT)
-    experts, chosen, moe_ffn = _moe(r)
+    moe = _moe(r)
     layers, hidden, heads, vocab = ints["num_layers"], ints["hidden_size"], ints["num_heads"], ints["vocab_size"]
     if r.problems or layers is None or hidden is None or heads is None or vocab is None:
         return None, max_pos
-    ffn = moe_ffn or ints["ffn_size"]
+    ffn = ints["ffn_size"]
     if ffn is None:
         notes.append("no intermediate_size: " + ("4 x hidden" if activation == "gelu" else "the Llama rule")
                      + " assumed")
-    if experts:
-        notes.append(f"mixture of experts: {experts} experts, {chosen} per token"
-                     + (" (shared experts and dense layers not modelled)" if "n_shared_experts" in doc.data else ""))
+    if moe.get("num_experts"):
+        notes.append(f"mixture of experts: {moe['num_experts']} routed experts of width "
+                     f"{moe['expert_ffn_size'] or ffn}, top-{moe['experts_per_token']}"
+                     + (f", {moe['shared_experts']} shared" if moe["shared_experts"] else "")
+                     + (f", shared width {moe['shared_ffn_size']}" if moe["shared_ffn_size"] else "")
+                     + (f", first {moe['dense_layers']} layers dense" if moe["dense_layers"] else ""))
+    if moe.get("kv_lora_rank"):
+        notes.append(f"multi-head latent attention: kv_lora_rank {moe['kv_lora_rank']}, "
+                     f"q_lora_rank {moe.get('q_lora_rank', 0)}")
+    if moe.get("mtp_layers"):
+        notes.append(f"{moe['mtp_layers']} multi-token-prediction layer(s) (num_nextn_predict_layers)")
     model = ModelShape(
         num_layers=layers, hidden_size=hidden, num_heads=heads, vocab_size=vocab, num_kv_heads=kv, ffn_size=ffn, activation=activation,
         head_dim=ints["head_dim"], tie_embeddings=tie, bias=bias, qkv_bias=qkv_bias,
         norm="layernorm" if r.find(top, K.HF_LAYERNORM_EPS)[1] is not None else "rmsnorm",
         qk_norm=model_type.startswith("qwen3") or r.bool("qk_norm", top, ("qk_norm",), False),
         position_embeddings=max_pos if model_type in K.HF_LEARNED_POSITIONS else 0, dropout=dropout > 0,
-        attention_dropout=attention_dropout > 0, num_experts=experts, experts_per_token=chosen,
+        attention_dropout=attention_dropout > 0, **moe,
     )
     return model, max_pos
 

@@ -55,13 +55,20 @@ mlp_has_gate ffn_concat kv_channels padded_vocab_size ffn_hidden_size multi_quer
 layernorm_epsilon rmsnorm apply_residual_connection_post_layernorm post_layer_norm bias_dropout_fusion
 apply_query_key_layer_scaling attention_softmax_in_fp32 quantization_bit pre_seq_len prefix_projection
 mlp_concat rope_ratio has_bias auto_register emb_dropout_prob rotary_emb_base num_query_groups use_legacy
-moe_config
+moe_config expert_num n_routed_experts num_moe_experts num_experts_chosen num_experts_per_tok moe_router_topk
+moe_intermediate_size moe_ffn_hidden_size n_shared_experts shared_expert_num moe_shared_expert_intermediate_size
+first_k_dense_replace q_lora_rank kv_lora_rank qk_nope_head_dim qk_head_dim qk_rope_head_dim qk_pos_emb_head_dim
+v_head_dim mtp_depth num_nextn_predict_layers mtp_num_layers multi_latent_attention moe_grouped_gemm
+router_dense_type moe_router_dtype moe_router_pre_softmax moe_token_drop_policy routed_scaling_factor
+router_aux_loss_coef moe_aux_loss_coeff moe_router_load_balancing_type norm_topk_prob
 """.split())
 
 MF_PARALLEL_CONFIG = frozenset("""
 data_parallel model_parallel pipeline_stage context_parallel micro_batch_num use_seq_parallel vocab_emb_dp
 gradient_aggregation_group optimizer_shard expert_parallel context_parallel_algo ulysses_degree_in_cp mem_coeff
 seq_split_num select_recompute recompute use_sep_parallel
+data_parallel_size tensor_model_parallel_size pipeline_model_parallel_size context_parallel_size
+expert_model_parallel_size
 """.split())
 
 MF_PARALLEL = frozenset("""
@@ -113,6 +120,8 @@ seq_length hidden_act activation_function tie_word_embeddings attention_bias mlp
 dtype rms_norm_eps layer_norm_eps layer_norm_epsilon attention_dropout hidden_dropout resid_pdrop attn_pdrop
 embd_pdrop model_type architectures num_local_experts num_experts n_routed_experts qk_norm num_experts_per_tok
 moe_intermediate_size n_shared_experts router_aux_loss_coef output_router_logits router_jitter_noise
+first_k_dense_replace shared_expert_intermediate_size q_lora_rank kv_lora_rank qk_nope_head_dim qk_rope_head_dim
+v_head_dim num_nextn_predict_layers
 """.split())
 
 HF_IGNORED = frozenset("""
@@ -233,3 +242,49 @@ HF_TIE_DEFAULT_REMOTE = {"internlm2": False, "chatglm": False, "baichuan": False
 HF_TIE_FALLBACK = True  # PretrainedConfig.__init__ tie_word_embeddings=True
 #: model types whose attention always has Q, K, V biases (transformers Qwen2Attention: bias=True on q/k/v)
 HF_QKV_BIAS = ("qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl")
+
+
+# MindFormers aliases for MoE, MLA and MTP (one name per meaning; the first present wins) -----------
+#: MindFormers' own alias table, ``COMMON_CONFIG_MAPPING`` in mindformers/parallel_core/transformer_config_utils.py
+#: (mindspore-lab/mindformers v1.7.0): mcore model_config keys and their legacy / Hugging Face spellings map to one
+#: TransformerConfig field. The legacy ``moe_config`` section (MoEConfig in
+#: mindformers/modules/transformer/moe.py, v1.5.0) uses expert_num, num_experts_chosen, shared_expert_num,
+#: moe_intermediate_size and first_k_dense_replace.
+MF_MOE_ALIASES = {
+    "num_experts": ("expert_num", "n_routed_experts", "num_experts", "num_moe_experts"),
+    "experts_per_token": ("num_experts_chosen", "num_experts_per_tok", "moe_router_topk"),
+    "expert_ffn_size": ("moe_intermediate_size", "moe_ffn_hidden_size"),
+    "shared_experts": ("n_shared_experts", "shared_expert_num"),
+    "shared_ffn_size": ("moe_shared_expert_intermediate_size",),
+    "dense_layers": ("first_k_dense_replace",),
+    "capacity_factor": ("capacity_factor", "moe_expert_capacity_factor"),
+}
+MF_MLA_ALIASES = {
+    "q_lora_rank": ("q_lora_rank",),
+    "kv_lora_rank": ("kv_lora_rank",),
+    "qk_nope_head_dim": ("qk_nope_head_dim", "qk_head_dim"),
+    "qk_rope_head_dim": ("qk_rope_head_dim", "qk_pos_emb_head_dim"),
+    "v_head_dim": ("v_head_dim",),
+}
+MF_MTP_ALIASES = ("mtp_depth", "num_nextn_predict_layers", "mtp_num_layers")
+#: parallel_config: the mcore ModelParallelConfig names are aliases of the legacy ones
+#: (COMMON_CONFIG_MAPPING; both at once is MindFormers' "Multiple configurations provided for the same setting")
+MF_PARALLEL_ALIASES = {
+    "data_parallel": ("data_parallel", "data_parallel_size"),
+    "tensor_parallel": ("model_parallel", "tensor_model_parallel_size"),
+    "pipeline_stages": ("pipeline_stage", "pipeline_model_parallel_size"),
+    "context_parallel": ("context_parallel", "context_parallel_size"),
+    "expert_parallel": ("expert_parallel", "expert_model_parallel_size"),
+}
+#: Hugging Face config.json spellings (transformers configuration_deepseek_v3.py, configuration_qwen2_moe.py,
+#: configuration_qwen3_moe.py, configuration_mixtral.py)
+HF_MOE_ALIASES = {
+    "num_experts": ("n_routed_experts", "num_experts", "num_local_experts"),
+    "experts_per_token": ("num_experts_per_tok",),
+    "expert_ffn_size": ("moe_intermediate_size",),
+    "shared_experts": ("n_shared_experts",),
+    "shared_ffn_size": ("shared_expert_intermediate_size",),
+    "dense_layers": ("first_k_dense_replace",),
+}
+HF_MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+HF_MTP_KEYS = ("num_nextn_predict_layers",)

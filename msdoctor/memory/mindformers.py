@@ -283,20 +283,55 @@ def _seq_length(r: Reader, doc: Document, defaults: dict, notes: list) -> int:
 
 
 def _moe(r: Reader, model: Optional[ModelShape], notes: list) -> Optional[ModelShape]:
-    """moe_config: expert_num experts, num_experts_chosen per token, capacity_factor."""
-    experts = r.int("num_experts", ("moe_config",), ("expert_num",), 0) or 0
-    if model is None or experts <= 1:
-        return model
-    chosen = r.int("experts_per_token", ("moe_config",), ("num_experts_chosen",), 1) or 1
-    cf = r.number("capacity_factor", ("moe_config",), ("capacity_factor",), 1.0)
-    notes.append(f"mixture of experts: {experts} experts, {chosen} per token, capacity factor {cf:g}; expert "
-                 f"weights split over expert_parallel, routed activations x{chosen * max(1.0, cf):g}")
-    return replace(model, num_experts=experts, experts_per_token=chosen, capacity_factor=cf)
+    """Mixture of experts, latent attention and MTP layers: the legacy ``moe_config`` section or the
+    mcore model_config keys, by MindFormers' own aliases (keys.MF_MOE_ALIASES)."""
+    if model is None:
+        return None
+
+    def pick(field: str, names: tuple, default: Any = None, number: bool = False) -> Any:
+        for path in (("moe_config",), MC):
+            if r.find(path, names)[1] is None:
+                continue
+            return r.number(field, path, names, default or 0.0) if number else r.int(field, path, names, default)
+        return default
+
+    A = K.MF_MOE_ALIASES
+    changes: dict = {}
+    experts = pick("num_experts", A["num_experts"], 0) or 0
+    if experts > 1:
+        chosen = pick("experts_per_token", A["experts_per_token"], 1) or 1
+        cf = pick("capacity_factor", A["capacity_factor"], 1.0, number=True)
+        dense = pick("dense_layers", A["dense_layers"], 0)
+        # MoEConfig's first_k_dense_replace defaults to True (a flag); only a count says how many layers
+        dense = dense if isinstance(dense, int) and not isinstance(dense, bool) and dense > 0 else 0
+        changes.update(num_experts=experts, experts_per_token=chosen, capacity_factor=cf,
+                       expert_ffn_size=pick("expert_ffn_size", A["expert_ffn_size"]),
+                       shared_experts=pick("shared_experts", A["shared_experts"], 0) or 0,
+                       shared_ffn_size=pick("shared_ffn_size", A["shared_ffn_size"]),
+                       dense_layers=min(dense, model.num_layers))
+        notes.append(f"mixture of experts: {experts} routed experts of width "
+                     f"{changes['expert_ffn_size'] or model.ffn}, top-{chosen}, capacity factor {cf:g}"
+                     + (f", {changes['shared_experts']} shared" if changes["shared_experts"] else "")
+                     + (f", first {changes['dense_layers']} layers dense" if changes["dense_layers"] else "")
+                     + "; expert weights split over expert_parallel")
+    for field, names in K.MF_MLA_ALIASES.items():
+        got = r.int(field, MC, names, None)
+        if got:
+            changes[field] = got
+    if changes.get("kv_lora_rank"):
+        notes.append("multi-head latent attention: kv_lora_rank {kv_lora_rank}, q_lora_rank {q}".format(
+            kv_lora_rank=changes["kv_lora_rank"], q=changes.get("q_lora_rank", 0)))
+    mtp = r.int("mtp_layers", MC, K.MF_MTP_ALIASES, 0) or 0
+    if mtp > 0:
+        changes["mtp_layers"] = mtp
+        notes.append(f"{mtp} multi-token-prediction layer(s) on the last pipeline stage")
+    return replace(model, **changes) if changes else model
 
 
 def _layout(r: Reader, fam: str, defaults: dict, flash: bool, notes: list) -> dict:
     """parallel_config, parallel (optimizer, pipeline scheduler) and recompute_config, as Setup fields."""
-    par = {name: r.int(name, PC, (key,), default) for name, (key, default) in K.MF_PARALLEL_INTS.items()}
+    par = {name: r.int(name, PC, K.MF_PARALLEL_ALIASES.get(name, (key,)), default)
+           for name, (key, default) in K.MF_PARALLEL_INTS.items()}
     vocab_dp = r.bool("embedding_tp_sharded", PC, ("vocab_emb_dp",), defaults["vocab_emb_dp"])
     if fam == "mcore" and vocab_dp:
         vocab_dp = False
@@ -308,7 +343,7 @@ def _layout(r: Reader, fam: str, defaults: dict, flash: bool, notes: list) -> di
     out = dict(par, seq_split_num=par["seq_split_num"] or 1, pipeline_scheduler=sched,
                sequence_parallel=r.bool("sequence_parallel", PC, ("use_seq_parallel",), False),
                embedding_tp_sharded=not vocab_dp,
-               expert_parallel=r.int("expert_parallel", PC, ("expert_parallel",), 1) or 1,
+               expert_parallel=r.int("expert_parallel", PC, K.MF_PARALLEL_ALIASES["expert_parallel"], 1) or 1,
                virtual_pipeline_chunks=r.int("virtual_pipeline_chunks", MC, ("pp_interleave_num",), 1) or 1,
                stage_offsets=_offsets(r, notes),
                micro_batch_size=r.int("micro_batch_size", ("runner_config",), ("batch_size",), 1),

@@ -8,6 +8,7 @@ from typing import Any
 from msdoctor.memory.plan import Plan
 from msdoctor.memory.search import Suggestion
 from msdoctor.memory.sources import MSDOCTOR_ORIGINS, OPTION_OF
+from msdoctor.memory.spec import MEASURE_HINT
 from msdoctor.memory.units import GIB, fmt_count, fmt_gib
 from msdoctor.shipped import path as shipped
 
@@ -91,7 +92,8 @@ def to_json(plan: Plan) -> dict:
         },
         "headroom_bytes": est.headroom,
         "headroom_fraction": None if est.headroom_fraction is None else round(est.headroom_fraction, 4),
-        "verdict": est.verdict,
+        "verdict": est.verdict, "may_not_fit": est.may_not_fit, "low_bytes": est.low,
+        "unconfirmed": [{"key": k, "label": lab, "bytes": b, "why": why} for k, lab, b, why in est.unconfirmed],
         "suggestions": [
             {
                 "changes": [{"kind": c.kind, "text": c.text, "cost": c.cost,
@@ -116,8 +118,18 @@ def verdict_line(plan: Plan) -> str:
                 f"({'; '.join(est.device.notes) or 'no device found'}): pass --device-memory, e.g. 64GiB")
     frac = est.headroom_fraction or 0.0
     room = f"{frac:.1%} headroom" if frac >= 0 else f"{fmt_gib(est.total - est.capacity)} over"
-    return (f"{est.verdict}: {fmt_gib(est.total)} of {fmt_gib(est.capacity)} per device "
-            f"({room}; capacity from {est.device.source})")
+    line = (f"{est.verdict}{': may not fit' if est.may_not_fit else ''}: {fmt_gib(est.total)} of "
+            f"{fmt_gib(est.capacity)} per device ({room}; capacity from {est.device.source})")
+    return line + "\n" + band_lines(est)
+
+
+def band_lines(est: Any) -> str:
+    """The band (low end without the unconfirmed terms), the terms, and how to settle it."""
+    out = [f"  band: {fmt_gib(est.low)} to {fmt_gib(est.total)}; not confirmed on hardware:"]
+    out += [f"    - {label} {fmt_gib(b)}: {why}" for _key, label, b, why in est.unconfirmed]
+    if est.may_not_fit:
+        out.append(f"  what decides it: whether these terms are resident at the peak; {MEASURE_HINT}")
+    return "\n".join(out)
 
 
 def _table(rows: list[tuple[str, str, str]]) -> list[str]:

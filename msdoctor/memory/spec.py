@@ -43,8 +43,16 @@ class ModelShape:
         vocab_multiple: pad V to a multiple of this x TP (Megatron: 128).
         dropout: hidden dropout after attention and MLP (stores 1-byte masks).
         attention_dropout: dropout on the attention probabilities (matters without flash attention).
-        num_experts: mixture of experts: FFN experts per layer (0: dense); each token goes to
+        num_experts: mixture of experts: routed FFN experts per layer (0: dense); each token goes to
             ``experts_per_token`` of them, each expert takes up to ``capacity_factor`` x its share.
+        expert_ffn_size: one routed expert's FFN width (None: ffn_size; DeepSeek/Qwen3-MoE
+            ``moe_intermediate_size``, mcore ``moe_ffn_hidden_size``).
+        shared_experts: experts every token goes through (DeepSeek ``n_shared_experts``), each
+            ``expert_ffn_size`` wide unless ``shared_ffn_size`` gives their total width (Qwen2-MoE).
+        dense_layers: the first layers keep a dense FFN of ffn_size (DeepSeek ``first_k_dense_replace``).
+        q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim: multi-head latent
+            attention (DeepSeek-V2/V3), on when kv_lora_rank > 0; q_lora_rank 0 projects Q directly.
+        mtp_layers: multi-token-prediction modules after the last layer (DeepSeek-V3 ``num_nextn_predict_layers``).
     """
 
     num_layers: int
@@ -67,6 +75,32 @@ class ModelShape:
     num_experts: int = 0
     experts_per_token: int = 1
     capacity_factor: float = 1.0
+    expert_ffn_size: Optional[int] = None
+    shared_experts: int = 0
+    shared_ffn_size: Optional[int] = None
+    dense_layers: int = 0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    mtp_layers: int = 0
+
+    @property
+    def mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def moe(self) -> bool:
+        return self.num_experts > 1
+
+    @property
+    def expert_ffn(self) -> int:
+        return self.expert_ffn_size or self.ffn
+
+    @property
+    def moe_layers(self) -> int:
+        return max(0, self.num_layers - self.dense_layers) if self.moe else 0
 
     @property
     def kv_heads(self) -> int:
@@ -320,9 +354,50 @@ class Estimate:
         return (self.capacity - self.total) / self.capacity
 
     @property
+    def unconfirmed(self) -> tuple:
+        """(component key, label, bytes, why) of the terms no hardware measurement has confirmed."""
+        return tuple((c.key, c.label, c.bytes, UNCONFIRMED[c.key]) for c in self.components
+                     if c.key in UNCONFIRMED and c.bytes > 0)
+
+    @property
+    def low(self) -> int:
+        """The low end of the band: the total without the unconfirmed terms."""
+        return self.total - sum(u[2] for u in self.unconfirmed)
+
+    @property
     def verdict(self) -> str:
-        """fits | tight (< 10% headroom) | does not fit | unknown (no capacity)."""
-        return verdict_of(self.total, self.capacity)
+        """fits | tight (under 10% headroom, or over the capacity only by unconfirmed terms: may not
+        fit) | does not fit (even the band's low end is over) | unknown (no capacity)."""
+        return band_verdict(self.low, self.total, self.capacity)
+
+    @property
+    def may_not_fit(self) -> bool:
+        """Inside the band: the high end is over the capacity, the low end is not."""
+        return self.capacity is not None and self.low <= self.capacity < self.total
+
+
+#: terms of the estimate that no hardware measurement has confirmed: what each one assumes. The
+#: band's low end leaves them out; "does not fit" is said only when even the low end is over.
+UNCONFIRMED = {
+    "accumulation": "a full-size accumulation buffer resident next to full-size gradients (MindSpore may "
+                    "accumulate into the gradients in place)",
+    "recompute_working_set": "one recomputed layer's working set on top of the stored activations",
+    "fragmentation": "the allocator fragmentation margin",
+}
+
+#: how to settle a verdict inside the band (MindFormers docs: DryRun memory estimation; MindSpore
+#: environment variable MS_SIMULATION_LEVEL, docs "environment variables" and "dry run")
+MEASURE_HINT = ("measure it: run the job once with MS_SIMULATION_LEVEL=1 (MindSpore's DryRun: it compiles the "
+                "graph for one rank without devices) and read the peak it logs ('Actual peak memory usage' / "
+                "'Used peak memory'), or run a few steps and read the peak with the profiler")
+
+
+def band_verdict(low: int, total: int, capacity: Optional[int]) -> str:
+    if capacity is None:
+        return "unknown"
+    if low > capacity:
+        return "does not fit"
+    return verdict_of(total, capacity) if total <= capacity else "tight"
 
 
 def verdict_of(total: int, capacity: Optional[int]) -> str:

@@ -126,13 +126,15 @@ def _pipeline_problems(src: Source) -> list[Problem]:
     out: list[Problem] = []
     if s.stage_offsets:
         offs = list(s.stage_offsets)
-        counts = [m.num_layers // p + o for o in offs]
+        n = m.num_layers + m.mtp_layers  # MindFormers places MTP layers by the pipeline too (LayerSetting)
+        counts = [n // p + o for o in offs]
         if len(offs) != p:
             out.append(_problem(src, "stage_offsets", f"needs one entry per pipeline stage ({p}), has {len(offs)}",
                                 list(offs)))
-        elif sum(counts) != m.num_layers or min(counts) < 1:
+        elif sum(counts) != n or min(counts) < 1:
+            mtp = f" ({m.num_layers} + {m.mtp_layers} MTP)" if m.mtp_layers else ""
             out.append(_problem(src, "stage_offsets", f"gives stages of {counts} layers; they must be >= 1 and add "
-                                f"up to {m.num_layers}", list(offs)))
+                                f"up to {n}{mtp}", list(offs)))
     elif m.num_layers % (p * s.virtual_pipeline_chunks):
         what = "pipeline stages" if s.virtual_pipeline_chunks == 1 else "pipeline stages x interleaved chunks"
         out.append(_problem(src, "pipeline_stages", f"{what} ({p * s.virtual_pipeline_chunks}) must divide the layers "
