@@ -47,6 +47,11 @@ OUTPUT_CAP = 8 * 1024 * 1024
 #: After a kill, how long msdoctor still reads and waits (a grandchild that left the group may hold a pipe).
 KILL_GRACE_S = 2.0
 
+#: After msdoctor is interrupted (Ctrl-C, SIGTERM) while a child that must not stop half-way runs (pip installing:
+#: killed mid-install it leaves a package without its metadata), how long the child gets after SIGINT to stop
+#: cleanly before its group is killed (see :func:`run_live`'s ``finish_s``).
+INTERRUPT_GRACE_S = 15.0
+
 #: What the supervisor prints on stderr when the command cannot be executed (then exits 127).
 _EXEC_ERROR = "@@msdoctor-exec-error@@"
 
@@ -508,15 +513,25 @@ def _pump(
     deadline: float,
     cap: int,
     on_chunk: Optional[Callable[[bytes], None]] = None,
+    finish_s: Union[float, Callable[[], float]] = 0.0,
+    interruptible: bool = False,
 ) -> tuple[bytes, bytes, bool, bool]:
     """Feed stdin, read stdout/stderr (each at most ``cap`` bytes) until the child exits or the deadline.
 
-    Returns (stdout, stderr, timed_out, overflow). The child is reaped on return.
+    Returns (stdout, stderr, timed_out, overflow). The child is reaped on return. An interruption of msdoctor
+    kills the group at once, unless ``finish_s`` (see :func:`_wind_down`).
     """
     pipes = _Pipes(child, data, cap, on_chunk)
     timed_out = False
     try:
-        pipes.move(deadline, True)
+        try:
+            pipes.move(deadline, True)
+        except BaseException:  # Ctrl-C or SIGTERM of msdoctor (KeyboardInterrupt, cli.Terminated)
+            if (interruptible or (not callable(finish_s) and finish_s > 0)) and not pipes.exited:
+                _wind_down(child, pipes, finish_s() if callable(finish_s) else finish_s)
+                child.kill()  # the bound is over (or it ended): its group killed, it reaped
+                child.wait(KILL_GRACE_S)
+            raise
         if not pipes.overflow and not pipes.exited:
             if pipes.open():
                 timed_out = True
@@ -532,6 +547,33 @@ def _pump(
     finally:
         pipes.close()
     return (*pipes.output(), timed_out, pipes.overflow)
+
+
+def _drain_until_exit(child: Child, pipes: _Pipes, seconds: float) -> bool:
+    """Keep reading the child's output (a full pipe would block it) until it exits or ``seconds`` pass."""
+    end = time.monotonic() + seconds
+    while not child.exited(0.0):
+        left = end - time.monotonic()
+        if left <= 0:
+            return False
+        if pipes.open():
+            pipes.move(min(end, time.monotonic() + 0.2), False)
+        else:
+            child.exited(min(left, 0.2))
+    return True
+
+
+def _wind_down(child: Child, pipes: _Pipes, finish_s: float) -> None:
+    """msdoctor was interrupted while a child that must not be cut off runs (pip installing): it gets
+    ``finish_s`` seconds to finish on its own; then (or at a second Ctrl-C) SIGINT, the signal it handles,
+    and :data:`INTERRUPT_GRACE_S` more to stop cleanly. Only then does the caller's SIGKILL of the group come."""
+    try:
+        if finish_s > 0 and _drain_until_exit(child, pipes, finish_s):
+            return
+    except KeyboardInterrupt:  # a second Ctrl-C: stop waiting for the end, ask it to stop
+        pass
+    child.signal(signal.SIGINT)
+    _drain_until_exit(child, pipes, INTERRUPT_GRACE_S)
 
 
 def _text(raw: bytes) -> str:
@@ -589,11 +631,19 @@ def run_live(
     cwd: Optional[PathLike] = None,
     env: Optional[Mapping[str, str]] = None,
     output_cap: int = OUTPUT_CAP,
+    finish_s: float = 0.0,
+    finish_from: Optional[str] = None,
 ) -> ProcResult:
     """Like :func:`run`, but hands every output line to ``on_line`` as it comes (pip's progress).
 
     stdout and stderr are merged (in ``ProcResult.stdout``); timeouts, the
     output cap and the group kills are exactly as in :func:`run`.
+
+    ``finish_s`` > 0: a child that must not stop half-way (pip installing). When msdoctor is interrupted
+    (Ctrl-C, SIGTERM), the child gets that long to finish (with ``finish_from``: only once it printed a line
+    starting with it, e.g. pip's "Installing collected packages"; before, nothing is changed yet), then SIGINT
+    and :data:`INTERRUPT_GRACE_S` to stop cleanly; SIGKILL only after that. The interruption is raised again
+    once the child is gone.
     """
     args = [os.fspath(a) for a in argv]
     started = time.monotonic()
@@ -603,6 +653,10 @@ def run_live(
     except StartError as exc:
         return ProcResult(args, None, "", "", 0.0, start_error=exc.reason)
     pending = bytearray()
+    started_work = [finish_from is None]
+
+    def window() -> float:
+        return finish_s if started_work[0] else 0.0
 
     def chunk(data: bytes) -> None:
         pending.extend(data)
@@ -612,10 +666,14 @@ def run_live(
                 return
             line = bytes(pending[:nl])
             del pending[:nl + 1]
-            on_line(_text(line).rstrip("\n"))
+            text = _text(line).rstrip("\n")
+            if finish_from is not None and text.lstrip().startswith(finish_from):
+                started_work[0] = True
+            on_line(text)
 
     try:
-        out, _, timed_out, overflow = _pump(child, None, started + timeout, output_cap, chunk)
+        out, _, timed_out, overflow = _pump(child, None, started + timeout, output_cap, chunk, window,
+                                        interruptible=finish_s > 0)
     except BaseException:
         child.kill()
         raise

@@ -562,6 +562,13 @@ STACK_PLAN: FactSpec[StackPlan] = FactSpec("stack-plan", _compute, slow=True,
 # -- the fixer of the version-matrix check (msdoctor/fix/__init__.py: plan, verify, apply) ---------------------
 #: the most one `pip install` of the plan may take (a MindSpore wheel is ~780 MB)
 PIP_TIMEOUT_S = 1800.0
+#: Ctrl-C (or SIGTERM) of fix-stack --yes while pip installs: pip gets this long to finish before it is sent
+#: SIGINT, then proc.INTERRUPT_GRACE_S more before SIGKILL. pip rolls an upgrade back only for an Exception, not
+#: for the KeyboardInterrupt a SIGINT raises (install_given_reqs in pip/_internal/req/__init__.py,
+#: https://github.com/pypa/pip), so a package interrupted mid-install keeps half its files and no metadata.
+PIP_FINISH_S = 120.0
+#: the line pip prints before it changes site-packages (pip/_internal/req/__init__.py); before it, SIGINT is safe
+PIP_INSTALLING = "Installing collected packages"
 #: budget for asking pip when `msdoctor fix version-matrix` plans (the check's own budget is CHECK_BUDGET_S)
 PLAN_BUDGET_S = 900.0
 
@@ -604,7 +611,7 @@ class StackFixer:
         with tempfile.TemporaryDirectory(prefix="msdoctor-fix-stack-") as scratch:
             res = proc.run_live(plan.command, timeout=PIP_TIMEOUT_S, on_line=on_line,
                                 env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"},
-                                cwd=scratch)
+                                cwd=scratch, finish_s=PIP_FINISH_S, finish_from=PIP_INSTALLING)
         if not res.ok:
             return Applied(False, f"pip did not finish: {res.describe_failure()}")
         return Applied(True, f"installed {len(plan.changes)} package(s)")

@@ -30,7 +30,7 @@ from msdoctor import jsonc, proc
 from msdoctor.facts.interpreters import InterpInfo, same_bin_dir
 from msdoctor.facts.jupyter import KERNEL_NAME_RE, JupyterFacts, KernelSpec, user_kernels_dir
 from msdoctor.facts.vscode import DEFAULT_KEY, LEGACY_KEY, resolve
-from msdoctor.fsutil import atomic_write, read_text_newlines, with_newlines
+from msdoctor.fsutil import atomic_write, make_backup, read_text_newlines, with_newlines
 from msdoctor.probe import default_env, safe_env, scratch_dir
 
 GENERIC_ENV_NAMES = ("venv", ".venv", "env", ".env", "virtualenv", ".virtualenv")
@@ -349,7 +349,7 @@ def _apply_ipykernel(step: Step, env: Mapping[str, str], echo: Callable[[str], N
     echo(f"$ {' '.join(step.command or [])}")
     with scratch_dir() as cwd:
         res = proc.run_live(step.command or [], timeout=PIP_TIMEOUT_S, on_line=lambda line: echo("  " + line),
-                            env=env, cwd=cwd)
+                            env=env, cwd=cwd, finish_s=120.0, finish_from="Installing collected packages")
     if not res.ok:
         raise FixFailed(f"installing ipykernel failed: {res.describe_failure()}",
                         "read pip's output above; fix the cause and rerun fix-kernel")
@@ -379,7 +379,7 @@ def _apply_kernel(step: Step, env: Mapping[str, str], echo: Callable[[str], None
     if not same_bin_dir(argv0, target):
         raise FixFailed(f"the new kernel runs {argv0}, not {target}")
     if old is not None:
-        atomic_write(kernel_json + ".bak", old, backup=False)
+        make_backup(Path(kernel_json), old)  # a new name (O_EXCL|O_NOFOLLOW): never through a planted link
     return f"registered kernel '{step.data['name']}' in {dest} (argv[0] {argv0})"
 
 
