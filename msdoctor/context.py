@@ -184,6 +184,11 @@ class Context:
             return default
         return slot.value
 
+    def attempted(self, name: str) -> bool:
+        """Whether fact ``name`` was computed (with or without error) in this context; never computes."""
+        slot = self._slots.get(name)
+        return slot is not None and slot.event.is_set()
+
     def prefetch(self, specs: Iterable[FactSpec[Any]]) -> None:
         """Start computing facts in background threads; get() later waits for them."""
         for spec in specs:

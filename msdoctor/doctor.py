@@ -242,11 +242,21 @@ def make_context(options: Options) -> Context:
     return Context(options, facts=facts)
 
 
-def invocation_facts(options: Options) -> dict[str, Any]:
-    """What the run was asked to check (the vscode format anchors location-less findings at the config)."""
+def invocation_facts(options: Options, ctx: Optional[Context] = None) -> dict[str, Any]:
+    """What the run was asked to check (the vscode format anchors location-less findings at the config).
+
+    ``collected`` lists the parts of the run the report holds, so that ``msdoctor diff`` compares only what
+    both reports collected: "static" (files, metadata, the interpreter probe) always, "live" when the live
+    device probe ran (its facts are ``facts.mindspore_runtime``; ``--quick`` never runs it, nor does a
+    selection of checks that do not need it). Without ``ctx``, "live" follows ``--quick`` alone.
+    """
+    live = not options.quick and (ctx is None or ctx.attempted("live-device"))
     return {
         "config": str(options.config_path) if options.config_path else None,
         "project": str(options.project_dir),
         "device_target": options.device_target,
         "quick": options.quick,
+        # the parts of the run this report holds (msdoctor diff compares only what both reports collected):
+        # "static" (files, metadata, the interpreter probe), "live" (the live device probe: facts.mindspore_runtime)
+        "collected": ["static", "live"] if live else ["static"],
     }

@@ -30,6 +30,11 @@ EVIDENCE_KEYS = re.compile(r"version|count|devices?|cann|driver|firmware|soc|hbm
 #: leaf names that are run-specific, never environment facts
 VOLATILE = re.compile(r"(^|_)(time|duration|duration_s|pid|started|started_at|elapsed)($|_)", re.IGNORECASE)
 MISSING = object()
+#: facts sections only a part of the run collects: section -> that part (as named in facts.invocation.collected).
+#: mindspore_runtime comes from the live device probe (msdoctor/doctor.py _device_facts), which --quick never runs.
+SECTION_PART = {"mindspore_runtime": "live"}
+#: what a report collected when it does not say (reports written before facts.invocation.collected existed)
+ALL_PARTS = ("static", "live")
 
 
 @dataclass
@@ -119,7 +124,8 @@ def _flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
 
 
 def _pairs(a: dict, b: dict) -> Iterator[tuple[str, Any, Any]]:
-    fa, fb = dict(_flatten(a, "")), dict(_flatten(b, ""))
+    fa = dict(_flatten(a, "")) if a else {}  # nothing at all: no keys, not one key "" holding {}
+    fb = dict(_flatten(b, "")) if b else {}
     for key in sorted(set(fa) | set(fb)):
         va, vb = fa.get(key, MISSING), fb.get(key, MISSING)
         if va != vb:
@@ -133,11 +139,17 @@ def _env_matters(name: str) -> bool:
 def _facts(a: dict, b: dict) -> list[Difference]:
     out = []
     fa, fb = a.get("facts") or {}, b.get("facts") or {}
+    both = collected(a) & collected(b)
     for section in sorted(set(fa) | set(fb)):
-        va, vb = fa.get(section, {}), fb.get(section, {})
-        for key, x, y in _pairs({section: va}, {section: vb}):
+        # an absent section contributes nothing (its keys are absent), never a placeholder {} on the wrong side
+        va = {section: fa[section]} if section in fa else {}
+        vb = {section: fb[section]} if section in fb else {}
+        for key, x, y in _pairs(va, vb):
             leaf = key.split(".", 1)[1] if "." in key else key
-            if section == "packages":
+            part = SECTION_PART.get(section)
+            if part is not None and part not in both:
+                out.append(Difference(section, key, x, y, False, not_run=True))
+            elif section == "packages":
                 out.append(Difference("packages", leaf, x, y, True))
             elif section == "env":
                 out.append(Difference("env vars", leaf, x, y, _env_matters(leaf)))
@@ -202,6 +214,21 @@ def _target(a: dict, b: dict) -> list[Difference]:
 
 def _quick(report: dict) -> bool:
     return bool(((report.get("facts") or {}).get("invocation") or {}).get("quick"))
+
+
+def collected(report: dict) -> set[str]:
+    """The parts of the run this report collected: "static" always, "live" (the live device probe) unless --quick."""
+    inv = (report.get("facts") or {}).get("invocation") or {}
+    parts = inv.get("collected")
+    if isinstance(parts, list) and all(isinstance(p, str) for p in parts):
+        return set(parts)
+    return {"static"} if inv.get("quick") else set(ALL_PARTS)
+
+
+def not_compared(a: dict, b: dict) -> list[str]:
+    """The parts one report collected and the other did not (compared on neither side)."""
+    ca, cb = collected(a), collected(b)
+    return sorted((ca | cb) - (ca & cb))
 
 
 def _not_run(d: Difference, quick_a: bool, quick_b: bool) -> Difference:

@@ -16,6 +16,7 @@ import pytest
 
 from helpers import env_with, make_venv, run_msdoctor
 from msdoctor.commands.diff import compare
+from msdoctor.report_diff import MISSING
 
 
 def write_report(path: Path, env: dict, *extra: str) -> dict:
@@ -122,6 +123,73 @@ def test_a_quick_report_against_a_full_one_says_not_run(good: Path, tmp_path: Pa
     assert res.returncode == 1, res.stdout + res.stderr
     assert "Not compared: one report is from `check --quick`" in res.stdout
     assert "1 difference that matters," in res.stdout and "2 not run in the --quick report." in res.stdout
+
+
+def test_quick_report_says_what_it_collected(good: Path) -> None:
+    """A --quick report says it holds only the static parts; diff compares only what both collected."""
+    assert json.loads(good.read_text())["facts"]["invocation"]["collected"] == ["static"]
+
+
+def _with_live(report: dict) -> dict:
+    """The same report as a full `check` writes it: the live probe ran and recorded facts.mindspore_runtime."""
+    full = copy.deepcopy(report)
+    full["facts"]["invocation"].update(quick=False, collected=["static", "live"])
+    full["facts"]["mindspore_runtime"] = {"version": "2.7.0", "device_target": "CPU", "device_count": 1}
+    return full
+
+
+def test_live_probe_facts_are_not_compared_against_a_quick_report(good: Path, tmp_path: Path) -> None:
+    """Issue 29: full vs --quick of one interpreter reported the live-probe facts as 4 differences that matter,
+    one of them backwards (`A: (absent)  B: {}`)."""
+    quick = json.loads(good.read_text())
+    full = _with_live(quick)
+    diffs = [d for d in compare(full, quick) if d.section == "mindspore_runtime"]
+    assert {d.key for d in diffs} == {f"mindspore_runtime.{k}" for k in ("version", "device_target", "device_count")}
+    assert all(d.not_run and not d.matters for d in diffs)
+    assert all(d.a is not MISSING and d.b is MISSING for d in diffs)  # the full side has them, the quick side not
+    a, b = tmp_path / "full.json", tmp_path / "quick.json"
+    a.write_text(json.dumps(full))
+    b.write_text(json.dumps(quick))
+    res = run_msdoctor("diff", str(a), str(b), cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "0 differences that matter" in res.stdout
+    assert "B did not collect live" in res.stdout and "not compared" in res.stdout
+    assert "B: {}" not in res.stdout and "A: (absent)" not in res.stdout
+    out = json.loads(run_msdoctor("diff", str(a), str(b), "--format", "json", cwd=tmp_path).stdout)
+    assert out["not_compared"] == ["live"] and out["differ"] is False
+    # both collected the live part and it differs: that matters
+    other = _with_live(quick)
+    other["facts"]["mindspore_runtime"]["device_count"] = 8
+    diffs = {d.key: d for d in compare(full, other)}
+    assert diffs["mindspore_runtime.device_count"].matters and not diffs["mindspore_runtime.device_count"].not_run
+
+
+def test_a_section_only_one_report_has_is_shown_on_its_own_side(good: Path) -> None:
+    a = json.loads(good.read_text())
+    b = copy.deepcopy(a)
+    b["facts"]["ascend"] = {"cann": "8.2.RC1"}
+    rows = [d for d in compare(a, b) if d.section == "ascend"]
+    assert [(d.key, d.a, d.b) for d in rows] == [("ascend.cann", MISSING, "8.2.RC1")]
+    assert rows[0].matters
+
+
+@pytest.mark.slow
+def test_full_and_quick_reports_of_one_interpreter_do_not_differ(tmp_path: Path) -> None:
+    """Real reports: `check` (live probe: MindSpore imported) and `check --quick` of the same interpreter."""
+    env = node_env()
+    reports = {}
+    for name, extra in (("full", ()), ("quick", ("--quick",))):
+        path = tmp_path / f"{name}.json"
+        res = run_msdoctor("check", *extra, "--only", "device-target", "--format", "json", "--output", str(path),
+                           env=env, cwd=tmp_path)
+        assert res.returncode in (0, 1), res.stderr
+        reports[name] = json.loads(path.read_text())
+    full, quick = reports["full"], reports["quick"]
+    assert full["facts"]["invocation"]["collected"] == ["static", "live"]
+    assert "mindspore_runtime" in full["facts"] and "mindspore_runtime" not in quick["facts"]
+    res = run_msdoctor("diff", str(tmp_path / "full.json"), str(tmp_path / "quick.json"), cwd=tmp_path)
+    assert "0 differences that matter" in res.stdout, res.stdout
+    assert res.returncode == 0
 
 
 @pytest.mark.parametrize("content, words", [

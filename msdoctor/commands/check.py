@@ -110,7 +110,7 @@ def check(
     registry = load_checks(plugins)
     threshold = resolve_fail_on(fail_on, strict)
     report = _diagnose(ctx, selection, registry, fmt)
-    report.facts["invocation"] = invocation_facts(options)
+    report.facts["invocation"] = invocation_facts(options, ctx)
     opts = RenderOptions(verbose=verbose, color=color, fail_on=threshold,
                          workspace=os.environ.get("GITHUB_WORKSPACE") if fmt == "github" else None)
     _emit(report, fmt, output, opts, redact=not no_redact)

@@ -19,7 +19,11 @@ import click
 
 from msdoctor import options
 from msdoctor.model import ExitCode
-from msdoctor.report_diff import MISSING, Difference, compare, load_report
+from msdoctor.report_diff import MISSING, Difference, collected, compare, load_report, not_compared
+
+
+#: what the parts a report may lack are (facts.invocation.collected)
+PART_WORDS = "live: the live device probe, facts.mindspore_runtime and the checks it runs; `check --quick` skips it"
 
 
 def _show(v: Any) -> str:
@@ -40,6 +44,11 @@ def _print(diffs: list[Difference], a_path: Path, b_path: Path, a: dict, b: dict
 
     click.echo(f"A: {a_path}  {who(a)}")
     click.echo(f"B: {b_path}  {who(b)}")
+    skipped = not_compared(a, b)
+    if skipped:
+        lacking = " and ".join(n for n, r in (("A", a), ("B", b)) if not set(skipped) <= collected(r))
+        click.echo(f"Compared only what both collected: {lacking} did not collect {', '.join(skipped)} "
+                   f"({PART_WORDS}); those parts are not compared.")
     important = [d for d in diffs if d.matters]
     minor = [d for d in diffs if not d.matters and not d.not_run]
     not_run = [d for d in diffs if d.not_run]
@@ -49,7 +58,7 @@ def _print(diffs: list[Difference], a_path: Path, b_path: Path, a: dict, b: dict
     width = min(max([len(d.key) for d in diffs] + [8]), 48)
     for title, group in (("Differences that matter", important),
                          ("Differences that usually do not matter (per-node identity, paths, finding wording)", minor),
-                         ("Not compared: one report is from `check --quick`, which does not run these", not_run)):
+                         ("Not compared: one report is from `check --quick`, which does not collect these", not_run)):
         if not group:
             continue
         click.echo(f"\n{title}:")
@@ -84,7 +93,7 @@ def diff(report_a: Path, report_b: Path, fmt: str) -> int:
     matters = any(d.matters for d in diffs)
     if fmt == "json":
         click.echo(json.dumps({
-            "a": str(report_a), "b": str(report_b), "differ": matters,
+            "a": str(report_a), "b": str(report_b), "differ": matters, "not_compared": not_compared(a, b),
             "differences": [{"section": d.section, "key": d.key, "a": None if d.a is MISSING else d.a,
                              "b": None if d.b is MISSING else d.b, "a_present": d.a is not MISSING,
                              "b_present": d.b is not MISSING, "matters": d.matters, "not_run": d.not_run}
