@@ -15,7 +15,9 @@ import glob
 import os
 import shutil
 import socket
+import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from msdoctor.model import Finding, Status
@@ -148,7 +150,7 @@ def check(args: MsrunArgs, *, device_target: str, expected_python: Optional[str]
     if expected_python:
         res.findings.append(_interpreter_finding(on_path, expected_python))
     if on_path:
-        res.findings.extend(_msdoctor_importable_findings(on_path, env))
+        res.findings.extend(_msdoctor_importable_findings(on_path, env, expected_python))
     return res
 
 
@@ -169,8 +171,32 @@ def _args_finding(a: MsrunArgs, nodes: int) -> Finding:
                           proved="the msrun arguments are consistent on this node", code="args")
 
 
+def _loopback(*addrs: Optional[str]) -> bool:
+    """Whether any of the addresses (as given, or as resolved) is a loopback address (127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    for addr in addrs:
+        try:
+            if addr is not None and ipaddress.ip_address(addr.strip("[]").split("%")[0]).is_loopback:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
 def _master_addr_finding(a: MsrunArgs, ip: Optional[str], local: set[str], nodes: int) -> Finding:
     """node_rank 0 owns the master address (msrun starts the scheduler there); any other node reaches it."""
+    if nodes > 1 and (_loopback(a.master_addr, ip) or a.master_addr.lower().rstrip(".") == "localhost"):
+        # on every node the loopback address is that node itself: node 0's scheduler is unreachable from the
+        # others, and each other node would see a "local" master (a connection there reaches itself, not node 0)
+        here = ("other nodes cannot reach the loopback address of this host, and every node would think the master "
+                "is local and start its own scheduler (observed: the second fails with \"Failed to init the tcp "
+                "server\")") if a.node_rank == 0 else (
+                f"on node_rank {a.node_rank} {a.master_addr} is this node itself, not node_rank 0: msrun would start "
+                "a scheduler here, or reach one of this node's own processes, never node 0's")
+        return Finding.fail(f"--master_addr {a.master_addr} is a loopback address in a {nodes}-node job",
+                            detail=here, fix="give every node node_rank 0's address on the network the nodes share",
+                            code="master-addr")
     if ip is None:
         return Finding.fail(f"--master_addr {a.master_addr} does not resolve", fix="use the master node's IPv4 address",
                             code="master-addr")
@@ -180,12 +206,6 @@ def _master_addr_finding(a: MsrunArgs, ip: Optional[str], local: set[str], nodes
                                 detail="msrun starts the scheduler only where the master address is local; nobody "
                                        "would start it", fix="run node_rank 0 on the host that owns the master "
                                                              "address, or give that host's address", code="master-addr")
-        if ip.startswith("127.") and nodes > 1:
-            return Finding.fail(f"--master_addr {a.master_addr} is a loopback address in a {nodes}-node job",
-                                detail="other nodes cannot reach 127.0.0.1 of this host, and every node would think "
-                                       "the master is local and start its own scheduler (observed: the second fails "
-                                       "with \"Failed to init the tcp server\")",
-                                fix="use this host's address on the network the nodes share", code="master-addr")
         return Finding.passed(f"--master_addr {a.master_addr} is this host's address",
                               proved="msrun will start the scheduler here", code="master-addr")
     if ip in local and not ip.startswith("127."):
@@ -246,16 +266,77 @@ def _interpreter_finding(on_path: Optional[str], expected_python: str) -> Findin
                         code="python")
 
 
-def _msdoctor_importable_findings(on_path: str, env: Mapping[str, str]) -> list[Finding]:
-    """The task is ``python -m msdoctor preflight``: msdoctor must be importable by the ``python`` msrun starts."""
+def msdoctor_source() -> tuple[Optional[str], str]:
+    """Where this msdoctor was installed from, as a pip argument (msdoctor is not on the package index), and what
+    it is: the checkout of an editable or directory install, or the wheel/sdist file, from the distribution's
+    ``direct_url.json`` (PEP 610, https://packaging.python.org/en/latest/specifications/direct-url/).
+    (None, why) when it does not say, or the place no longer exists here."""
+    import json
+    from urllib.parse import unquote, urlparse
+
+    # every msdoctor metadata on sys.path (a checkout's own msdoctor.egg-info, found first from its directory,
+    # has no direct_url.json): the first that says where it came from
+    raws = []
+    for entry in sys.path:
+        for found in glob.glob(os.path.join(glob.escape(entry or "."), "msdoctor-*.dist-info")):
+            try:
+                raws.append((Path(found) / "direct_url.json").read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                continue
+    info = None
+    for raw in raws:
+        try:
+            info = json.loads(raw or "")
+        except ValueError:
+            continue
+        if isinstance(info, dict):
+            break
+    url = urlparse(str(info.get("url", ""))) if isinstance(info, dict) else None
+    if url is None or url.scheme != "file":
+        checkout = Path(__file__).resolve().parents[2]  # msdoctor/preflight/plan.py in a checkout
+        if (checkout / "pyproject.toml").is_file() and (checkout / "msdoctor").is_dir():
+            return str(checkout), "the checkout this msdoctor runs from"
+        return None, ("this msdoctor's metadata does not say where it was installed from" if raws
+                      else "no msdoctor metadata on sys.path says where this msdoctor came from")
+    path = unquote(url.path)
+    if not os.path.exists(path):
+        return None, f"it was installed from {path}, which no longer exists"
+    return path, ("the checkout it was installed from" if os.path.isdir(path) else "the file it was installed from")
+
+
+def _has_msdoctor(python: str, env: Mapping[str, str]) -> Any:
     from msdoctor import proc
 
-    probe = proc.run([on_path, "-I", "-c", "import importlib.util, sys; "
-                      "sys.exit(0 if importlib.util.find_spec('msdoctor') else 1)"], timeout=10, env=env)
+    return proc.run([python, "-I", "-c", "import importlib.util, sys; "
+                     "sys.exit(0 if importlib.util.find_spec('msdoctor') else 1)"], timeout=10, env=env)
+
+
+def _msdoctor_fix(on_path: str, expected_python: Optional[str], env: Mapping[str, str]) -> str:
+    """What makes ``python -m msdoctor`` work for msrun's workers, verified where it can be here."""
+    fixes = []
+    if expected_python and not _same_interpreter(on_path, expected_python):
+        # this msdoctor's own interpreter needs no question: it is running msdoctor now
+        if _same_interpreter(expected_python, sys.executable) or _has_msdoctor(expected_python, env).returncode == 0:
+            fixes.append(f"export PATH={os.path.dirname(expected_python)}:$PATH before msrun, on every node "
+                         f"(verified here: {expected_python} has msdoctor)")
+    source, what = msdoctor_source()
+    if source is not None:
+        fixes.append(f"{on_path} -m pip install {source} on every node ({what}; unverified: not installed by "
+                     "this check, and the path must exist on each node)")
+    else:
+        fixes.append(f"{on_path} -m pip install /path/to/msdoctor-checkout on every node (unverified: {what}; "
+                     "msdoctor is not on the package index)")
+    return "; or ".join(fixes)
+
+
+def _msdoctor_importable_findings(on_path: str, env: Mapping[str, str],
+                                  expected_python: Optional[str] = None) -> list[Finding]:
+    """The task is ``python -m msdoctor preflight``: msdoctor must be importable by the ``python`` msrun starts."""
+    probe = _has_msdoctor(on_path, env)
     if probe.returncode == 1:
         return [Finding.fail(f"msdoctor is not installed for {on_path}",
                              detail="msrun runs `python -m msdoctor preflight` with that interpreter on every rank",
-                             fix=f"{on_path} -m pip install msdoctor (on every node)", code="msdoctor-importable")]
+                             fix=_msdoctor_fix(on_path, expected_python, env), code="msdoctor-importable")]
     if not probe.ok:
         return [Finding.warn(f"could not ask {on_path} whether it has msdoctor: {probe.describe_failure()}",
                              code="msdoctor-importable")]
