@@ -81,6 +81,33 @@ def refuse_stale(run_dir: Path, resume: bool) -> None:
                         "continue it with --resume, or start a new run with --output-dir DIR")
 
 
+def finished_run(run_dir: Path, max_steps: int, config: Path) -> Optional[str]:
+    """With --resume: what to say when the newest intact checkpoint already reached train.max_steps, else None.
+
+    Resuming continues an interrupted run from its newest checkpoint; a finished run has no step left, so the
+    checks and the trainer would start for nothing. Only the newest step directory is verified (as the trainer
+    would, SHA-256 included), and only when it is at or past max_steps.
+    """
+    from msdoctor.training import checkpoint as ckpt
+
+    root = run_dir / "checkpoints"
+    if not root.is_dir():
+        return None
+    for step, path in ckpt._step_dirs(root):
+        if step < max_steps:
+            return None
+        if ckpt.verify(path) is not None:
+            continue  # the trainer skips it (and moves it aside); an older one decides
+        more = max(2 * step, step + 1)
+        return (f"{run_dir} is finished: its newest checkpoint is step {step}, and train.max_steps is {max_steps}.\n"
+                "  --resume continues an interrupted run from its newest checkpoint; this run has no steps left, so "
+                "nothing was started.\n"
+                f"  To train further, raise the total: msdoctor train --config {config} --resume --max-steps {more}\n"
+                f"  (it continues from step {step}; warmup + cosine then run over {more} steps, so the lr rises "
+                "again from its final value). To start over: --output-dir DIR.")
+    return None
+
+
 def lock_run_directory(run_dir: Path) -> Any:
     """One msdoctor train per run directory (training/runlock.py); exit 2 naming the PID that holds it."""
     from msdoctor.training import runlock
@@ -227,6 +254,10 @@ def _train(cfg: Any, facts: Any, config: Path, target: str, run_dir: Path, lock:
     from msdoctor.render import RenderOptions, render
 
     refuse_stale(run_dir, resume)
+    done = finished_run(run_dir, cfg.train.max_steps, config) if resume else None
+    if done is not None:
+        click.echo(red.text(done) if red is not None else done)
+        return int(ExitCode.OK)
     _announce(cfg, facts, run_dir, red)
     notes = gate_notes(quick, skip)
     for note in notes:
@@ -234,7 +265,7 @@ def _train(cfg: Any, facts: Any, config: Path, target: str, run_dir: Path, lock:
     diagnosis = gate(target, facts, verbose, probe_timeout, live_timeout, plugins=plugins, project=project,
                      device_target=device_target, quick=quick, skip=skip)
     report = diagnosis.report
-    report.facts["invocation"] = {**invocation_facts(diagnosis.context.options), "skipped": list(skip)}
+    report.facts["invocation"] = {**invocation_facts(diagnosis.context.options, diagnosis.context), "skipped": list(skip)}
     shown = redactor(False, cfg, report).report(report) if red is not None else report
     render("terminal", shown, sys.stdout, RenderOptions(verbose=verbose))
     saved = write_report(shown, run_dir)
