@@ -143,7 +143,7 @@ def gather(ctx: Context) -> DeviceFacts:
     ms_dir = os.path.dirname(origin) if origin and origin.endswith("__init__.py") else origin
     plugins = read_plugins(ms_dir)
     cfg = ctx.get(CONFIG)
-    wanted = cfg.device_num if cfg is not None else None
+    wanted = cfg.devices_per_node if cfg is not None else None  # what this node's msrun workers use
     wanted = wanted if isinstance(wanted, int) and wanted > 1 else None
     try:
         smi, smi_error = ctx.get(NPU_SMI), None

@@ -220,9 +220,14 @@ def _ran(live: LiveDevice, c: LiveContext, target: str) -> list[Finding]:
             fix="run the CANN/driver self-test (`npu-smi info -t health`) and reinstall the operator packages",
             evidence=evidence, code="wrong-numbers",
         ))
-    if c.wanted_devices and live.device_count is not None and live.device_count < c.wanted_devices:
+    # judged per msrun worker, as msrun launches them: each of this node's workers takes one device of this node.
+    # A CPU worker is its own process on its own CPU device (CPU:0 in each; observed: tiny-cpu-dp2.yaml trains on
+    # 2 msrun workers while the probe's single process sees 1 CPU device), so CPU needs no more than the one.
+    if (actual != "CPU" and c.wanted_devices and live.device_count is not None
+            and live.device_count < c.wanted_devices):
         out.append(Finding.warn(
-            f"MindSpore sees {live.device_count} {actual} device(s); the config asks for {c.wanted_devices}",
+            f"MindSpore sees {live.device_count} {actual} device(s); the config's msrun workers on this node need "
+            f"{c.wanted_devices}, one device each",
             fix="lower the parallel degrees, or check ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES",
             evidence=evidence, code="too-few-devices",
         ))

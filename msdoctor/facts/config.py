@@ -60,6 +60,16 @@ class ConfigFacts:
         return None
 
 
+    @property
+    def devices_per_node(self) -> Optional[int]:
+        """The devices one node's msrun workers use: device_num / runtime.num_nodes (msrun --local_worker_num,
+        training/launch.py); a MindFormers YAML does not say how many nodes, so its whole device_num."""
+        total = self.device_num
+        if self.kind == "msdoctor" and self.run is not None and isinstance(total, int):
+            return total // max(1, self.run.runtime.num_nodes)
+        return total
+
+
 def _normalise_target(value: Any) -> Optional[str]:
     if not isinstance(value, str):
         return None
