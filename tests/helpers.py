@@ -12,6 +12,7 @@ that print the real formats taken from public issues (tests/data/npu_smi/SOURCES
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -204,9 +205,27 @@ def make_ctx(facts: Optional[Mapping[str, Any]] = None, environ: Optional[Mappin
     return Context(Options(**options), facts=dict(facts or {}), environ=environ if environ is not None else {})
 
 
+def free_port() -> int:
+    """A TCP port the OS has just handed out (bound to port 0, then released): parallel workers never pick
+    the same one, as ``18000 + pid % 1000`` could."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+def pyenv_root() -> Path:
+    """pyenv's root as pyenv itself finds it: $PYENV_ROOT, else ~/.pyenv (as scripts/_python.sh does)."""
+    return Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+
+
+@functools.lru_cache(maxsize=None)
 def which_python(version: str) -> Optional[str]:
-    """An installed interpreter of another version (pyenv keeps several), or None."""
-    pyenv = Path.home() / ".pyenv" / "versions"
+    """An installed interpreter of another version (on PATH, or in pyenv's versions folder), or None.
+
+    Cached per pytest process: each candidate is run once, not once per test that asks."""
+    pyenv = pyenv_root() / "versions"
     candidates = [shutil.which(f"python{version}")] + [str(c / "bin" / "python") for c in sorted(pyenv.glob(f"{version}.*"))]
     for exe in candidates:
         # a pyenv shim is on PATH for every installed version but fails ("command not found")
@@ -216,3 +235,10 @@ def which_python(version: str) -> Optional[str]:
                 capture_output=True, timeout=30).returncode == 0:
             return exe
     return None
+
+
+def no_python_reason(version: str) -> str:
+    """The skip reason when :func:`which_python` finds no ``version``: what is missing and how to get it."""
+    return (f"no Python {version} on this machine (looked for python{version} on PATH and in "
+            f"{pyenv_root()}/versions/{version}.*): install one, e.g. `pyenv install {version}` "
+            "(docs/testing.md, 'Old Pythons')")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BASE_PURELIB, BASE_PYTHON, env_with, which_python
+from helpers import BASE_PURELIB, BASE_PYTHON, env_with, no_python_reason, which_python
 from msdoctor.checks.duplicate_installs import evaluate
 from msdoctor.facts.target import TargetFacts
 from msdoctor.probe import run_script, script_source
@@ -84,7 +84,7 @@ def test_top_level_specs_answer_only_where_an_earlier_entry_can_shadow(tmp_path:
 def test_probe_runs_under_other_interpreters_and_the_check_reads_it(version: str, tmp_path: Path) -> None:
     python = which_python(version)
     if python is None:
-        pytest.skip(f"no Python {version} on this machine (pyenv keeps none)")
+        pytest.skip(no_python_reason(version))
     lib = tmp_path / "lib"
     (lib / "demo").mkdir(parents=True)
     (lib / "demo" / "__init__.py").write_text("")
@@ -137,7 +137,7 @@ def test_combined_probes_give_what_each_gives_alone(version: "str | None", tmp_p
 
     python = BASE_PYTHON if version is None else which_python(version)
     if python is None:
-        pytest.skip(f"no Python {version} on this machine (pyenv keeps none)")
+        pytest.skip(no_python_reason(version))
     (target, interp), _ = run_scripts(python, ("target_probe.py", "interp_probe.py"), timeout=60,
                                       args={"jupyter": True})
     alone_interp, _ = run_script(python, "interp_probe.py", timeout=60, args={"jupyter": True})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import which_python
+from helpers import no_python_reason, which_python
 from msdoctor.facts.import_smoke import run_smoke
 from msdoctor.facts.interpreters import InterpreterProbes
 from msdoctor.facts.live import run_live
@@ -20,7 +20,7 @@ OLD = ["3.7", "3.8"]
 def old_python(version: str) -> str:
     python = which_python(version)
     if python is None:
-        pytest.skip(f"no Python {version} on this machine (pyenv keeps none)")
+        pytest.skip(no_python_reason(version))
     return python
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import pyenv_root
 from msdoctor.facts.interpreters import InterpreterProbes
 from msdoctor.facts.pyenv import resolve_shim, shim_of
 
@@ -145,10 +146,10 @@ def test_a_reserved_jupyter_probe_answers_the_plain_request(tmp_path: Path) -> N
     assert plain.ok and plain.jupyter is not None and with_jupyter.jupyter == plain.jupyter
 
 
-@pytest.mark.skipif(not os.path.isdir(os.path.expanduser("~/.pyenv/shims")) or shutil.which("bash") is None,
-                    reason="no pyenv installed here")
+@pytest.mark.skipif(not (pyenv_root() / "shims").is_dir() or shutil.which("bash") is None,
+                    reason=f"no pyenv installed here (no {pyenv_root()}/shims; pyenv's root is $PYENV_ROOT, else ~/.pyenv)")
 def test_agrees_with_the_real_pyenv(tmp_path: Path) -> None:
-    shims = Path(os.path.expanduser("~/.pyenv/shims"))
+    shims = pyenv_root() / "shims"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYENV_VERSION")}
     compared = 0
     for name in ("python", "python3", "pip"):

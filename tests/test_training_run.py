@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers import free_port
 from msdoctor.training import checkpoint as ckpt
 from msdoctor.training import launch
 from msdoctor.training.config import RunConfig, from_dict, to_dict
@@ -277,7 +278,7 @@ def test_data_parallel_over_msrun_matches_one_process_with_the_same_global_batch
     write_config(single, base, token_cache)
     trainer(single, cwd=tmp_path)
     dp_dir = tmp_path / "dp2"
-    cfg = write_config(dp_dir, merge(base, {"runtime": {"device_num": 2, "master_port": 18000 + os.getpid() % 1000,
+    cfg = write_config(dp_dir, merge(base, {"runtime": {"device_num": 2, "master_port": free_port(),
                                                         "cluster_time_out": 60},
                                             "parallel": {"data_parallel": 2}, "train": {"micro_batch_size": 4}}),
                        token_cache)

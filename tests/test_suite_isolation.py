@@ -1,0 +1,75 @@
+"""The suite itself: it writes only under temporary folders, and it finds the machine's Pythons as the set-up does.
+
+tests/conftest.py moves XDG_CACHE_HOME to a temporary folder of the pytest run before any test starts, so the
+trainer's token files ($XDG_CACHE_HOME/msdoctor/tokens, training/data.py) never land in the user's ~/.cache.
+tests/helpers.which_python looks in $PYENV_ROOT/versions, as scripts/_python.sh does, not in a fixed ~/.pyenv.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import helpers
+from conftest import REAL_CACHE_HOME
+from helpers import BASE_PYTHON, env_with
+
+
+def _files(root: Path) -> set[Path]:
+    return set(root.rglob("*")) if root.is_dir() else set()
+
+
+def test_the_trainers_token_cache_of_a_test_subprocess_is_in_the_runs_temporary_cache(tmp_path: Path) -> None:
+    """A subprocess started the way tests start them (env_with) tokenizes into the run's cache, not ~/.cache."""
+    temp_cache = Path(os.environ["MSDOCTOR_TEST_CACHE_HOME"])
+    assert os.environ["XDG_CACHE_HOME"] == str(temp_cache)
+    assert not temp_cache.resolve().is_relative_to(REAL_CACHE_HOME.resolve())
+    real = REAL_CACHE_HOME / "msdoctor"
+    before = _files(real)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("isolation test corpus\n" * 50)
+    code = textwrap.dedent(f"""
+        from pathlib import Path
+        from msdoctor.training.data import TokenFile, make_tokenizer
+        tf = TokenFile.build([Path({str(corpus)!r})], make_tokenizer("byte"))
+        print(tf.path)
+        """)
+    res = subprocess.run([BASE_PYTHON, "-c", code], capture_output=True, text=True, env=env_with(), cwd=tmp_path,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    written = Path(res.stdout.strip())
+    assert written.is_file() and written.parent == temp_cache / "msdoctor" / "tokens", written
+    assert _files(real) == before  # nothing new in the user's own msdoctor cache
+
+
+def test_pip_keeps_the_users_cache_while_xdg_cache_home_is_moved() -> None:
+    """Moving XDG_CACHE_HOME must not make every venv a test builds download its wheels again."""
+    assert os.environ["PIP_CACHE_DIR"] != os.path.join(os.environ["XDG_CACHE_HOME"], "pip")
+    res = subprocess.run([BASE_PYTHON, "-m", "pip", "cache", "dir"], capture_output=True, text=True, timeout=60)
+    if res.returncode == 0:  # pip answers "cache is disabled" with an error where PIP_NO_CACHE_DIR is set
+        assert res.stdout.strip() == os.environ["PIP_CACHE_DIR"]
+
+
+def test_which_python_looks_in_pyenv_root_not_a_fixed_home_folder(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    version = "%d.%d" % sys.version_info[:2]
+    root = tmp_path / "elsewhere-pyenv"
+    exe = root / "versions" / f"{version}.99" / "bin" / "python"
+    exe.parent.mkdir(parents=True)
+    exe.symlink_to(sys.executable)
+    monkeypatch.setenv("PYENV_ROOT", str(root))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no python3.X on PATH: only pyenv's folder can answer
+    helpers.which_python.cache_clear()
+    try:
+        assert helpers.pyenv_root() == root
+        assert helpers.which_python(version) == str(exe)
+        assert str(root / "versions") in helpers.no_python_reason("3.6")
+        monkeypatch.delenv("PYENV_ROOT")
+        assert helpers.pyenv_root() == Path.home() / ".pyenv"
+    finally:
+        helpers.which_python.cache_clear()
