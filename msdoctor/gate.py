@@ -7,12 +7,18 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.context import Context
+    from msdoctor.doctor import Diagnosis
+    from msdoctor.facts.config import ConfigFacts
+    from msdoctor.model import Report
 
 
-def gate(python: str, facts: Any, verbose: bool, probe_timeout: float = 30.0, live_timeout: float = 120.0,
+def gate(python: str, facts: "ConfigFacts", verbose: bool, probe_timeout: float = 30.0, live_timeout: float = 120.0,
          plugins: bool = True, *, project: Optional[Path] = None, device_target: Optional[str] = None,
-         quick: bool = False, skip: tuple[str, ...] = ()) -> Any:
+         quick: bool = False, skip: tuple[str, ...] = ()) -> "Diagnosis":
     """Every registered check that applies (less --skip), with the config as context, in the environment the
     trainer gets. project, device_target and quick are check's --project, --device-target and --quick."""
     from msdoctor.context import Context
@@ -30,7 +36,7 @@ def gate(python: str, facts: Any, verbose: bool, probe_timeout: float = 30.0, li
         return diagnose(ctx, Selection(skip=list(skip), plugins=plugins and not autoload_disabled()))
 
 
-def chip_name(ctx: Any) -> str:
+def chip_name(ctx: "Context") -> str:
     """The Ascend chip npu-smi reported during the checks ("910B3"), for the trainer's MFU peak; "" if none."""
     from msdoctor.facts.npu_smi import NPU_SMI
 
@@ -41,7 +47,7 @@ def chip_name(ctx: Any) -> str:
     return info.chips[0].name if info is not None and info.chips else ""
 
 
-def write_report(report: Any, run_dir: Path) -> Path:
+def write_report(report: "Report", run_dir: Path) -> Path:
     from msdoctor.fsutil import atomic_write
     from msdoctor.render import RenderOptions, render
 

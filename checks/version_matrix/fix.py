@@ -30,13 +30,18 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from msdoctor.checks.version_matrix.common import Want, wants_of as _wants_of
 from msdoctor.context import FactSpec
 from msdoctor.fix import Applied
 from msdoctor.fix.resolver import DryRun, Planned, Resolver
 from msdoctor.model import Finding, Status
+
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.context import Context
+    from msdoctor.facts.target import TargetFacts
+    from msdoctor.matrix import Matrix
 
 _log = logging.getLogger(__name__)
 
@@ -61,14 +66,14 @@ def _canon(name: str) -> str:
     return canonicalize_name(name)
 
 
-def problems(t: Any, m: Any) -> list[Finding]:
+def problems(t: "TargetFacts", m: "Matrix") -> list[Finding]:
     """The pip-fixable findings of the static version-matrix rules for the (possibly overlaid) target."""
     from msdoctor.checks.version_matrix import evaluate_packages
 
     return pip_fixable(evaluate_packages(t, m))
 
 
-def overlay(t: Any, planned: Sequence[Planned]) -> Any:
+def overlay(t: "TargetFacts", planned: Sequence[Planned]) -> "TargetFacts":
     """The target as it would be after installing ``planned`` (their metadata wins on sys.path)."""
     from msdoctor.facts.target import Distribution, TargetFacts
 
@@ -546,7 +551,7 @@ def quick_plan(t: Any, findings: Sequence[Finding]) -> StackPlan:
 CHECK_BUDGET_S = 420.0
 
 
-def _compute(ctx: Any) -> StackPlan:
+def _compute(ctx: "Context") -> StackPlan:
     from msdoctor.matrix import load
 
     t = ctx.target
@@ -578,7 +583,7 @@ class StackFixer:
 
     check_id = "version-matrix"
 
-    def plan(self, ctx: Any) -> StackPlan:
+    def plan(self, ctx: "Context") -> StackPlan:
         """The plan the check computed in this run (STACK_PLAN), else one computed now."""
         if ctx.has(STACK_PLAN):
             return ctx.get(STACK_PLAN)
@@ -587,7 +592,7 @@ class StackFixer:
         resolver = Resolver(ctx.options.python or ctx.target.executable, environ=ctx.environ, budget_s=PLAN_BUDGET_S)
         return plan_stack(ctx.target, load(), resolver)
 
-    def verify(self, plan: StackPlan, ctx: Any) -> list[Finding]:
+    def verify(self, plan: StackPlan, ctx: "Context") -> list[Finding]:
         """The check's pip-fixable rules on the target as it would be after ``plan`` (its versions and their
         Requires-Dist laid over the installed set): what the plan would leave, less what it says it leaves."""
         if plan.state != "found":
@@ -598,7 +603,7 @@ class StackFixer:
         left = set(plan.remaining)
         return [f for f in _relevant(problems(after, load()), set(plan.left_alone)) if f.title not in left]
 
-    def apply(self, plan: StackPlan, ctx: Any, on_line: Any) -> Applied:
+    def apply(self, plan: StackPlan, ctx: "Context", on_line: Callable[[str], None]) -> Applied:
         """Run the plan's one pip command with the target's pip, from a scratch directory, its output to
         ``on_line``."""
         import os

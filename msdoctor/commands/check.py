@@ -6,7 +6,7 @@ import io
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import click
 
@@ -16,6 +16,13 @@ from msdoctor.commands.common import (ensure_writable, project_option, resolve_t
 from msdoctor.doctor import build_options, invocation_facts, make_context
 from msdoctor.model import ExitCode, Status
 from msdoctor.render import prepare
+
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.context import Context
+    from msdoctor.doctor import Selection
+    from msdoctor.model import CheckResult, Report
+    from msdoctor.plugins import Registry
+    from msdoctor.render import RenderOptions
 
 
 def output_formats() -> list[str]:
@@ -117,7 +124,7 @@ def check(
     return int(report.exit_code(threshold))
 
 
-def _diagnose(ctx: Any, selection: Any, registry: Any, fmt: str) -> Any:
+def _diagnose(ctx: "Context", selection: "Selection", registry: "Registry", fmt: str) -> "Report":
     """Run the checks under a progress line (the renderers of ``fmt`` and the terminal load meanwhile); the report."""
     from msdoctor.doctor import diagnose
     from msdoctor.render import preload
@@ -126,7 +133,7 @@ def _diagnose(ctx: Any, selection: Any, registry: Any, fmt: str) -> Any:
     with progress("msdoctor: examining the environment") as update:
         done = []
 
-        def on_done(result: Any) -> None:
+        def on_done(result: "CheckResult") -> None:
             done.append(result.id)
             update(f"msdoctor: {len(done)} checks done (last: {result.id})")
 
@@ -135,7 +142,7 @@ def _diagnose(ctx: Any, selection: Any, registry: Any, fmt: str) -> Any:
     return diagnosis.report
 
 
-def _emit(report: Any, fmt: str, output: Optional[Path], opts: Any, *, redact: bool) -> None:
+def _emit(report: "Report", fmt: str, output: Optional[Path], opts: "RenderOptions", *, redact: bool) -> None:
     """The report in ``fmt`` on stdout, or in FILE with the terminal view on stdout (--output); with the github
     format in GitHub Actions, the job summary too."""
     from msdoctor.render import render
@@ -153,7 +160,7 @@ def _emit(report: Any, fmt: str, output: Optional[Path], opts: Any, *, redact: b
         _append_step_summary(os.environ["GITHUB_STEP_SUMMARY"], shown, opts)
 
 
-def _append_step_summary(target: str, report: Any, opts: Any) -> None:
+def _append_step_summary(target: str, report: "Report", opts: "RenderOptions") -> None:
     """The GitHub job summary: the renderer gives the text, the command appends it to the file."""
     from msdoctor.render import github
 

@@ -109,7 +109,7 @@ def _apply(plan: Any) -> int:
     return int(ExitCode.OK)
 
 
-def _plan(python_path: str, project_dir: Path, req: object):  # -> KernelPlan
+def _plan(python_path: str, project_dir: Path, req: object) -> Any:  # a msdoctor.fix.kernel.KernelPlan
     from msdoctor.context import Context, FactUnavailable, Options
     from msdoctor.facts.interpreters import INTERPRETERS
     from msdoctor.facts.jupyter import KERNELSPECS

@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import click
 
@@ -16,6 +16,10 @@ from msdoctor import options
 from msdoctor.commands.common import project_option, resolve_target, split_ids, target_options, timeout_options
 from msdoctor.errors import UserError
 from msdoctor.gate import chip_name, gate, gate_notes, write_config, write_report
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.doctor import Diagnosis
+    from msdoctor.facts.config import ConfigFacts
+    from msdoctor.model import Report
 from msdoctor.supervisor import LOG_TAIL_LINES, Outcome, explain_failure, log_files, log_tail, start
 
 
@@ -125,7 +129,7 @@ def lock_run_directory(run_dir: Path) -> Any:
     return lock
 
 
-def redactor(no_redact: bool, cfg: Any = None, report: Any = None) -> Any:
+def redactor(no_redact: bool, cfg: Any = None, report: "Optional[Report]" = None) -> Any:
     """What msdoctor check masks (home, user, host, secrets), or None with --no-redact.
 
     Credentials written into the config's values (``https://user:password@host/...`` in data.paths)
@@ -245,7 +249,7 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
         runlock.release(lock)
 
 
-def _train(cfg: Any, facts: Any, config: Path, target: str, run_dir: Path, lock: Any, red: Any, resume: bool,
+def _train(cfg: Any, facts: "ConfigFacts", config: Path, target: str, run_dir: Path, lock: Any, red: Any, resume: bool,
            output_dir: Optional[Path], verbose: bool, probe_timeout: float, live_timeout: float, *,
            strict: bool = False, plugins: bool = True, project: Optional[Path] = None,
            device_target: Optional[str] = None, quick: bool = False, skip: tuple[str, ...] = ()) -> int:
@@ -291,7 +295,7 @@ def _train(cfg: Any, facts: Any, config: Path, target: str, run_dir: Path, lock:
     return _finished(out, how, run_dir, again, target, config)
 
 
-def _announce(cfg: Any, facts: Any, run_dir: Path, red: Any) -> None:
+def _announce(cfg: Any, facts: "ConfigFacts", run_dir: Path, red: Any) -> None:
     """The run's name, where it writes, its batch arithmetic, and the config's warnings."""
     from msdoctor.training.config import warnings
 
@@ -304,7 +308,7 @@ def _announce(cfg: Any, facts: Any, run_dir: Path, red: Any) -> None:
         click.echo(f"  warning: {show(w)}")
 
 
-def _launch(cfg: Any, target: str, run_dir: Path, resume: bool, lock: Any, red: Any, diagnosis: Any) -> Any:
+def _launch(cfg: Any, target: str, run_dir: Path, resume: bool, lock: Any, red: Any, diagnosis: "Diagnosis") -> Any:
     """How to start the trainer: the command, and an environment that makes it die with msdoctor, share the
     run lock, mask its logs, and read the real config when the written one is redacted."""
     from msdoctor.training import launch as launching

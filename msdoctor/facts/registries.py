@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from msdoctor.context import Context, FactSpec
 from msdoctor.registry_scan.builtins import LIBRARIES, Builtins, read_library
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.facts.target import Distribution, TargetFacts
 from msdoctor.registry_scan.sources import (
     ScanResult, SourceFile, SourceSet, config_dir_files,
     editable_source, may_register, project_files, project_prefilter, record_files, requires_any,
 )
 
 
-def _package_dir(t, library: str) -> Optional[str]:
+def _package_dir(t: "TargetFacts", library: str) -> Optional[str]:
     origin = t.module_origin(library)
     if not origin:
         return None
@@ -33,7 +35,7 @@ def _package_dir(t, library: str) -> Optional[str]:
     return origin if os.path.isdir(origin) else None
 
 
-def builtins_of(t) -> Builtins:
+def builtins_of(t: "TargetFacts") -> Builtins:
     """The built-in registries of every library the target can import."""
     out = Builtins()
     for library in LIBRARIES:
@@ -91,7 +93,7 @@ def _under(path: str, root: str) -> bool:
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
-def scan_installed(t, builtins: Builtins, project_dir: Optional[str] = None) -> list[ScanResult]:
+def scan_installed(t: "TargetFacts", builtins: Builtins, project_dir: Optional[str] = None) -> list[ScanResult]:
     """Registrations made by installed distributions that depend on a registry library.
 
     The libraries with their own registry are read as built-ins, not here; an editable install
@@ -124,7 +126,7 @@ def scan_installed(t, builtins: Builtins, project_dir: Optional[str] = None) -> 
     return out
 
 
-def _top_level_files(dist) -> list[SourceFile]:
+def _top_level_files(dist: "Distribution") -> list[SourceFile]:
     from msdoctor.registry_scan.sources import module_name
 
     out = []

@@ -35,7 +35,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from msdoctor.registry_scan.parse import CACHE, ModuleFacts, ParseCache, ParseError, dotted
+from msdoctor.registry_scan.parse import CACHE, Call, ModuleFacts, ParseCache, ParseError, dotted
 
 LIBRARIES = ("transformers", "mindnlp", "mindformers")
 
@@ -285,7 +285,7 @@ def _mf_module_type(expr_text: Optional[str], literal: object) -> str:
     return MF_DEFAULT_TYPE
 
 
-def mindformers_name(call) -> Optional[MFCall]:
+def mindformers_name(call: Call) -> Optional[MFCall]:
     """What a MindFormerRegister call registers, else None.
 
     Signatures (mindformers 2.1.0): ``register(module_type, alias, legacy, search_names)`` and
@@ -294,6 +294,7 @@ def mindformers_name(call) -> Optional[MFCall]:
     """
     if call.receiver.rsplit(".", 1)[-1] != "MindFormerRegister":
         return None
+    cls_text: Optional[str]
     if call.method == "register" and call.decorated:
         first = 0
         cls_text = call.decorated
