@@ -319,3 +319,29 @@ def test_plog_directory_named_in_a_log_is_read(tmp_path):
     r = pm.analyse([job])
     assert any(c.rank == 0 and "HcclCommInitRootInfo" in c.text for c in r.consequences)
     assert not any("plog-1_" in n for n in r.notes)  # only the job's processes' plogs are read
+
+
+# -- the same runs on a loaded machine --------------------------------------------------------------------------------
+
+LOADED = DATA / "msrun-loaded"
+
+
+def test_loaded_raise_survivors_timed_out_before_msrun_killed_them():
+    r = pm.analyse([LOADED / "raise"])
+    assert (r.first_failure.rank, r.first_failure.how) == (2, "traceback")
+    assert _kinds(r)["collective-timeout"] == {0, 1, 3}
+
+
+def test_loaded_hang_the_rank_msrun_saw_exit_by_sigterm_after_the_timeouts_is_still_the_hang():
+    r = pm.analyse([LOADED / "hang"])
+    ff = r.first_failure
+    assert (ff.rank, ff.how) == (2, "hang")
+    exits = [code for _, code, _ in pm.scan_file(LOADED / "hang" / "msrun.log").worker_exits]
+    assert exits == [-15]  # msrun's only report names the hung rank's later SIGTERM
+
+
+def test_loaded_never_no_worker_registered_the_cluster_never_formed():
+    r = pm.analyse([LOADED / "never"])
+    ff = r.first_failure
+    assert ff.how == "never-started" and ff.rank is None and "no worker registered" in ff.error
+    assert r.lines()[2].startswith("First failure: the cluster at ")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -73,7 +74,7 @@ def runs(tmp_path_factory):
     if hosts is not None:  # node 1 never starts: only node 0's msrun runs
         (base / "never" / "node1").mkdir(parents=True)
         procs["never"] = (base / "never", _msrun(base / "never" / "node0", "", 0, master=hosts.master_ip, local=2,
-                                                 node_rank=0, cluster_time_out=20))
+                                                 node_rank=0, cluster_time_out=60))
     t0 = time.monotonic()
     out = {}
     try:
@@ -117,7 +118,9 @@ def test_a_rank_that_raises_after_init(runs):
     assert ff["error"].startswith("FileNotFoundError:") and ff["log"].endswith("worker_2.log")
     assert ff["time"] and ff["line"]
     kinds = _kinds(doc)
-    assert kinds["killed-by-msrun"] == {0, 1, 3}
+    # the others were killed by msrun, or (on a loaded machine, before msrun got to them) their next AllReduce
+    # timed out waiting for rank 2: consequences either way
+    assert kinds.get("killed-by-msrun", set()) | kinds.get("collective-timeout", set()) == {0, 1, 3}
     assert 2 in kinds["scheduler-timeout"]
 
 
@@ -129,11 +132,12 @@ def test_a_rank_that_is_sigkilled(runs):
     ff = doc["first_failure"]
     assert (ff["rank"], ff["how"]) == (1, "signal")
     assert "SIGKILL" in ff["error"] and "OOM" in ff["cause"] and "dmesg" in ff["fix"]
-    assert _kinds(doc)["killed-by-msrun"] == {0, 2, 3}
+    kinds = _kinds(doc)
+    assert kinds.get("killed-by-msrun", set()) | kinds.get("collective-timeout", set()) == {0, 2, 3}
 
 
 def test_a_rank_that_hangs_until_the_collectives_time_out(runs):
-    where, rc, wall = runs["hang"]
+    where, rc, _ = runs["hang"]
     assert rc == 1
     code, doc, err = _explain(where)
     assert code == 0, err
@@ -155,3 +159,49 @@ def test_a_node_that_never_starts(runs):
     kinds = _kinds(doc)
     assert 0 in kinds["cluster-not-formed"] or 1 in kinds["cluster-not-formed"]
     assert {r for rs in kinds.values() for r in rs} >= {0, 1}  # the ranks that came are consequences
+
+
+def test_msdoctor_train_prints_the_post_mortem_when_a_worker_is_sigkilled(tmp_path):
+    """msdoctor train with 2 workers through msrun; rank 1's process is SIGKILLed once it trains (as the OOM
+    killer would): msdoctor's failure message ends with the post-mortem naming rank 1 and the signal."""
+    import yaml
+
+    cfg = {"name": "pm-dp2", "runtime": {"device_target": "CPU", "device_num": 2, "master_port": _free_port(),
+                                         "cluster_time_out": 90},
+           "model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
+           "parallel": {"data_parallel": 2},
+           "train": {"micro_batch_size": 4, "seq_length": 64, "max_steps": 2000, "warmup_steps": 6},
+           "data": {"cache_dir": str(tmp_path / "tokens")},
+           "logging": {"every_steps": 1, "tensorboard": False}, "checkpoint": {"every_steps": 0}}
+    config = tmp_path / "dp2.yaml"
+    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    run_dir = tmp_path / "run"
+    env = dict(os.environ, MS_NODE_TIMEOUT="8", PATH=os.pathsep.join([str(Path(PY).parent), os.environ["PATH"]]))
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.Popen([str(Path(PY).parent / "msdoctor"), "train", "--config", str(config), "--output-dir",
+                             str(run_dir), "--quick"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    log = run_dir / "train_rank1.log"  # the trainer's own log of rank 1: "rank 1 of 2, pid P"
+    killed = None
+    try:
+        deadline = time.monotonic() + 400
+        while killed is None and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(1)
+            metrics = run_dir / "metrics.csv"
+            if log.exists() and metrics.exists() and len(metrics.read_text().splitlines()) > 2:
+                from msdoctor.preflight.postmortem import scan_file
+
+                killed = scan_file(log).pid
+                os.kill(killed, 9)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+    assert killed, f"rank 1 never trained:\n{proc.stdout}"
+    assert proc.returncode == 1, out[-3000:] + err[-3000:]
+    assert "training failed" in err
+    assert "First failure: rank 1 (node_rank 0)" in err and "killed by SIGKILL" in err, err[-3000:]
+    # rank 0 is a consequence: killed by msrun, or (its log holds the scheduler process's traceback too: the
+    # scheduler runs the same script) a scheduler timeout; never the first failure
+    assert re.search(r"ranks? 0[-,: ].*(killed by msrun|heartbeat timeout)", err), err[-3000:]

@@ -143,6 +143,8 @@ def _start(cfg: RunConfig, run_dir: Path) -> tuple[int, int, Any, str, str]:
     ms.set_seed(cfg.train.seed)
     compute, why = compute_precision(cfg)
     log.info(f"msdoctor trainer: {cfg.name}, {cfg.runtime.device_target} x {world} ({mode}), {why}")
+    if world > 1:  # which process is which rank, for the post-mortem of a failed job (msrun names pids)
+        log.info(f"rank {rank} of {world}, pid {os.getpid()}")
     for w in warnings(cfg):
         log.info(f"warning: {w}")
     return rank, world, log, mode, compute

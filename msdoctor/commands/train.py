@@ -359,11 +359,14 @@ def _finished(out: Outcome, how: Any, run_dir: Path, again: str, target: str, co
 
 
 def postmortem(worker_logs: Path, run_dir: Path, python: str) -> None:
-    """The post-mortem of msrun's log directory and msrun's own messages (in stderr.log); nothing when unreadable."""
+    """The post-mortem of the run directory: msrun's log directory, msrun's own messages (in stderr.log) and the
+    trainer's logs; nothing when they cannot be read or name no failure."""
     from msdoctor.errors import UserError
     from msdoctor.preflight.postmortem import analyse
 
-    paths = [p for p in (worker_logs, run_dir / "stderr.log") if p.exists()]
+    # run_dir: the trainer's own logs (which pid is which rank), stderr.log (msrun's messages), msrun_log/
+    paths = [p for p in (run_dir, worker_logs) if p.exists()]
+    paths = paths[:1] if worker_logs.parent == run_dir else paths
     try:
         pm = analyse(paths, python) if paths else None
     except UserError:

@@ -71,6 +71,8 @@ _PREFIX = re.compile(r"^\[(?P<level>[A-Z]+)\] (?P<mod>[A-Z_]+)\((?P<pid>\d+)(?:[
 # any of: 2026-12-02-12:37:54.433.629 (MindSpore, CANN), 2025-01-01 12:00:00,123 (Python logging), ISO 8601
 _TIME = re.compile(r"(?P<d>\d{4}-\d\d-\d\d)[- T](?P<t>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{1,6})(?:\.(?P<us>\d{3}))?)?")
 _RANK_ID = re.compile(r"This node (?P<node>\S+) rank id: (?P<rank>\d+)")
+# a process that says which rank it is (msdoctor's trainer: "rank 1 of 2, pid 4242", training/train.py)
+_SELF = re.compile(r"\brank (?P<rank>\d+) of \d+, pid (?P<pid>\d+)\b")
 _WORKER_EXIT = re.compile(r"Worker process (?P<pid>\d+) exit with exception\. Error code: (?P<code>-?\d+)")
 _KILL_ALL = "There's worker exits with exception, kill all other workers"
 _SCHED_EXIT = re.compile(r"Scheduler process (?P<pid>\d+) exit with exception")
@@ -90,7 +92,7 @@ _LITERALS = (
     "[ERROR]", "[CRITICAL]", "Traceback (most recent call last)", "rank id: ", "Error code: ", "is timed out",
     "registered successfully", "Topology build timed out", "Building networking for MS_", "Failed to init the tcp",
     "There's worker exits", "exit with exception", "Time out nodes are", "Start worker process", "times out",
-    "timeout", "Fatal Python error", "Segmentation fault", "terminate called", "plog")
+    "timeout", "Fatal Python error", "Segmentation fault", "terminate called", "plog", ", pid ")
 #: CANN error codes (EI0002:, EE9999:), the one hit that needs a regex
 _CANN_CODE = re.compile(r"E[A-Z0-9]\d{4}:")
 
@@ -120,6 +122,9 @@ COLLECTIVE_TIMEOUT = re.compile(
     re.I)
 CLUSTER_NOT_FORMED = re.compile(r"Failed to initialize distributed job cluster because some processes|"
                                 r"Building networking for MS_\w+ failed")
+# the scheduler's own summary, raised by the scheduler process (which runs the same script, so its traceback can land
+# in a rank's log): "The total number of timed out node is 2. ..., worker 0 is the first one timed out" (observed)
+SCHEDULER_TIMEOUT = re.compile(r"The total number of timed out node is \d+|The node: \S+ is timed out")
 # the rank a waiting rank names as the one it waits for: HCCL "remote rank: [N]" (a rank of the communication
 # group, the global rank only in the world group), the CPU ring "wait receiving [N,k]" (observed: each rank waits on
 # its ring predecessor)
@@ -384,6 +389,10 @@ def _event_line(s: Scan, line: str, ln: int, t: Optional[datetime]) -> None:
     ev = Event(s.path, ln, line.strip()[:2000], t, pid, level)
     if pid is not None and "rank id: " in line and (m := _RANK_ID.search(line)):
         s.pid_rank[pid] = int(m.group("rank"))
+    if ", pid " in line and (m := _SELF.search(line)):
+        s.pid_rank[int(m.group("pid"))] = int(m.group("rank"))
+        s.pids[int(m.group("pid"))] += 1
+        return
     if "exit with exception" in line and (m := _WORKER_EXIT.search(line)):
         s.worker_exits.append((int(m.group("pid")), int(m.group("code")), ev))
         return
@@ -571,6 +580,8 @@ class Rank:
         for e in block:
             if CLUSTER_NOT_FORMED.search(e.text):
                 return "not-formed", e
+        if SCHEDULER_TIMEOUT.search(head.text):
+            return "scheduler", head
         return "own", head
 
     @property
@@ -675,7 +686,8 @@ class PostMortem:
         if ff is None:
             out.append("No failure found: " + ("; ".join(self.notes) if self.notes else "no rank failed"))
             return out
-        who = f"rank {ff.rank}" if ff.rank is not None and not ff.ranks[1:] else f"ranks {ranks_text(ff.ranks)}"
+        who = (f"rank {ff.rank}" if ff.rank is not None and not ff.ranks[1:] else
+               f"ranks {ranks_text(ff.ranks)}" if ff.ranks else "the cluster")
         where = f" (node_rank {ff.node_rank})" if ff.node_rank is not None else ""
         out.append(clip(f"First failure: {who}{where} at {when(ff.time)}"))
         out.append("  " + clip(ff.error, width - 2))
@@ -770,9 +782,8 @@ def build(scans: list[Scan], sources: list[str], python: Optional[str] = None,
         if w.rank is None:
             notes.append(f"{w.path}: no rank id in its name or lines; left out")
             continue
-        if w.rank in ranks:
-            kept = ranks[w.rank].log
-            notes.append(f"{w.path}: a second log of rank {w.rank}; the first one ({kept.path if kept else '?'}) is used")
+        if w.rank in ranks:  # msrun's capture of the process's output and the process's own log: one rank
+            _merge(ranks[w.rank], w)
             continue
         ranks[w.rank] = Rank(w.rank, node_of(w.rank), w, w.pid, errors=list(w.errors), traceback=w.traceback)
     pid_to_rank = {r.pid: r.rank for r in ranks.values() if r.pid is not None}
@@ -817,6 +828,16 @@ def build(scans: list[Scan], sources: list[str], python: Optional[str] = None,
     if not ranks and not sched:
         notes.append("no msrun worker or scheduler log among the files read")
     return PostMortem(sources, world, per_node, ranks, ff, consequences, clock_notes, notes, failed)
+
+
+def _merge(r: Rank, other: Scan) -> None:
+    """A second log of the same rank: its pid, errors and traceback count too; the log with the traceback leads."""
+    r.pid = r.pid or other.pid
+    r.errors = sorted(r.errors + other.errors, key=lambda e: (e.log, e.line))[:2 * MAX_ERRORS]
+    if r.traceback is None and other.traceback is not None:
+        r.traceback, r.log = other.traceback, other
+    elif r.log is not None and r.log.last_time is None and other.last_time is not None and r.traceback is None:
+        r.log = other
 
 
 def _shift(r: Rank, seconds: float) -> None:
@@ -894,15 +915,21 @@ def _first_failure(ranks: dict[int, Rank], summary: Any, sched: Optional[Scan], 
         f = _own_failure(r, python)
         if f is not None:
             candidates.append((f.time or datetime.max, r.rank, f))
-    if candidates:
-        return min(candidates, key=lambda c: (c[0], c[1]))[2]
-    # 3. every error is a wait for another rank: the rank that stopped without an error is the one waited for
     waiting = [r for r in ranks.values() if r.waiting]
+    first_wait = min((r.waiting.time for r in waiting if r.waiting and r.waiting.time), default=None)
+    if candidates:
+        best = min(candidates, key=lambda c: (c[0], c[1]))
+        # a rank that died after the others had already timed out waiting died of it (the runtime ends a process
+        # whose cluster failed, e.g. "Kill this process with SIGTERM"): the wait came first
+        if first_wait is None or best[0] <= first_wait + timedelta(seconds=SKEW_TOLERANCE):
+            return best[2]
+    late = {c[1] for c in candidates}
+    # 3. every first error is a wait for another rank: the rank that stopped without an error is the one waited for
     if waiting:
-        first_wait = min((r.waiting.time for r in waiting if r.waiting and r.waiting.time), default=None)
         peers = collections.Counter(int(next(g for g in m.groups() if g is not None))
                                     for r in waiting for e in [r.waiting] if e for m in [_PEER.search(e.text)] if m)
-        quiet = [r for r in ranks.values() if not r.waiting and not r.not_formed]
+        quiet = [r for r in ranks.values() if not r.waiting and not r.not_formed
+                 and (r.first()[0] is None or r.rank in late)]
         named = [r for r in quiet if peers.get(r.rank)] or quiet
         if named:
             r = min(named, key=lambda x: (-peers.get(x.rank, 0), x.rank))
@@ -930,6 +957,17 @@ def _first_failure(ranks: dict[int, Rank], summary: Any, sched: Optional[Scan], 
         return FirstFailure(w.rank, w.node_rank, e.time, e.log, e.line, _strip_prefix(e.text), "error",
                             ["every rank reports a collective timeout: the rank that stopped first is not in these logs"],
                             cause, fix, entry, [w.rank])
+    # 4. the cluster never formed and no rank even registered (the scheduler cannot say who was missing)
+    formed = [r for r in ranks.values() if r.not_formed]
+    if sched is not None and sched.sched_failed is not None and (formed or not ranks) and not summary.registered:
+        e = formed[0].not_formed if formed else sched.sched_failed
+        assert e is not None
+        cause, fix, entry = _explain(e.text, python)
+        return FirstFailure(None, None, sched.sched_failed.time, sched.path, sched.sched_failed.line,
+                            "the cluster never formed: no worker registered with the scheduler before --cluster_time_out "
+                            "(the workers started too late or could not reach the scheduler's address and port)",
+                            "never-started", [f"the scheduler gave up at {_hms(sched.sched_failed.time)}: "
+                                              f"{_strip_prefix(sched.sched_failed.text)}"], cause, fix, entry, [])
     return None
 
 
@@ -1012,6 +1050,10 @@ def _consequences(ranks: dict[int, Rank], ff: FirstFailure, sched: Optional[Scan
         e = r.not_formed
         if e is not None:
             out.append(Consequence("cluster-not-formed", r.rank, r.node_rank, e.time, e.log, e.line, e.text))
+            continue
+        kind, e = r.first()
+        if kind == "scheduler" and e is not None:
+            out.append(Consequence("scheduler-timeout", r.rank, r.node_rank, e.time, e.log, e.line, e.text))
             continue
         f = _own_failure(r, None)
         if f is not None:
