@@ -108,3 +108,30 @@ def test_mla_kv_and_mtp_on_the_last_stage():
     est = estimate(m, s, make_device("Ascend", Detected(), None))
     assert [st.layers for st in est.stages] == [30, 30]
     assert est.params_total == total_params(m)
+
+
+def _v3_json(tmp_path):
+    cfg = {"model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168, "intermediate_size": 18432,
+           "moe_intermediate_size": 2048, "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
+           "first_k_dense_replace": 3, "num_attention_heads": 128, "num_key_value_heads": 128,
+           "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+           "v_head_dim": 128, "vocab_size": 129280, "num_nextn_predict_layers": 1, "max_position_embeddings": 4096,
+           "tie_word_embeddings": False, "hidden_act": "silu"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg, indent=1))
+    return path
+
+
+def test_expert_parallel_option_for_config_json(tmp_path):
+    from helpers import run_json, run_msdoctor
+
+    path = _v3_json(tmp_path)
+    base = ["memory", "--config", str(path), "--devices", "64", "--pipeline-stages", "2",
+            "--micro-batch-num", "8", "--device-memory", "64GiB", "--recompute", "full"]
+    res1, one = run_json(*base)
+    res8, eight = run_json(*base, "--expert-parallel", "8")
+    assert res8.returncode in (0, 1) and res1.returncode in (0, 1), res8.stderr
+    p1 = one["components"]["parameters"]["bytes"] if isinstance(one["components"], dict) else None
+    assert eight["total_bytes"] < one["total_bytes"] / 3, (one["total_bytes"], eight["total_bytes"], p1)
+    bad = run_msdoctor(*base, "--expert-parallel", "3")
+    assert bad.returncode == 2 and "--expert-parallel" in bad.stderr and "must divide the experts" in bad.stderr

@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from msdoctor.context import Context
 from msdoctor.facts.config import CONFIG
-from msdoctor.model import Finding
+from msdoctor.model import Finding, Location
 
 from .resolve import Resolved, Val, resolve
 from .rules import DEFAULT_MAX_LOST_HOURS, Env, Fact, evaluate
@@ -153,4 +153,36 @@ class TrainingConfigCheck:
                                     reason="a model config.json has no training setup to check; pass the training "
                                     "YAML (msdoctor or MindFormers)")]
         res = resolve(cfg)
+        absurd = out_of_bounds(res)
+        if absurd:
+            return absurd
         return evaluate(res, gather_env(ctx, cfg, res))
+
+
+#: Resolved field -> the estimator's LIMITS name (the same bounds of physical sense for both checks)
+_BOUNDED = {"micro_batch": "micro_batch_size", "data_parallel": "data_parallel", "tensor_parallel": "tensor_parallel",
+            "pipeline_stages": "pipeline_stages", "context_parallel": "context_parallel",
+            "micro_batch_num": "micro_batch_num", "grad_accumulation": "grad_accumulation",
+            "interleave": "micro_batch_num", "num_heads": "num_heads", "num_kv_heads": "num_kv_heads",
+            "num_layers": "num_layers", "seq_length": "seq_length", "vpp": "virtual_pipeline_chunks",
+            "devices": "devices", "mtp_depth": "mtp_layers"}
+
+
+def out_of_bounds(res: Resolved) -> list[Finding]:
+    """Values past the bounds of physical sense (msdoctor.memory.validate.LIMITS), as error findings with key
+    and line: the rules would otherwise enumerate divisors of, or allocate per stage of, a number like 10**12."""
+    from msdoctor.memory.validate import LIMITS
+
+    out: list[Finding] = []
+    for name, limit_name in _BOUNDED.items():
+        val = getattr(res, name, None)
+        value = getattr(val, "value", None)
+        limit = LIMITS[limit_name]
+        if val is not None and isinstance(value, int) and not isinstance(value, bool) and value > limit:
+            key = ".".join(str(k) for k in val.keys)
+            out.append(Finding.error(
+                f"impossible value: {key} = {value:,} is past any real training run (at most {limit:,})",
+                detail="a typo or a corrupted file; the training-config rules are not run on it",
+                fix=f"correct {key} in {res.path}",
+                location=Location(str(res.path), val.line) if res.path else None))
+    return out

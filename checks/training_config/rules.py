@@ -449,7 +449,9 @@ def rule_precision(res: Resolved, env: Env) -> list[Finding]:
 
 # -- 6. parallel layout ------------------------------------------------------------------------------
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    from msdoctor.memory.search import _divisors as divisors  # O(sqrt n)
+
+    return divisors(n)
 
 
 def rule_layout(res: Resolved, env: Env) -> list[Finding]:

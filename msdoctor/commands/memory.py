@@ -30,6 +30,9 @@ RECOMPUTE_CHOICES = ["none", "selective", "selective-attention", "selective-ffn"
 @click.option("--tensor-parallel", type=_POS, metavar="N", help="Tensor-parallel ranks (MindFormers model_parallel).")
 @click.option("--pipeline-stages", type=_POS, metavar="N", help="Pipeline stages (MindFormers pipeline_stage).")
 @click.option("--micro-batch-num", type=_POS, metavar="N", help="Micro-batches per step through the pipeline.")
+@click.option("--expert-parallel", type=_POS, metavar="N",
+              help="Expert-parallel ranks: a mixture-of-experts model's experts split over N of the data-parallel "
+                   "devices (MindFormers expert_parallel).")
 @click.option("--sequence-parallel/--no-sequence-parallel", default=None,
               help="Shard the norm and dropout activations over the tensor-parallel ranks.")
 @click.option("--flash-attention/--no-flash-attention", default=None,
@@ -59,7 +62,7 @@ RECOMPUTE_CHOICES = ["none", "selective", "selective-attention", "selective-ffn"
 def memory(config: Path, device_memory: Optional[str], devices: Optional[int], device_target: Optional[str],
            seq_length: Optional[int], micro_batch_size: Optional[int], grad_accumulation: Optional[int],
            data_parallel: Optional[int], tensor_parallel: Optional[int], pipeline_stages: Optional[int],
-           micro_batch_num: Optional[int], sequence_parallel: Optional[bool], flash_attention: Optional[bool],
+           micro_batch_num: Optional[int], expert_parallel: Optional[int], sequence_parallel: Optional[bool], flash_attention: Optional[bool],
            dropout: Optional[bool], recompute: Optional[str], optimizer_sharding: Optional[str],
            precision: Optional[str], param_dtype: Optional[str], grad_dtype: Optional[str],
            master_weights: Optional[bool], framework: Optional[str], pretrained_model_dir: Optional[str],
@@ -94,7 +97,7 @@ def memory(config: Path, device_memory: Optional[str], devices: Optional[int], d
                           micro_batch_num=micro_batch_num, sequence_parallel=sequence_parallel,
                           flash_attention=flash_attention, dropout=dropout, framework=framework,
                           master_weights=master_weights, grad_dtype=grad_dtype, selective_ffn=selective_ffn,
-                          pretrained_model_dir=pretrained_model_dir)
+                          pretrained_model_dir=pretrained_model_dir, expert_parallel=expert_parallel)
     source = _load(config, overrides)
     plan = make_plan(source, Context(Options(config_path=config.resolve())), device_memory=device_memory,
                      probe=False, limit=suggestions)

@@ -6,7 +6,7 @@ from typing import Optional
 
 from msdoctor.docfile import Document
 from msdoctor.memory import keys as K
-from msdoctor.memory.reader import Reader, did_you_mean
+from msdoctor.memory.reader import MAX_HINTS, Reader, did_you_mean
 from msdoctor.memory.source import Source
 from msdoctor.memory.spec import ModelShape, Setup
 from msdoctor.training.config import ConfigError, Problem
@@ -19,7 +19,7 @@ def _unknown(doc: Document) -> tuple[list[Problem], list[Problem]]:
     for key in doc.data:
         if key in K.HF_KNOWN or key.endswith("_config") or key.startswith("_"):
             continue
-        hint = did_you_mean(key, K.HF_READ)
+        hint = did_you_mean(key, K.HF_READ) if len(unknown) < MAX_HINTS else ""
         problem = Problem((key,), "unknown key, not read by the memory estimate" + (f"; {hint}" if hint else ""),
                           None, doc.line_of(key))
         unknown.append(problem)

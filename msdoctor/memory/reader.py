@@ -101,7 +101,15 @@ class Reader:
         return got
 
 
+#: unknown keys that get a did-you-mean (difflib is quadratic in the key's length and linear in the
+#: known keys); past these, unknown keys are listed without one
+MAX_HINTS = 64
+MAX_HINT_KEY = 80
+
+
 def did_you_mean(key: str, known: Any) -> str:
+    if len(str(key)) > MAX_HINT_KEY:
+        return ""
     close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.6)
     return f"did you mean {close[0]!r}?" if close else ""
 
@@ -117,12 +125,13 @@ def unknown_keys(doc: Document, path: tuple, known: frozenset, out: list, releva
         if key in known:
             continue
         keys = path + (key,)
-        hint = did_you_mean(key, known)
+        hinted = len(out) < MAX_HINTS
+        hint = did_you_mean(key, known) if hinted else ""
         msg = "unknown key, not read by the memory estimate" + (f"; {hint}" if hint else "")
         problem = Problem(keys, msg, None, doc.line_of(*keys))
         out.append(problem)
-        near_relevant = bool(relevant_names) and bool(difflib.get_close_matches(str(key), relevant_names, n=1,
-                                                                                 cutoff=0.75))
+        near_relevant = (hinted and bool(relevant_names) and len(str(key)) <= MAX_HINT_KEY
+                         and bool(difflib.get_close_matches(str(key), relevant_names, n=1, cutoff=0.75)))
         if is_relevant or near_relevant:
             relevant.append(problem)
 

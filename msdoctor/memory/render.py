@@ -108,6 +108,9 @@ def to_json(plan: Plan) -> dict:
     }
 
 
+#: unknown keys printed one per line; the rest are counted (the JSON output lists all)
+MAX_LISTED = 20
+
 VERDICT_STYLE = {"fits": "green", "tight": "yellow", "does not fit": "bold red", "unknown": "dim"}
 
 
@@ -218,9 +221,12 @@ def _print_suggestions(plan: Plan, console: Any) -> None:
 def _print_notes(plan: Plan, console: Any, verbose: bool) -> None:
     """Unknown config keys, the notes of the source, estimate and plan; with verbose, how to measure instead."""
     est, src = plan.estimate, plan.source
-    for p in src.unknown:
+    for p in src.unknown[:MAX_LISTED]:
         where = f"{src.path}:{p.line}" if p.line else str(src.path)
         console.print(f"  unknown key {'.'.join(str(k) for k in p.keys)} ({where}): {p.message}", style="yellow")
+    if len(src.unknown) > MAX_LISTED:
+        console.print(f"  ... and {len(src.unknown) - MAX_LISTED} more unknown keys (all of them: --format json)",
+                      style="yellow")
     for note in list(src.notes) + list(est.notes) + list(plan.notes):
         console.print(f"  note: {note}", style="dim")
     if verbose:

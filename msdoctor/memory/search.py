@@ -60,7 +60,16 @@ class Suggestion:
 
 
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of n in increasing order, in O(sqrt n) steps (validate bounds n, see validate.LIMITS)."""
+    small, large = [], []
+    d = 1
+    while d * d <= n:
+        if n % d == 0:
+            small.append(d)
+            if d * d != n:
+                large.append(n // d)
+        d += 1
+    return small + large[::-1]
 
 
 def _recompute_moves(s: Setup) -> Iterator[tuple[Change, Setup]]:
@@ -143,11 +152,13 @@ def _layout_moves(m: ModelShape, s: Setup, devices: int) -> Iterator[tuple[Chang
         if tp > MAX_TP or m.num_heads % tp or m.kv_heads % tp or m.ffn % tp:
             continue
         for pp in _divisors(n // tp):
-            if m.num_layers % (pp * s.virtual_pipeline_chunks):
+            if (m.num_layers + m.mtp_layers) % (pp * s.virtual_pipeline_chunks):
                 continue
             dp = n // (tp * pp)
             if (dp, tp, pp) == (s.data_parallel, s.tensor_parallel, s.pipeline_stages):
                 continue
+            if (dp * cp) % max(1, s.expert_parallel):
+                continue  # the experts are split over expert_parallel of the data-parallel devices
             per = s.micro_batch_size * dp
             if gb % per:
                 continue

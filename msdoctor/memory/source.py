@@ -80,6 +80,7 @@ class Overrides:
     grad_dtype: Optional[str] = None
     selective_ffn: Optional[bool] = None
     pretrained_model_dir: Optional[str] = None
+    expert_parallel: Optional[int] = None
 
     def given(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}

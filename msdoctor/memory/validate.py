@@ -12,6 +12,7 @@ from msdoctor.training.config import ConfigError, Problem
 OPTION_OF = {
     "seq_length": "--seq-length", "micro_batch_size": "--micro-batch-size", "grad_accumulation": "--grad-accumulation",
     "data_parallel": "--data-parallel", "tensor_parallel": "--tensor-parallel", "pipeline_stages": "--pipeline-stages",
+    "expert_parallel": "--expert-parallel",
     "devices": "--devices", "recompute": "--recompute", "optimizer_sharding": "--optimizer-sharding",
     "precision": "--precision", "param_dtype": "--param-dtype", "device_target": "--device-target",
     "micro_batch_num": "--micro-batch-num", "sequence_parallel": "--sequence-parallel",
@@ -63,13 +64,44 @@ def apply_overrides(src: Source, ov: Optional[Overrides]) -> Source:
     return replace(src, model=model, setup=setup, origins=origins, devices=devices, target=target)
 
 
+#: upper bounds of physical sense: a value past one is a typo or an attack, not a training run. The largest
+#: published runs are far inside them (Llama 3: 16,384 GPUs and 128k context, arXiv 2407.21783; DeepSeek-V3:
+#: 61 layers, 256 experts, arXiv 2412.19437); the bounds also keep the suggestion search and the per-stage
+#: lists finite.
+LIMITS = {
+    "num_layers": 100_000, "hidden_size": 1_000_000, "num_heads": 100_000, "num_kv_heads": 100_000,
+    "vocab_size": 100_000_000, "ffn_size": 10_000_000, "head_dim": 100_000, "seq_length": 1 << 30,
+    "micro_batch_size": 1_000_000, "grad_accumulation": 1_000_000, "data_parallel": 1_000_000,
+    "tensor_parallel": 100_000, "pipeline_stages": 100_000, "context_parallel": 1_000_000,
+    "micro_batch_num": 1_000_000, "virtual_pipeline_chunks": 100_000, "devices": 10_000_000,
+    "expert_parallel": 1_000_000, "num_experts": 1_000_000, "seq_split_num": 1 << 30,
+    "mtp_layers": 100_000, "dense_layers": 100_000,
+}
+
+
+def _limit_problems(src: Source) -> list[Problem]:
+    """Values past the bounds of physical sense (LIMITS), with the key and line they came from."""
+    m, s = src.model, src.setup
+    out: list[Problem] = []
+    for name, limit in LIMITS.items():
+        value = getattr(m, name, None)
+        if value is None:
+            value = getattr(s, name, None)
+        if name == "devices":
+            value = src.devices
+        if isinstance(value, int) and value > limit:
+            out.append(_problem(src, name, f"is {value:,}: past any real training run (at most {limit:,}); "
+                                "a typo?", value))
+    return out
+
+
 def validate(src: Source) -> list[Problem]:
     """Impossible values, each pointing at the key (or the option) it came from."""
-    out = _size_problems(src)
+    out = _limit_problems(src) + _size_problems(src)
     if out:
         return out  # the divisibility rules below assume positive sizes
     return (_head_problems(src) + _pipeline_problems(src) + _sequence_problems(src) + _recompute_problems(src)
-            + _devices_problems(src))
+            + _expert_problems(src) + _devices_problems(src))
 
 
 def _problem(src: Source, fieldname: str, msg: str, value: Any) -> Problem:
@@ -135,10 +167,11 @@ def _pipeline_problems(src: Source) -> list[Problem]:
             mtp = f" ({m.num_layers} + {m.mtp_layers} MTP)" if m.mtp_layers else ""
             out.append(_problem(src, "stage_offsets", f"gives stages of {counts} layers; they must be >= 1 and add "
                                 f"up to {n}{mtp}", list(offs)))
-    elif m.num_layers % (p * s.virtual_pipeline_chunks):
+    elif (m.num_layers + m.mtp_layers) % (p * s.virtual_pipeline_chunks):
         what = "pipeline stages" if s.virtual_pipeline_chunks == 1 else "pipeline stages x interleaved chunks"
+        mtp = f" + {m.mtp_layers} MTP" if m.mtp_layers else ""
         out.append(_problem(src, "pipeline_stages", f"{what} ({p * s.virtual_pipeline_chunks}) must divide the layers "
-                            f"({m.num_layers})", p))
+                            f"({m.num_layers}{mtp})", p))
     if p > 1 and s.micro_batch_num < p:
         out.append(_problem(src, "micro_batch_num", f"must be >= the pipeline stages ({p}) so every stage has work",
                             s.micro_batch_num))
@@ -156,6 +189,26 @@ def _sequence_problems(src: Source) -> list[Problem]:
         out.append(_problem(src, "context_parallel", f"must divide the sequence length ({s.seq_length})",
                             s.context_parallel))
     return out
+
+
+def _expert_problems(src: Source) -> list[Problem]:
+    """Expert parallel splits the experts (it divides the expert count) over ranks of one pipeline stage."""
+    m, s = src.model, src.setup
+    ep = s.expert_parallel
+    if ep < 1:
+        return [_problem(src, "expert_parallel", "must be a positive integer", ep)]
+    if ep == 1:
+        return []
+    if not m.moe:
+        return [_problem(src, "expert_parallel", "needs a mixture-of-experts model (this one has no experts)", ep)]
+    if m.num_experts % ep:
+        return [_problem(src, "expert_parallel", f"must divide the experts ({m.num_experts})", ep)]
+    group = s.data_parallel * s.context_parallel * s.tensor_parallel
+    if group % ep:
+        # the expert-parallel ranks come from the data, context and tensor-parallel ranks of a stage (Megatron-LM
+        # RankGenerator; MindFormers mcore configs/qwen3_moe use data_parallel 1, model_parallel 4, expert_parallel 4)
+        return [_problem(src, "expert_parallel", f"must divide data x context x tensor parallel ({group})", ep)]
+    return []
 
 
 def _recompute_problems(src: Source) -> list[Problem]:

@@ -43,6 +43,10 @@ def _finding(console: Any, f: Finding, verbose: bool, show_proved: bool = True) 
             console.print(f"      {key}: {value}", style="dim")
 
 
+#: findings listed per check without -v; the rest are summarised by status (-v and --format json list all)
+MAX_FINDINGS = 50
+
+
 def _result(console: Any, r: CheckResult, verbose: bool) -> None:
     console.print(
         f"{glyph(r.status, console)} {r.title} ({r.id})",
@@ -57,10 +61,20 @@ def _result(console: Any, r: CheckResult, verbose: bool) -> None:
         console.print(f"  {r.duration_s:.2f}s" + (f"  ({n} proofs: -v)" if n > 1 else "  (proof: -v)"), style="dim")
         return
     console.print(f"  {r.duration_s:.2f}s", style="dim")
+    status = r.status  # once: it walks every finding
     # problems first; what passed is listed too, with what it proved when the check is healthy
-    order = sorted(r.findings, key=lambda f: f.status, reverse=True) if r.status > Status.PASS else r.findings
-    for f in order:
-        _finding(console, f, verbose, show_proved=verbose or r.status is Status.PASS)
+    order = sorted(r.findings, key=lambda f: f.status, reverse=True) if status > Status.PASS else list(r.findings)
+    shown = order if verbose else order[:MAX_FINDINGS]
+    for f in shown:
+        _finding(console, f, verbose, show_proved=verbose or status is Status.PASS)
+    if len(shown) < len(order):
+        rest = order[len(shown):]
+        by: dict = {}
+        for f in rest:
+            by[f.status] = by.get(f.status, 0) + 1
+        what = ", ".join(f"{n} {st.value}" for st, n in sorted(by.items(), key=lambda kv: kv[0], reverse=True))
+        console.print(f"      ... and {len(rest)} more findings ({what}): all of them with -v or --format json",
+                      style="dim")
     if verbose and r.traceback:
         console.print(_indent(r.traceback.rstrip(), "      "), style="dim")
 
