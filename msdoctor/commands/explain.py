@@ -74,6 +74,31 @@ def _postmortem(log_dirs: tuple[Path, ...], python_path: str, fmt: str) -> int:
     return int(ExitCode.OK if pm.first_failure is not None else ExitCode.PROBLEMS)
 
 
+def _live_stdin(python_path: str, config: Optional[Path], config_text: Optional[str], project: Optional[Path],
+                device_target: Optional[str], no_confirm: bool, quick: bool, color: Optional[bool]) -> int:
+    """``explain -`` in the terminal format: each match is printed (and flushed) as soon as it is known, as grep
+    does, so ``tail -f train.log | msdoctor explain -`` shows errors while the run goes on; the confirming checks
+    run once stdin ends."""
+    from msdoctor.explain import describe, iter_explain_stream
+    from msdoctor.redact import Redactor, clean_text
+
+    redactor = Redactor.for_environment(os.environ)
+    matches = []
+    for m in iter_explain_stream(sys.stdin.buffer):
+        matches.append(m)
+        click.echo(redactor.text(clean_text(describe(m, python_path, config_text))) + "\n")
+        sys.stdout.flush()
+    if not matches:
+        click.echo("No known error signature in stdin.")
+        click.echo("  `msdoctor check` examines the environment; `msdoctor report` writes a redacted report to "
+                   "attach to a bug report.")
+        return int(ExitCode.PROBLEMS)
+    click.echo(f"{len(matches)} known error{'s' if len(matches) != 1 else ''} in stdin (each printed as it arrived).")
+    if not no_confirm:
+        _confirm(matches, python_path, config, project, device_target, quick, color)
+    return int(ExitCode.OK)
+
+
 @click.command("explain")
 @click.argument("text", required=False)
 @click.option("--log", "log", type=click.Path(path_type=Path), metavar="FILE", help="Scan a whole log file.")
@@ -121,6 +146,8 @@ def explain(text: Optional[str], log: Optional[Path], log_dirs: tuple[Path, ...]
     if log is not None:
         source = str(log)
         matches = explain_file(_read_log(log))
+    elif text == "-" and fmt == "terminal":
+        return _live_stdin(python_path, config, config_text, project, device_target, no_confirm, quick, color)
     elif text == "-":
         source = "stdin"
         matches = explain_stream(sys.stdin.buffer)

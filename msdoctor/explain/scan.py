@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import bisect
 import functools
+import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Iterable, Optional, Sequence
+from typing import IO, Any, BinaryIO, Iterable, Iterator, Optional, Sequence
 
 from msdoctor.explain.catalogue import (DEVICE_TARGETS, SOURCE_CANN, Catalogue, Entry, _fill, load_catalogue_full,
                                         required_literals)
 from msdoctor.explain.describe import Match
-from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _windows, normalize, open_log)
+from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _windows, normalize, open_log,
+                                    sniff_encoding)
 
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
@@ -377,3 +379,83 @@ def explain_stream(binary: BinaryIO) -> list[Match]:
 
 
 
+
+def _readable_now(fd: int) -> bool:
+    """Whether more bytes can be read from fd without waiting (True where select cannot tell)."""
+    import select
+
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):  # Windows pipes, closed descriptors: scan what we have
+        return False
+
+
+def iter_explain_stream(binary: BinaryIO, entries: Optional[Iterable[Entry]] = None) -> Iterator[Match]:
+    """Yield each match as soon as it is final while the text is still arriving, as grep does on a pipe that
+    never closes (``tail -f train.log | msdoctor explain -``); the rest at the end of the stream.
+
+    Bytes are read as they come (``os.read``); the lines read so far are scanned whenever no more bytes are
+    waiting or a block is full, so a fast producer still gets megabyte blocks. A match is final when nothing
+    later can change it: a generic (fallback) entry once the line after it was scanned (a specific entry on
+    a neighbouring line would replace it), an entry that reads the scheduler's registrations only at the end.
+    A signature wrapped over lines that arrive in two separate writes is matched in each part only.
+    """
+    import codecs
+    import os
+
+    scanner = _scanner(entries)
+    feeder = _Feeder(scanner)
+    by_id = {e.id: e for e, _ in scanner.prepared}
+    emitted: set[tuple[str, int]] = set()
+    try:
+        fd: Optional[int] = binary.fileno()
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        fd = None
+    decoder: Any = None
+    head = b""
+    rest = ""
+    pending_cr = False
+
+    def ready(final: bool) -> list[Match]:
+        out = []
+        scanned = feeder.next_no - 1  # the last line number scanned
+        for m in scanner.matches():
+            if (m.entry_id, m.line_no) in emitted:
+                continue
+            e = by_id[m.entry_id]
+            if not final and (e.lookup == "scheduler" or (e.fallback and m.line_no + 1 > scanned)):
+                continue
+            emitted.add((m.entry_id, m.line_no))
+            out.append(m)
+        return out
+
+    while True:
+        chunk = os.read(fd, BLOCK_CHARS) if fd is not None else binary.read(BLOCK_CHARS)
+        if decoder is None:
+            head += chunk
+            if len(head) < 4 and chunk:
+                continue
+            decoder = codecs.getincrementaldecoder(sniff_encoding(head))(errors="replace")
+            chunk, head = head, b""
+        text = decoder.decode(chunk, final=not chunk)
+        if pending_cr:
+            text = "\r" + text
+        pending_cr = bool(chunk) and text.endswith("\r")
+        if pending_cr:
+            text = text[:-1]
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = (rest + text).split("\n")
+        rest = lines.pop()
+        if len(rest) > MAX_LINE:
+            rest = rest[:MAX_LINE]
+        if not chunk:
+            break
+        feeder.add(lines)
+        if fd is None or not _readable_now(fd):
+            feeder.flush()
+            yield from ready(False)
+    if rest:
+        feeder.add([rest])
+    feeder.flush()
+    yield from ready(True)
