@@ -12,7 +12,7 @@ from typing import Any, Mapping, Optional
 CATALOGUE = "errors.toml"
 KIND = "error-catalogue"
 REQUIRED = ("id", "title", "pattern", "cause", "fix", "check", "source", "category")
-OPTIONAL = ("device_target", "fallback", "per", "live", "lookup")
+OPTIONAL = ("device_target", "fallback", "per", "live", "lookup", "gate")
 DEVICE_TARGETS = ("Ascend", "GPU", "CPU")
 CATEGORIES = ("device-oom", "host-oom", "hccl", "msrun", "cann-code", "api-skew", "shared-lib", "abi", "glibc",
               "cuda", "cann-env", "cann-version", "visible-devices", "enospc", "install", "shadowing", "registry",
@@ -48,6 +48,9 @@ class Entry:
     live_code: Optional[str] = None  # the device-target check reports it as a finding with this code
     live_status: str = "warn"
     lookup: Optional[str] = None  # "library": fill {lib_*} from [[library]]; "scheduler": read the registrations
+    #: for a pattern with no required literal: a case-sensitive regex, without whitespace, that a raw ASCII line
+    #: must match for the pattern to match it after normalisation (the fast log scan looks only at such lines)
+    gate: Optional["re.Pattern[bytes]"] = None
 
     @property
     def groups(self) -> tuple[str, ...]:
@@ -137,9 +140,17 @@ def _entry(raw: Mapping[str, Any], label: str) -> Entry:
     if live and (set(live) - {"code", "status"} or not _ID.match(str(live.get("code", "")))
                  or live.get("status", "warn") not in LIVE_STATUSES):
         raise CatalogueError(f"{label}: live must be {{code = \"kebab-id\", status = \"fail\"|\"warn\"}}")
+    gate = None
+    if "gate" in raw:
+        try:
+            gate = re.compile(str(raw["gate"]).encode("ascii"))
+        except (re.error, UnicodeEncodeError) as exc:
+            raise CatalogueError(f"{label}: gate must be an ASCII regex: {exc}") from None
+        if re.search(r"\\s|\s", str(raw["gate"])):
+            raise CatalogueError(f"{label}: gate must not involve whitespace (normalisation changes it)")
     return Entry(raw["id"], raw["title"].strip(), pattern, _text(raw, "cause"), _text(raw, "fix"), check or None,
                  raw["source"].strip(), raw["category"], target, bool(raw.get("fallback", False)), per,
-                 live.get("code"), live.get("status", "warn"), lookup)
+                 live.get("code"), live.get("status", "warn"), lookup, gate)
 
 
 def parse_catalogue_full(text: str, where: str = CATALOGUE) -> Catalogue:

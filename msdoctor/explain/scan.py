@@ -363,21 +363,31 @@ def explain_text(text: str) -> list[Match]:
 
 
 
+def _explain_binary(binary: BinaryIO, entries: Optional[Iterable[Entry]] = None) -> list[Match]:
+    """UTF-8 (the usual case) through the block prefilter of :mod:`msdoctor.explain.fastscan`; UTF-16 through the
+    text reader."""
+    from msdoctor.explain.fastscan import scan_binary
+
+    buffered: Any = binary if hasattr(binary, "peek") else io.BufferedReader(binary)  # type: ignore[type-var]
+    if sniff_encoding(buffered.peek(4096)[:4096]) in ("utf-8", "utf-8-sig"):
+        return scan_binary(buffered, _scanner(entries))
+    return _explain_stream_text(open_log(buffered), entries)
+
+
 def explain_file(path: Path) -> list[Match]:
-    """Scan a whole log file (streamed; BOM / UTF-16 detected; undecodable bytes replaced).
+    """Scan a whole log file (streamed in large blocks, never read whole; BOM / UTF-16 detected; undecodable bytes
+    replaced).
 
     Only a regular file is read (a FIFO or a device is a UserError, exit 2)."""
     from msdoctor.inputs import open_regular
 
     with open_regular(path) as fh:
-        return _explain_stream_text(open_log(fh))
+        return _explain_binary(fh)
 
 
 def explain_stream(binary: BinaryIO) -> list[Match]:
     """Scan a binary stream such as ``sys.stdin.buffer``."""
-    return _explain_stream_text(open_log(binary))
-
-
+    return _explain_binary(binary)
 
 
 def _readable_now(fd: int) -> bool:
