@@ -4,6 +4,7 @@ errors; after a failure, the end of its logs and a likely cause."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -38,12 +39,18 @@ def start(launch: Any, run_dir: Path, lock: Any, red: Any, cwd: Optional[Path] =
     import io
 
     from msdoctor import proc
+    from msdoctor.fsutil import WriteError, open_log
     from msdoctor.training.errors import MARK
 
+    try:  # opened before the trainer starts, never through a link (a planted stderr.log -> elsewhere)
+        keep = os.fdopen(open_log(run_dir / "stderr.log", append=True), "ab")
+    except OSError as exc:
+        raise WriteError(run_dir / "stderr.log", exc, "open") from None
     try:
         child = proc.spawn(launch.argv, env=launch.env, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                            pass_fds=(lock.fd,), cwd=cwd)
     except proc.StartError as exc:
+        keep.close()
         raise UserError(f"could not start the trainer ({launch.argv[0]}): {exc.reason}",
                         "check the interpreter given with --python / --conda-env") from None
     outcome = Outcome(rc=1)
@@ -57,7 +64,7 @@ def start(launch: Any, run_dir: Path, lock: Any, red: Any, cwd: Optional[Path] =
     def tee() -> None:
         assert child.stderr is not None  # started with stderr=PIPE
         stream = io.BufferedReader(child.stderr)  # type: ignore[arg-type,type-var]
-        with open(run_dir / "stderr.log", "ab") as keep:
+        with keep:
             for raw in iter(stream.readline, b""):
                 line = raw.decode("utf-8", "replace")
                 if red is not None:

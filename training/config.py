@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional, Union, get_type_hints
@@ -374,10 +375,22 @@ _Issue = tuple[tuple, str, Any]
 def validate(cfg: RunConfig, lines: Optional[dict] = None) -> list[Problem]:
     """Impossible values, each pointing at its key."""
     lines = lines or {}
-    issues = _not_positive(cfg)
+    issues = _name_issues(cfg) + _not_positive(cfg)
     if not issues:  # the rules below assume positive sizes
         issues = _shape_issues(cfg) + _optimizer_issues(cfg) + _run_issues(cfg)
     return [Problem(keys, msg, value, lines.get(keys)) for keys, msg, value in issues]
+
+
+def _name_issues(cfg: RunConfig) -> list[_Issue]:
+    """The name is one directory name under runs/: ``..``, an absolute path or a separator would put the run
+    directory (and the files it replaces: config.yaml, metrics.csv, ...) somewhere else, the project itself."""
+    name = cfg.name
+    bad = (not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name or os.path.isabs(name)
+           or len(name.encode("utf-8", "surrogateescape")) > 255 or any(ord(c) < 32 for c in name))
+    if not bad:
+        return []
+    return [(("name",), "must be one plain directory name (letters, digits, '-', '_', '.'; no '/', no '..', not "
+             "absolute): the run directory is runs/<name>; to write elsewhere set runtime.output_dir", name)]
 
 
 def _not_positive(cfg: RunConfig) -> list[_Issue]:

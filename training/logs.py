@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from .safeopen import open_append, open_new
+
 #: the redaction ``msdoctor train`` applies (home paths, user and host names, secrets in env vars and URLs),
 #: as JSON [[regex, replacement], ...] in order (msdoctor/redact.py Redactor.rules): the trainer cannot
 #: import msdoctor, so it gets the substitutions themselves. Unset (or --no-redact): nothing is masked.
@@ -67,6 +69,17 @@ class _Stdout(logging.StreamHandler):
         pass
 
 
+class _NoFollowFileHandler(logging.FileHandler):
+    """A FileHandler whose file is opened without following a symbolic link (training/safeopen.py)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, delay=True)
+        self.stream = self._open()
+
+    def _open(self) -> Any:
+        return open_append(self.baseFilename, encoding="utf-8", errors="backslashreplace")
+
+
 def setup_logging(run_dir: Path, rank: int) -> logging.Logger:
     """Rank 0 logs to the console and run_dir/train.log; other ranks to run_dir/train_rank<N>.log only."""
     log = logging.getLogger("msdoctor.training")
@@ -75,7 +88,7 @@ def setup_logging(run_dir: Path, rank: int) -> logging.Logger:
     log.propagate = False
     fmt = logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S")
     name = "train.log" if rank == 0 else f"train_rank{rank}.log"
-    to_file = logging.FileHandler(run_dir / name)
+    to_file = _NoFollowFileHandler(run_dir / name)
     to_file.setFormatter(fmt)
     to_file.addFilter(_Redacting())
     log.addHandler(to_file)
@@ -106,12 +119,12 @@ class Metrics:
                 rows = [r for r in csv.reader(f)][1:]
             rows = [r for r in rows if r and r[0].isdigit() and int(r[0]) <= resume_step]
         tmp = self.path.with_suffix(".csv.tmp")
-        with open(tmp, "w", newline="") as f:
+        with open_new(tmp, newline="") as f:
             w = csv.writer(f)
             w.writerow(COLUMNS)
             w.writerows(rows)
         os.replace(tmp, self.path)
-        self.file = open(self.path, "a", newline="")
+        self.file = open_append(self.path, newline="")
         self.csv = csv.writer(self.file)
         self.tb = None
         if tensorboard:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from .safeopen import open_fd
+
 LOCK_NAME = ".msdoctor.lock"
 FD_ENV = "MSDOCTOR_RUN_LOCK_FD"
 
@@ -83,11 +85,49 @@ def alive_pids(data: dict) -> list[tuple[int, str]]:
     return out
 
 
+#: written into a run directory when msdoctor train first uses it: what makes a directory recognisable as a run's
+RUN_MANIFEST = ".msdoctor-run.json"
+
+
+def is_run_directory(run_dir: Path) -> bool:
+    """Whether msdoctor may write its run files (config.yaml, metrics.csv, check-report.json, ...) in ``run_dir``:
+    it does not exist, is empty, or is a run directory (its manifest, or the lock file every earlier run
+    left, as a regular file and not a link)."""
+    try:
+        entries = os.listdir(run_dir)
+    except FileNotFoundError:
+        return True
+    if not entries:
+        return True
+    for name in (RUN_MANIFEST, LOCK_NAME):
+        try:
+            if os.lstat(run_dir / name).st_mode & 0o170000 == 0o100000:
+                return True
+        except OSError:
+            continue
+    ckpts = run_dir / "checkpoints"  # a run's checkpoints (their own MANIFEST.json: training/checkpoint.py)
+    try:
+        return not ckpts.is_symlink() and any(p.name.startswith("step_") for p in ckpts.iterdir())
+    except OSError:
+        return False
+
+
+def write_manifest(run_dir: Path, name: str) -> None:
+    """Mark ``run_dir`` as a run directory (kept if it is there already; never written through a link)."""
+    try:
+        fd = open_fd(run_dir / RUN_MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps({"run_directory_of": "msdoctor train", "name": name,
+                            "created": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}) + "\n")
+
+
 def acquire(run_dir: Path, what: str) -> RunLock:
     """Take the run directory's lock for this process, or raise RunDirLocked naming who holds it."""
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = open_fd(path, os.O_RDWR | os.O_CREAT)  # never a link: flock and truncate would reach its target
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -43,6 +43,7 @@ from .flops import flops_per_token, mfu, peak_tflops  # noqa: E402
 from .lifecycle import DIE_ENV, Stopper, die_with_parent  # noqa: E402
 from .logs import Metrics, Progress, redact, setup_logging  # noqa: E402
 from .resume import restore, save, scale_value  # noqa: E402
+from .safeopen import open_append  # noqa: E402
 from .schedule import get_lr, rows_of  # noqa: E402
 from .step import Steps  # noqa: E402
 
@@ -367,8 +368,11 @@ def main(argv: Optional[list] = None) -> int:
     args.run_dir.mkdir(parents=True, exist_ok=True)
 
     def note(message: str) -> None:  # until the run's logger exists
-        with open(args.run_dir / "train.log", "a") as f:
-            f.write(redact(message) + "\n")
+        try:
+            with open_append(args.run_dir / "train.log", encoding="utf-8", errors="backslashreplace") as f:
+                f.write(redact(message) + "\n")
+        except (TrainerError, OSError):  # train.log is a link or unwritable: stderr still says it
+            pass
 
     stopper = Stopper(note)
     stopper.install()

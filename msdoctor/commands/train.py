@@ -77,6 +77,19 @@ def refuse_unwritable(run_dir: Path) -> None:
         raise UserError(f"--output-dir {run_dir}: {probe} is not writable", "choose a directory you can write to")
 
 
+def refuse_foreign(run_dir: Path) -> None:
+    """msdoctor train writes config.yaml, config.json, metrics.csv and check-report.json into the run directory:
+    a directory with other content and no run manifest (the project itself: ``--output-dir .``) is refused."""
+    from msdoctor.training.runlock import LOCK_NAME, RUN_MANIFEST, is_run_directory
+
+    if not is_run_directory(run_dir):
+        raise UserError(f"--output-dir {run_dir}: the directory has files and is not a run directory (no "
+                        f"{RUN_MANIFEST} or {LOCK_NAME}); msdoctor train would replace files there (config.yaml, "
+                        "config.json, metrics.csv, check-report.json)",
+                        "choose a new or empty directory (the default is runs/<name>), or one an earlier "
+                        "msdoctor train created")
+
+
 def refuse_stale(run_dir: Path, resume: bool) -> None:
     """A run directory with checkpoints belongs to an earlier run: continue it or pick another."""
     ckpts = run_dir / "checkpoints"
@@ -115,9 +128,17 @@ def finished_run(run_dir: Path, max_steps: int, config: Path) -> Optional[str]:
 def lock_run_directory(run_dir: Path) -> Any:
     """One msdoctor train per run directory (training/runlock.py); exit 2 naming the PID that holds it."""
     from msdoctor.training import runlock
+    from msdoctor.training.errors import TrainerError
 
     try:
         lock = runlock.acquire(run_dir, "msdoctor train")
+    except TrainerError as exc:  # the lock file is a symbolic link or not a file (training/safeopen.py)
+        raise UserError(str(exc), f"remove {run_dir / runlock.LOCK_NAME}, or start a new run with --output-dir DIR"
+                        ) from None
+    except OSError as exc:
+        from msdoctor.fsutil import WriteError
+
+        raise WriteError(run_dir, exc, "create the run directory") from None
     except runlock.RunDirLocked as exc:
         pids = " ".join(map(str, exc.pids))
         raise UserError(f"{exc}: a second trainer would write the same checkpoints and metrics.csv",
@@ -240,7 +261,9 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
     red = redactor(no_redact, cfg)
     run_dir = run_directory(cfg, project)
     refuse_unwritable(run_dir)
+    refuse_foreign(run_dir)
     lock = lock_run_directory(run_dir)
+    runlock.write_manifest(run_dir, cfg.name)
     try:
         return _train(cfg, facts, config, target, run_dir, lock, red, resume, output_dir, verbose, probe_timeout,
                       live_timeout, strict=strict, plugins=not no_plugins, project=project,
