@@ -71,50 +71,11 @@ def test_reducescatter_and_broadcast_patterns():
 
 # wire ----------------------------------------------------------------------------------------
 
-class FakeWorld:
-    """AllGather over n simulated ranks: each call collects every rank's words (they call in lockstep)."""
-
-    def __init__(self, payloads):
-        self.payloads = payloads
-
-    def run(self):
-        import threading
-
-        n = len(self.payloads)
-        barrier = threading.Barrier(n)
-        slots = [None] * n
-        results = [None] * n
-
-        def allgather_for(rank):
-            def ag(words):
-                slots[rank] = list(words)
-                barrier.wait()
-                out = [w for s in slots for w in s]
-                barrier.wait()
-                return out
-            return ag
-
-        def worker(rank):
-            results[rank] = wire.gather_json(self.payloads[rank], allgather_for(rank))
-
-        threads = [threading.Thread(target=worker, args=(r,)) for r in range(n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(10)
-        return results
-
-
-def test_gather_json_round_trips_unequal_lengths_and_unicode():
-    docs = [{"rank": 0, "x": "a"}, {"rank": 1, "x": "ü" * 1001, "nested": [1, 2, {"k": None}]}, {"rank": 2}]
-    results = FakeWorld(docs).run()
-    assert results == [docs, docs, docs]
-
-
-def test_words_are_int32_and_padding_is_dropped():
-    words = wire.to_words(b"\xff\xff\xff\xff abc", 12)
-    assert all(-(1 << 31) <= w < (1 << 31) for w in words)
-    assert wire.from_words(words, 8) == b"\xff\xff\xff\xff abc"
+def test_rank_documents_split_into_a_part_and_shared_blobs():
+    part, blobs = wire.split({"rank": 1, "facts": {"env": {"RANK_ID": "1", "MS_X": "a"}}, "collectives": [
+        {"op": "AllReduce", "seconds": 0.5}], "node_check": None, "timeouts": {}}, {"RANK_ID"})
+    assert part["env"] == {"RANK_ID": "1"} and part["collective_seconds"] == [0.5]
+    assert set(blobs) == {"env"} and b"RANK_ID" not in blobs["env"] and b"seconds" not in blobs["env"]
 
 
 # bandwidth -----------------------------------------------------------------------------------

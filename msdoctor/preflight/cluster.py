@@ -15,9 +15,11 @@ from msdoctor.model import CheckResult, Finding, Report, Status, Target
 
 from .bandwidth import Row, Verdict, judge
 from .identity import PER_NODE_ENV, TIMEOUT_VARS
+from .wire import Assembly
 
 #: preflight-report.json schema (docs/preflight-report.md); bump on incompatible changes
-PREFLIGHT_SCHEMA_VERSION = 1
+#: (2: each distinct environment and node check once, in "environments"; "ranks" are the ranks' own parts)
+PREFLIGHT_SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -104,6 +106,42 @@ def differences(docs: Sequence[dict]) -> list[dict]:
     return sorted(out, key=lambda e: (not e["matters"], e["section"], e["key"]))
 
 
+#: a per-node variable (RANK_ID, MS_WORKER_IP ...) with more distinct values than this is counted, not listed
+MAX_LISTED_VALUES = 64
+
+
+def differences_assembled(asm: Assembly) -> list[dict]:
+    """:func:`differences` over each distinct (environment, node check) once, then the per-rank variables.
+
+    The same entries as :func:`differences` on every rank's full document (tests/test_preflight_scale.py
+    proves it), at a cost that grows with the distinct environments, not with the ranks.
+    """
+    classes: dict[tuple[str, Optional[str]], list[int]] = {}
+    for p in asm.parts:
+        classes.setdefault((p["blobs"]["env"], p["blobs"].get("node_check")), []).append(p["rank"])
+    reps = [{"rank": ranks[0], "facts": asm.blobs[key[0]].get("facts") or {},
+             "node_check": asm.blobs[key[1]] if key[1] else None} for key, ranks in classes.items()]
+    members = {ranks[0]: ranks for ranks in classes.values()}
+    out = differences(reps)
+    for e in out:
+        for v in e["values"]:
+            v["ranks"] = sorted(r for rep in v["ranks"] for r in members[rep])
+    names = sorted({k for p in asm.parts for k in p.get("env") or {}})
+    for name in names:
+        groups: dict[str, dict[str, Any]] = {}
+        for p in asm.parts:
+            v = (p.get("env") or {}).get(name)
+            groups.setdefault(repr(v), {"value": v, "ranks": []})["ranks"].append(p["rank"])
+        if len(groups) > MAX_LISTED_VALUES:  # one per rank or node by construction: counted, not listed
+            out.append({"section": "env vars", "key": name, "matters": False, "distinct_values": len(groups),
+                        "values": [{"value": f"({len(groups)} distinct values: set per node or rank)",
+                                    "ranks": [p["rank"] for p in asm.parts]}]})
+        elif len(groups) > 1:
+            out.append({"section": "env vars", "key": name, "matters": False,
+                        "values": sorted(groups.values(), key=lambda g: min(g["ranks"]))})
+    return sorted(out, key=lambda e: (not e["matters"], e["section"], e["key"]))
+
+
 def _node_of(docs: Sequence[dict]) -> dict[int, Optional[int]]:
     return {d["rank"]: (d.get("identity") or {}).get("node_rank") for d in docs}
 
@@ -164,10 +202,17 @@ def collectives_summary(docs: Sequence[dict]) -> list[dict]:
 def build(docs: Sequence[dict], opts: Options, *, started_at: str, duration_s: float,
           msdoctor_version: str) -> tuple[dict, Report]:
     """The preflight report (a dict, written as preflight-report.json) and a Report for the renderers."""
-    docs = sorted(docs, key=lambda d: d["rank"])
+    return build_assembled(Assembly.of_docs(docs, PER_NODE_ENV), opts, started_at=started_at, duration_s=duration_s,
+                           msdoctor_version=msdoctor_version)
+
+
+def build_assembled(asm: Assembly, opts: Options, *, started_at: str, duration_s: float,
+                    msdoctor_version: str) -> tuple[dict, Report]:
+    """:func:`build` from the gathered parts and distinct blobs (what the leaders and rank 0 hold)."""
+    docs = asm.docs()
     node_of = _node_of(docs)
     execs = sorted({((d.get("facts") or {}).get("python") or {}).get("executable") or "?" for d in docs})
-    diffs = differences(docs)
+    diffs = differences_assembled(asm)
     tos = timeouts(docs)
     coll = collectives_summary(docs)
     rows = [Row(**r) for r in (docs[0].get("bandwidth") or [])] if docs else []
@@ -204,7 +249,9 @@ def build(docs: Sequence[dict], opts: Options, *, started_at: str, duration_s: f
                     "ranks": [{"rank": r, "gflops": g, "straggler": r in comp.stragglers} for r, g in comp.per_rank]},
         "timeouts": tos,
         "differences": diffs,
-        "ranks": list(docs),
+        "environments": asm.blobs,
+        "ranks": [dict({k: v for k, v in p.items() if k != "blobs"}, environment=p["blobs"]["env"],
+                       node_check=p["blobs"].get("node_check")) for p in asm.parts],
     }
     from msdoctor.render.json_report import result_dict
 

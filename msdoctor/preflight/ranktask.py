@@ -3,8 +3,9 @@
 Order on a worker: facts before MindSpore is imported (interpreter, versions, environment, where the
 HCCL timeouts come from), the node-level ``msdoctor check --quick`` on the first rank of each node (in a
 thread, while init() waits for the cluster), init(), collective correctness, subgroups, the bandwidth
-sweep, the matmul probe, then every rank's JSON to every rank (:mod:`.wire`). Every rank computes the
-same verdict from the same documents and exits with it; rank 0 writes the report and prints the table.
+sweep, the matmul probe, then the two-level gather (:mod:`.wire`): each node's ranks to the node's first rank,
+the first ranks to each other, each distinct environment once. Every node's first rank computes the same verdict
+from the same assembly and writes the report; the other ranks get the exit code from it; rank 0 prints the table.
 
 The scheduler process (MS_ROLE=MS_SCHED) runs this task too: it only calls init(); when the cluster
 does not form it reads its own log (msrun points its stdout at LOGS/scheduler.log) and names the nodes
@@ -13,6 +14,7 @@ that never registered.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -28,7 +30,7 @@ from typing import Any, Optional
 
 from . import bandwidth as bw
 from . import patterns
-from .identity import Identity, identify, interesting_env, timeouts
+from .identity import PER_NODE_ENV, Identity, identify, interesting_env, timeouts
 
 UNSUPPORTED = re.compile(r"Kernel select failed|only support|Unsupported op|unregistered|not support|"
                          r"Create kernelmod .* failed", re.IGNORECASE)
@@ -141,11 +143,6 @@ class Comm:
     def barrier(self) -> None:
         """A 1-element AllReduce: ``comm_func.barrier`` has no CPU kernel (observed: "Unsupported op [Barrier] on CPU")."""
         self.run("AllReduce", [1.0], "float32").asnumpy()
-
-    def allgather_int32(self, words: Any) -> list[int]:
-        arr = self.np.asarray(list(words), dtype=self.np.int32)
-        out = self._op("AllGather")(self.ms.Tensor(arr))
-        return [int(x) for x in out.asnumpy().reshape(-1)]
 
     def allgather_floats(self, values: list[float]) -> list[float]:
         out = self._op("AllGather")(self.tensor(values, "float32"))
@@ -331,20 +328,74 @@ def failure_doc(ident: Identity, line: str, sched: Any) -> dict[str, Any]:
             "scheduler_log": sched.path}
 
 
-def redactor(docs: Any = ()) -> Any:
+def redactor(asm: Any = None) -> Any:
     """Secrets (from every rank's environment) and home paths masked; host names kept: they name the nodes."""
     from msdoctor.redact import Redactor
 
-    envs = [((d.get("facts") or {}).get("env") or {}) for d in docs if isinstance(d, dict)]
+    envs: list[dict] = []
+    if asm is not None:
+        envs = [((b.get("facts") or {}).get("env") or {}) for b in asm.blobs.values() if isinstance(b, dict)]
+        envs += [p.get("env") or {} for p in asm.parts]
     return Redactor.for_environment(os.environ, more_environs=envs, hosts=())
 
 
+def redact_in_place(red: Any, doc: Any) -> Any:
+    """``red.value(doc)`` for JSON data, changing ``doc`` itself (no second copy of a large report) and masking each
+    distinct string once (host names, paths and values repeat across thousands of ranks)."""
+    from msdoctor.redact import MASK, is_secret_name
+
+    memo: dict[str, str] = {}
+
+    def text(v: str) -> str:
+        out = memo.get(v)
+        if out is None:
+            out = memo[v] = red.text(v)
+        return out
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return text(v)
+        if isinstance(v, dict):
+            items = list(v.items())
+            v.clear()
+            for k, val in items:
+                if isinstance(k, str) and is_secret_name(k, env=False) and isinstance(val, str) and val:
+                    val = MASK
+                else:
+                    val = walk(val)
+                v[text(k) if isinstance(k, str) else k] = val
+            return v
+        if isinstance(v, list):
+            v[:] = [walk(x) for x in v]
+            return v
+        if isinstance(v, tuple):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(doc)
+
+
 def write_json(path: Path, doc: Any, red: Any = None) -> None:
-    from msdoctor.fsutil import atomic_write
+    """Redacted (``doc`` itself is masked), indented, atomic (temp file + rename), encoded in pieces: a report of
+    16,384 ranks is tens of MB as one string, and the indenting encoder's pieces as a list several times that."""
+    import tempfile
 
     red = red or redactor()
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps(red.value(doc), indent=1, default=str, ensure_ascii=False) + "\n", backup=False)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 16) as f:
+            for chunk in json.JSONEncoder(indent=1, default=str, ensure_ascii=False).iterencode(redact_in_place(red, doc)):
+                f.write(chunk)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def run_worker(opts: TaskOptions, ident: Identity, env0: dict[str, str]) -> int:
@@ -367,11 +418,11 @@ def run_worker(opts: TaskOptions, ident: Identity, env0: dict[str, str]) -> int:
     log(f"rank {rank}/{world} joined in {init_s:.1f} s ({backend})")
     comm = Comm(ms, np, world, rank)
 
-    # who is where: a first small gather, so that groups are derived from msrun's env on every rank
-    from .wire import gather_json
+    # who is where: a first small gather (12 bytes a rank), so that groups are derived from msrun's env on every rank
+    from . import wire
 
-    me = {"rank": rank, "node_rank": ident.node_rank, "local_index": ident.local_index, "host": socket.gethostname()}
-    peers = gather_json(me, comm.allgather_int32)
+    world_comm = wire.MindSporeCollective(ms, np, rank, world)
+    peers = _peers(world_comm, rank, ident)
 
     coll = _world_collectives(comm, opts.config, world)
     groups = subgroups(comm, ident, peers, backend) if world > 1 else []
@@ -389,8 +440,32 @@ def run_worker(opts: TaskOptions, ident: Identity, env0: dict[str, str]) -> int:
         "collectives": coll, "subgroups": groups, "bandwidth": rows, "compute": compute,
         "seconds_before_gather": round(time.time() - t_start, 3),
     }
-    docs = gather_json(doc, comm.allgather_int32)
-    return verdict(docs, opts, started_at, time.time() - t_start, rank)
+    for g in doc["subgroups"] if rank == 0 else ():  # subgroup bandwidth rows join the world rows
+        doc["bandwidth"].extend(g.pop("bandwidth", []) or [])
+    # the gather runs on the node and leader groups where this backend runs collectives on subgroups (every rank
+    # must agree: one flag each), else every step is one world AllGather
+    ok = bool(groups) and all(g["status"] == "ok" for g in groups)
+    agreed = all(b == b"\1" for b in world_comm.allgather(b"\1" if ok else b"\0", tuple(range(world))))
+    comm_g = wire.MindSporeCollective(ms, np, rank, world, subgroups=agreed)
+    part, blobs = wire.split(doc, PER_NODE_ENV)
+    del doc
+    lay, asm = wire.drive(wire.protocol(rank, wire.node_key(ident.node_rank, socket.gethostname()), part, blobs),
+                          comm_g)
+    code = verdict(asm, opts, started_at, time.time() - t_start, rank) if asm is not None else None
+    return int(wire.drive(wire.share_verdict(rank, lay, code), comm_g))
+
+
+def _peers(comm: Any, rank: int, ident: Identity) -> list[dict[str, Any]]:
+    """Every rank's (rank, node_rank, local_index), 12 bytes a rank."""
+    import struct
+
+    me = struct.pack("<iii", rank, -1 if ident.node_rank is None else ident.node_rank,
+                     -1 if ident.local_index is None else ident.local_index)
+    out = []
+    for b in comm.allgather(me, tuple(range(comm.world))):
+        r, node, local = struct.unpack("<iii", b)
+        out.append({"rank": r, "node_rank": None if node < 0 else node, "local_index": None if local < 0 else local})
+    return out
 
 
 def _start_node_check(opts: TaskOptions, ident: Identity) -> tuple[Optional[threading.Thread], dict[str, Any]]:
@@ -470,10 +545,12 @@ def _group_sweep(comm: Comm, g: dict[str, Any], sizes: list[int], opts: TaskOpti
     return rows
 
 
-def verdict(docs: list[dict], opts: TaskOptions, started_at: str, duration_s: float, rank: int) -> int:
+def verdict(asm: Any, opts: TaskOptions, started_at: str, duration_s: float, rank: int) -> int:
+    """On a leader (the first rank of a node; rank 0 is one): the verdict from the assembly, the report file on
+    every node (no shared filesystem needed), the table on rank 0."""
     from msdoctor import __version__
 
-    from .cluster import Options, build, table
+    from .cluster import Options, build_assembled, table
 
     baseline = None
     if opts.baseline is not None:
@@ -484,15 +561,10 @@ def verdict(docs: list[dict], opts: TaskOptions, started_at: str, duration_s: fl
     copts = Options(straggler_ratio=opts.straggler_ratio, baseline=baseline,
                     baseline_path=str(opts.baseline) if opts.baseline else None,
                     expected_python_prefix=expected_prefix)
-    # subgroup bandwidth rows join the world rows
-    for g in docs[0].get("subgroups") or []:
-        docs[0].setdefault("bandwidth", []).extend(g.pop("bandwidth", []) or [])
-    doc, report = build(docs, copts, started_at=started_at, duration_s=duration_s, msdoctor_version=__version__)
-    me = next((d for d in docs if d["rank"] == rank), {})
-    first_on_node = (me.get("identity") or {}).get("local_index") == 0
-    if rank == 0 or first_on_node:  # every node gets the report (no shared filesystem needed)
-        red = redactor(docs)
-        write_json(opts.out / "preflight-report.json", doc, red)
+    doc, report = build_assembled(asm, copts, started_at=started_at, duration_s=duration_s,
+                                  msdoctor_version=__version__)
+    red = redactor(asm)
+    write_json(opts.out / "preflight-report.json", doc, red)
     if rank == 0:
         redact_text = red.text
         print(redact_text(table(doc)), flush=True)
