@@ -3,7 +3,10 @@
 The msrun line is the one a user would type on each node (only --node_rank differs)::
 
     msrun --worker_num 4 --local_worker_num 2 --master_addr A --master_port P --node_rank R --join True \\
-          --cluster_time_out T --log_dir LOGS python -m msdoctor preflight --out OUT [--config train.yaml]
+          --cluster_time_out T --log_dir LOGS python -c "$SAFE_MAIN" preflight --out OUT [--config train.yaml]
+
+where ``SAFE_MAIN`` (below) runs ``python -m msdoctor`` with the working directory off sys.path, and msrun is
+started from an empty scratch directory: no project module runs in any rank.
 
 msrun runs in its own process group, killed with everything it started when the bound passes or
 msdoctor is interrupted (msdoctor.proc). When the cluster does not form, the scheduler's log
@@ -14,7 +17,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,18 +45,37 @@ class LaunchResult:
     log_dir: Path
 
 
+#: how each rank starts msdoctor: ``python -m msdoctor`` would put the working directory first on sys.path, so a
+#: project's ``typing.py`` or ``json.py`` would run in every rank. ``-c`` puts "" there too, but only when the command
+#: starts (after site), so the command drops it before importing anything (``-P`` does the same from Python 3.11:
+#: https://docs.python.org/3/using/cmdline.html#cmdoption-P; targets may be older). msrun runs ``python ARGS`` as
+#: given (mindspore/parallel/cluster/process_entity/_api.py in MindSpore 2.7.0).
+SAFE_MAIN = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+             "import runpy; runpy.run_module('msdoctor', run_name='__main__', alter_sys=True)")
+
+
+def rank_command(task_args: list[str]) -> list[str]:
+    """The task msrun starts on every rank: msdoctor's preflight, with the working directory kept off sys.path."""
+    return ["python", "-c", SAFE_MAIN, "preflight", *task_args]
+
+
 def msrun_argv(python: str, args: MsrunArgs, log_dir: Path, task_args: list[str]) -> list[str]:
     from msdoctor.training.launch import msrun_command
 
     return [*msrun_command(python), f"--worker_num={args.worker_num}", f"--local_worker_num={args.local_worker_num}",
             f"--master_addr={args.master_addr}", f"--master_port={args.master_port}", f"--node_rank={args.node_rank}",
             f"--log_dir={log_dir}", "--join=True", f"--cluster_time_out={args.cluster_time_out}",
-            "python", "-m", "msdoctor", "preflight", *task_args]
+            *rank_command(task_args)]
 
 
 def environment(python: str, environ: Mapping[str, str]) -> dict[str, str]:
-    """The target's bin first on PATH (msrun starts `python` from PATH)."""
+    """The target's bin first on PATH (msrun starts `python` from PATH); ranks die with msrun (the trainer's parent
+    watch, msdoctor.training.lifecycle: msrun starts each worker in its own session, so killing msrun's group alone
+    would leave them running)."""
+    from msdoctor.training.lifecycle import DIE_ENV
+
     env = dict(environ)
+    env[DIE_ENV] = "1"
     env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
     # WARNING level (MindSpore's default): the scheduler's "is registered successfully" lines, which name the
     # nodes that came, are warnings; GLOG_v=3 would leave nothing to name the missing ones with
@@ -77,9 +101,11 @@ def run(python: str, args: MsrunArgs, log_dir: Path, out: Path, task_args: list[
     started = time.monotonic()
     console = log_dir / "msrun.out"
     timed_out = False
+    scratch = tempfile.mkdtemp(prefix="msdoctor-preflight-")  # msrun and the ranks run outside the project
     try:
         with open(console, "wb") as sink:
-            child = proc.spawn(argv, env=environment(python, environ), stdout=sink, stderr=subprocess.STDOUT)
+            child = proc.spawn(argv, env=environment(python, environ), stdout=sink, stderr=subprocess.STDOUT,
+                               cwd=scratch)
             try:
                 formed = False
                 form_by = started + args.cluster_time_out + FORM_MARGIN_S
@@ -93,6 +119,8 @@ def run(python: str, args: MsrunArgs, log_dir: Path, out: Path, task_args: list[
                 child.close()  # msrun and every worker it started, on every exit path
     except proc.StartError as exc:
         return LaunchResult(None, False, 0.0, None, f"could not start msrun: {exc}", "", log_dir)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     rc = None if timed_out else child.returncode
     seconds = time.monotonic() - started
     report = None

@@ -594,6 +594,12 @@ def _prefix_of(python: str) -> Optional[str]:
 
 
 def main(opts: TaskOptions, environ: Optional[dict[str, str]] = None) -> int:
+    if environ is None:
+        # started by `msdoctor preflight --launch` or `msdoctor train`: end with msrun (msrun gives each worker its
+        # own session, so nothing else stops a rank whose launcher was killed)
+        from msdoctor.training.lifecycle import die_with_parent
+
+        die_with_parent(log)
     env0 = dict(os.environ if environ is None else environ)
     ident = identify(env0)
     if ident.role == "scheduler":
