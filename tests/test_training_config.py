@@ -608,3 +608,16 @@ def test_train_gate_stops_on_a_training_config_failure(tmp_path):
     assert check["status"] == "fail"
     assert any(f["code"] == "data-missing" for f in check["findings"])
     assert not (run_dir / "train.log").exists()
+
+
+def test_batch_range_is_not_judged_on_finetune_runs(tmp_path):
+    """Issue 26 item 4: a finetune run keeps its own batch conventions; the pretraining range warning is noise."""
+    by_mode = variant(tmp_path, LLAMA7, "run_mode: 'train'", "run_mode: 'finetune'")
+    f = only(judge(by_mode, 8, 8), "batch-range")
+    assert f.status is Status.PASS and "finetune run" in f.title and "run_mode: finetune" in f.proved
+    by_name = tmp_path / "finetune_llama2_7b.yaml"
+    by_name.write_text(LLAMA7.read_text())
+    f = only(judge(by_name, 8, 8), "batch-range")
+    assert f.status is Status.PASS and "finetune_*" in f.proved
+    # the same file under a pretraining name still gets the warning
+    assert only(judge(LLAMA7, 8, 8), "batch-range").status is Status.WARN

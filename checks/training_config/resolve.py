@@ -103,6 +103,7 @@ class Resolved:
     offset: Optional[Val] = None  # MindFormers model_config.offset
     mtp_depth: Optional[Val] = None  # DeepSeek multi-token-prediction layers, placed by the pipeline too
     model_type: str = ""  # MindFormers model_config.type (LlamaConfig, ChatGLM2Config, ...)
+    finetune: str = ""  # why this is a finetune run ("" for pretraining): see finetune_reason
     total_steps: Optional[Val] = None  # optimizer steps, when the file states them
     epochs: Optional[Val] = None  # MindFormers runner_config.epochs (total = epochs x dataset size)
     warmup_steps: Optional[Val] = None
@@ -508,10 +509,29 @@ def from_mindformers(doc: Document, text: Optional[str] = None) -> Resolved:
         mtp_depth=mtp if mtp.given else None,
         model_type=str(_get(doc.data, _MC + ("type",))[1] or _get(doc.data, ("model", "arch", "type"))[1] or ""),
     )
+    res.finetune = finetune_reason(doc)
     _mindformers_batch(res, use_parallel, pmode)
     for keys, msg, raw in r.problems:
         res.notes.append(f"{'.'.join(str(k) for k in keys)} = {raw!r}: {msg}")
     return res
+
+
+def finetune_reason(doc: Document) -> str:
+    """Why a MindFormers YAML is a finetune run, or "" (pretraining). MindFormers starts a finetune with
+    ``run_mode: finetune`` (run_mindformer.py --run_mode, mindformers/trainer/base_trainer.py), from a
+    checkpoint (``load_checkpoint`` without ``resume_training``), and names its finetune configs
+    ``finetune_*.yaml`` (research/*/ and configs/*/ of mindspore-lab/mindformers)."""
+    data = doc.data if isinstance(doc.data, dict) else {}
+    mode = str(data.get("run_mode") or "").strip().lower()
+    if mode == "finetune":
+        return f"run_mode: finetune (line {doc.lines.get(('run_mode',))})"
+    ckpt = data.get("load_checkpoint")
+    if isinstance(ckpt, str) and ckpt.strip() and not PLACEHOLDER_RE.search(ckpt) and not data.get("resume_training"):
+        return f"load_checkpoint {ckpt!r} without resume_training (line {doc.lines.get(('load_checkpoint',))})"
+    name = Path(doc.path).name.lower() if doc.path is not None else ""
+    if name.startswith("finetune"):
+        return f"the file is named {Path(str(doc.path)).name} (MindFormers names its finetune configs finetune_*)"
+    return ""
 
 
 def _mindformers_batch(res: Resolved, use_parallel: Val, pmode: Val) -> None:

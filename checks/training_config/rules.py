@@ -366,6 +366,14 @@ def rule_batch_range(res: Resolved, env: Env) -> list[Finding]:
     acc = _accumulation(res)
     src = ("GPT-3 (arXiv:2005.14165, Table 2.1) used 256-1536 sequences of 2048 tokens, Llama 2 "
            "(arXiv:2307.09288) 1024 of 4096")
+    if res.finetune:
+        # finetuning keeps its own conventions: Llama 2's SFT used 64 sequences per step (arXiv:2307.09288,
+        # section 3.1), MindFormers' finetune configs 8-128; the pretraining range does not apply
+        return [Finding.passed(
+            f"global batch {gb} sequences (a finetune run: the {lo}-{hi} pretraining range does not apply)",
+            proved=f"{res.batch_formula()}; finetune because {res.finetune}; supervised finetuning uses small "
+            "batches (Llama 2 SFT: 64 sequences, arXiv:2307.09288 section 3.1)",
+            location=_loc(res, acc), code="batch-range")]
     if lo <= gb <= hi:
         return [Finding.passed(f"global batch {gb} sequences is in the usual {lo}-{hi}",
                                proved=f"{res.batch_formula()}; {src}", location=_loc(res, acc), code="batch-range")]
