@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from msdoctor.checks.version_matrix.common import Want, wants_of as _wants_of
 from msdoctor.context import FactSpec
+from msdoctor.facts.matrix import MATRIX
 from msdoctor.fix import Applied
 from msdoctor.fix.resolver import DryRun, Planned, Resolver
 from msdoctor.model import Finding, Status
@@ -552,11 +553,10 @@ CHECK_BUDGET_S = 420.0
 
 
 def _compute(ctx: "Context") -> StackPlan:
-    from msdoctor.matrix import load
 
     t = ctx.target
     resolver = Resolver(t.executable, environ=ctx.environ, budget_s=CHECK_BUDGET_S)
-    return plan_stack(t, load(), resolver)
+    return plan_stack(t, ctx.get(MATRIX), resolver)
 
 
 #: The repair plan of the installed stack (asks the target's pip; computed once per run).
@@ -587,21 +587,19 @@ class StackFixer:
         """The plan the check computed in this run (STACK_PLAN), else one computed now."""
         if ctx.has(STACK_PLAN):
             return ctx.get(STACK_PLAN)
-        from msdoctor.matrix import load
 
         resolver = Resolver(ctx.options.python or ctx.target.executable, environ=ctx.environ, budget_s=PLAN_BUDGET_S)
-        return plan_stack(ctx.target, load(), resolver)
+        return plan_stack(ctx.target, ctx.get(MATRIX), resolver)
 
     def verify(self, plan: StackPlan, ctx: "Context") -> list[Finding]:
         """The check's pip-fixable rules on the target as it would be after ``plan`` (its versions and their
         Requires-Dist laid over the installed set): what the plan would leave, less what it says it leaves."""
         if plan.state != "found":
             return []
-        from msdoctor.matrix import load
 
         after = overlay(ctx.target, plan.planned)
         left = set(plan.remaining)
-        return [f for f in _relevant(problems(after, load()), set(plan.left_alone)) if f.title not in left]
+        return [f for f in _relevant(problems(after, ctx.get(MATRIX)), set(plan.left_alone)) if f.title not in left]
 
     def apply(self, plan: StackPlan, ctx: "Context", on_line: Callable[[str], None]) -> Applied:
         """Run the plan's one pip command with the target's pip, from a scratch directory, its output to
