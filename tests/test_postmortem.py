@@ -345,3 +345,14 @@ def test_loaded_never_no_worker_registered_the_cluster_never_formed():
     ff = r.first_failure
     assert ff.how == "never-started" and ff.rank is None and "no worker registered" in ff.error
     assert r.lines()[2].startswith("First failure: the cluster at ")
+
+
+def test_loaded_raise_a_survivor_ended_by_its_runtime_is_what_msrun_reported_first():
+    """Rank 2 raised; before its process had exited, rank 3's runtime ended rank 3 with SIGTERM (the scheduler had
+    reported node 2 timed out), so msrun's only report is rank 3's Error code: -15. Still rank 2 first."""
+    r = pm.analyse([LOADED / "raise-sigterm"])
+    assert (r.first_failure.rank, r.first_failure.how) == (2, "traceback")
+    exits = [code for _, code, _ in pm.scan_file(LOADED / "raise-sigterm" / "msrun.log").worker_exits]
+    assert exits == [-15]
+    kinds = _kinds(r)
+    assert kinds["ended-by-runtime"] == {3} and kinds["collective-timeout"] == {0, 1}

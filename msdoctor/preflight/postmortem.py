@@ -92,7 +92,11 @@ _LITERALS = (
     "[ERROR]", "[CRITICAL]", "Traceback (most recent call last)", "rank id: ", "Error code: ", "is timed out",
     "registered successfully", "Topology build timed out", "Building networking for MS_", "Failed to init the tcp",
     "There's worker exits", "exit with exception", "Time out nodes are", "Start worker process", "times out",
-    "timeout", "Fatal Python error", "Segmentation fault", "terminate called", "plog", ", pid ")
+    "timeout", "Fatal Python error", "Segmentation fault", "terminate called", "plog", ", pid ",
+    "Kill this process with SIGTERM")
+#: MindSpore's runtime ends a worker whose cluster reported a failure (distributed/init.cc, observed on 2.7.0:
+#: "Callback on exception is called." then "Kill this process with SIGTERM.")
+_RUNTIME_SIGTERM = "Kill this process with SIGTERM"
 #: CANN error codes (EI0002:, EE9999:), the one hit that needs a regex
 _CANN_CODE = re.compile(r"E[A-Z0-9]\d{4}:")
 
@@ -135,6 +139,7 @@ KINDS = {
     "collective-timeout": "a collective timed out waiting for the failed rank",
     "scheduler-timeout": "the scheduler's heartbeat timeout for a process that had stopped",
     "cluster-not-formed": "the cluster could not form without the missing ranks",
+    "ended-by-runtime": "ended by MindSpore's runtime (SIGTERM) after the cluster reported the failure",
     "later-error": "an error after the first failure",
 }
 
@@ -203,6 +208,7 @@ class Scan:
     topology_timeouts: int = 0
     tcp_server_failed: bool = False
     plogs: list[str] = field(default_factory=list)
+    runtime_sigterm: Optional[Event] = None
     cut: int = 0  # lines cut at MAX_LINE
 
     @property
@@ -389,6 +395,9 @@ def _event_line(s: Scan, line: str, ln: int, t: Optional[datetime]) -> None:
     ev = Event(s.path, ln, line.strip()[:2000], t, pid, level)
     if pid is not None and "rank id: " in line and (m := _RANK_ID.search(line)):
         s.pid_rank[pid] = int(m.group("rank"))
+    if _RUNTIME_SIGTERM in line:
+        s.runtime_sigterm = s.runtime_sigterm or ev
+        return
     if ", pid " in line and (m := _SELF.search(line)):
         s.pid_rank[int(m.group("pid"))] = int(m.group("rank"))
         s.pids[int(m.group("pid"))] += 1
@@ -999,6 +1008,8 @@ def _own_failure(r: Rank, python: Optional[str]) -> Optional[FirstFailure]:
                             [], cause, fix, entry, [r.rank])
     if kind is not None:
         return None
+    if r.exit_code == -15 and r.log is not None and r.log.runtime_sigterm is not None:
+        return None  # its runtime ended it because the cluster failed: a consequence (see _consequences)
     if r.exit_code is not None and r.exit_code != 0 and r.exit_event is not None:
         last = r.log.tail[-1] if r.log and r.log.tail else None
         t = r.log.last_time if r.log and r.log.last_time else r.exit_event.time
@@ -1054,6 +1065,11 @@ def _consequences(ranks: dict[int, Rank], ff: FirstFailure, sched: Optional[Scan
         kind, e = r.first()
         if kind == "scheduler" and e is not None:
             out.append(Consequence("scheduler-timeout", r.rank, r.node_rank, e.time, e.log, e.line, e.text))
+            continue
+        ended = r.log.runtime_sigterm if r.log else None
+        if ended is not None and r.first()[0] is None:
+            out.append(Consequence("ended-by-runtime", r.rank, r.node_rank, ended.time, ended.log, ended.line,
+                                   ended.text))
             continue
         f = _own_failure(r, None)
         if f is not None:
