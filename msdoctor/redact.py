@@ -27,7 +27,7 @@ import os
 import re
 import socket
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from msdoctor.model import Report
 
@@ -73,6 +73,42 @@ _CONTROL = re.compile(
 def clean_text(s: str) -> str:
     """``s`` without terminal escape sequences and control characters (tabs and newlines kept)."""
     return _CONTROL.sub("", s) if s else s
+
+
+#: a URL (scheme://...): never a path to join to a directory (that turns https:// into https:/)
+URL_RE = re.compile(r"(?i)^[a-z][a-z0-9+.-]*://")
+
+
+def mask_userinfo(s: str) -> str:
+    """``scheme://user:password@host/...`` with the user information masked (whether or not redaction is on:
+    a credential is never shown as a path)."""
+    return _URL_CREDS.sub(lambda m: m.group(1) + MASK + "@", s) if s else s
+
+
+# --password X, --api-key=X, -token X: a flag whose name says its value is a secret
+_SECRET_FLAG = re.compile(r"(?i)^--?[a-z0-9_.-]*(?:token|key|secret|passw|credential|pwd|auth)[a-z0-9_.-]*$")
+
+
+def command_line(argv: Sequence[str], limit: int = 300) -> str:
+    """Another process's command line, safe to show: values of secret-looking flags, URL credentials,
+    NAME=secret assignments and token shapes masked; escapes and control characters removed; one line."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        arg = str(arg)
+        if hide_next:
+            out.append(MASK)
+            hide_next = False
+            continue
+        flag, eq, _ = arg.partition("=")
+        if _SECRET_FLAG.match(flag):
+            out.append(flag + "=" + MASK if eq else arg)
+            hide_next = not eq
+            continue
+        out.append(arg)
+    text = _TOKENS.sub(MASK, _ASSIGN.sub(lambda m: m.group(1) + "=" + MASK, mask_userinfo(" ".join(out))))
+    text = one_line(text)
+    return text if len(text) <= limit else text[:limit] + " …"
 
 
 def one_line(s: str) -> str:

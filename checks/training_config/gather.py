@@ -18,6 +18,8 @@ import struct
 from pathlib import Path
 from typing import Any, Optional
 
+from msdoctor.redact import URL_RE, mask_userinfo
+
 from .resolve import Resolved, Val, is_placeholder
 from .rules import CheckpointSize, DataFacts, Fact
 
@@ -228,6 +230,9 @@ def inspect_data(res: Resolved, base: Path, max_files: int = 400) -> list[DataFa
     for v in res.data_paths:
         if is_placeholder(v.value):
             out.append(DataFacts(v, str(v.value), placeholder=True, kind=res.data_kind))
+        elif URL_RE.match(str(v.value)):  # a remote dataset: not a path under base; its credentials masked
+            out.append(DataFacts(v, mask_userinfo(str(v.value)), kind=res.data_kind, readable=True,
+                                 note="a URL, not a local path: not checked (msdoctor does not reach the network)"))
         elif res.data_kind == "megatron":
             out.append(inspect_megatron(v, base))
         elif res.data_kind == "hf-datasets":

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from msdoctor.model import Finding, Status
+from msdoctor.redact import command_line, one_line
 
 
 @dataclass
@@ -60,9 +61,11 @@ def local_addresses() -> set[str]:
 
 
 def resolve(addr: str) -> Optional[str]:
+    """The IPv4 address of a host name; None when it does not resolve (a name IDNA cannot encode, e.g. a label
+    over 63 characters, RFC 1035 2.3.4, does not resolve either)."""
     try:
         return socket.gethostbyname(addr)
-    except OSError:
+    except (OSError, UnicodeError, ValueError):
         return None
 
 
@@ -80,7 +83,8 @@ def port_holder(port: int) -> Optional[dict[str, Any]]:
             if c.pid:
                 try:
                     p = psutil.Process(c.pid)
-                    info.update(name=p.name(), cmdline=" ".join(p.cmdline())[:300], user=p.username())
+                    # another user's process: its arguments may carry a password, its name escapes
+                    info.update(name=one_line(p.name()), cmdline=command_line(p.cmdline()), user=p.username())
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     pass
             return info
