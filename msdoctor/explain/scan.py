@@ -150,7 +150,8 @@ class _Scanner:
             if not self._lookup(e, groups):
                 continue
             out.append(Match(
-                entry_id=e.id, title=_fill(e.title, groups), cause=_fill(e.cause, groups), fix=_fill(e.fix, groups),
+                entry_id=e.id, title=_fill(e.title, groups), cause=groups.pop("_cause", "") or _fill(e.cause, groups),
+                fix=groups.pop("_fix", "") or _fill(e.fix, groups),
                 check_id=e.check_id, source=e.source, line=hit.line, line_no=hit.no, count=max(count, 1),
                 groups=groups, device_target=groups.get("target") if groups.get("target") in DEVICE_TARGETS
                 else (groups.get("lib_target") or e.device_target),
@@ -161,7 +162,11 @@ class _Scanner:
 
     def _lookup(self, e: Entry, groups: dict[str, str]) -> bool:
         """Add the values an entry's lookup provides; False drops the match (nothing is wrong after all)."""
-        if e.lookup == "library":
+        if e.lookup == "symbol":
+            from msdoctor.explain.owners import undefined_symbol_groups
+
+            groups.update(undefined_symbol_groups(groups.get("lib", ""), groups.get("sym", "")))
+        elif e.lookup == "library":
             lib = self.catalogue.library(groups.get("lib", ""))
             groups["lib_owner"] = lib.owner if lib else "shipped by a package that is missing or not on the loader's path"
             groups["lib_cause"] = lib.cause if lib else ""

@@ -1,0 +1,108 @@
+"""Owners: who ships a file or defines a symbol that an error names.
+
+- A C++ symbol's owner is read from its Itanium mangling (https://itanium-cxx-abi.github.io/cxx-abi/abi.html#mangling):
+  ``_ZN`` (then ``K``/``V`` qualifiers) and the first namespace as ``<length><name>``; ``_ZN5torch...`` is in
+  namespace ``torch``. The namespaces are those of the libraries' own headers: torch/c10/at (PyTorch), c10_npu /
+  at_npu (torch_npu, https://github.com/Ascend/pytorch), mindspore (MindSpore), atb / Mki / AsdOps (NNAL's
+  Ascend Transformer Boost), ge (CANN's graph engine). Plain C names: ``acl*`` and ``Msprof*`` are the CANN
+  runtime's API (CANN AscendCL reference, https://www.hiascend.com/document).
+- A file's owner is read from its path: ``site-packages/<package>/...``; CANN's layout
+  (``ascend-toolkit/<version>/...``, ``nnal/atb/...``, ``driver/...``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+_NAMESPACE = re.compile(r"^_ZN[KVr]*(?:St)?(\d+)")
+_NAMESPACE_OWNERS = {
+    "torch": "torch", "c10": "torch", "at": "torch", "caffe2": "torch",
+    "c10_npu": "torch_npu", "at_npu": "torch_npu", "torch_npu": "torch_npu",
+    "mindspore": "MindSpore",
+    "atb": "NNAL", "Mki": "NNAL", "AsdOps": "NNAL",
+    "ge": "CANN",
+}
+_C_PREFIXES = (("aclrt", "CANN"), ("aclnn", "CANN"), ("acl", "CANN"), ("Msprof", "CANN"))
+_SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<pkg>[A-Za-z0-9_.-]+?)(?:[/\\]|\.cpython|\.abi3|\.so|-\d)")
+_TOOLKIT = re.compile(r"ascend-toolkit[/\\](?P<ver>[^/\\]+)[/\\]")
+
+
+@dataclass(frozen=True)
+class Owner:
+    name: str  # the package or product: torch, torch_npu, MindSpore, NNAL, CANN
+    why: str  # how it was decided (the namespace, the path)
+
+
+def symbol_owner(symbol: str) -> Optional[Owner]:
+    """Who defines a (mangled) symbol, from its first namespace or its C prefix; None when not known."""
+    m = _NAMESPACE.match(symbol)
+    if m:
+        n, at = int(m.group(1)), m.end()
+        ns = symbol[at:at + n]
+        owner = _NAMESPACE_OWNERS.get(ns)
+        return Owner(owner, f"its C++ namespace is {ns}") if owner and len(ns) == n else None
+    if symbol.startswith("_Z"):
+        return None
+    for prefix, owner in _C_PREFIXES:
+        if symbol.startswith(prefix):
+            return Owner(owner, f"{prefix}* is its C API")
+    return None
+
+
+def file_owner(path: str) -> Optional[Owner]:
+    """Who ships a file, from where it lies; None when the path does not tell."""
+    m = _SITE.search(path)
+    if m:
+        pkg = m.group("pkg")
+        return Owner(pkg.split(".")[0].split("-")[0], "it lies in site-packages/" + pkg)
+    low = path.replace("\\", "/")
+    if "/nnal/" in low:
+        return Owner("NNAL", "it lies under nnal/")
+    t = _TOOLKIT.search(path)
+    if t:
+        return Owner("CANN", f"it lies under ascend-toolkit/{t.group('ver')}")
+    if "/driver/" in low and "Ascend" in path:
+        return Owner("the Ascend driver", "it lies under the driver directory")
+    return None
+
+
+#: what brings two owners back in step (the check is the command that shows both releases)
+_PAIRING = {
+    "torch": ("{python} -m pip show torch {lib_pkg}",
+              "install the {lib_pkg} release built for the installed torch (torch_npu pairs with the torch of the "
+              "same version; a compiled extension: rebuild or reinstall it for this torch), or the torch it was "
+              "built for"),
+    "torch_npu": ("{python} -m pip show torch_npu {lib_pkg}",
+                  "install the {lib_pkg} release built for the installed torch_npu, or the torch_npu it was built for"),
+    "MindSpore": ("{python} -m pip show mindspore {lib_pkg}",
+                  "install the {lib_pkg} release made for the installed MindSpore, or the MindSpore it was built for"),
+    "NNAL": ("ls -l /usr/local/Ascend/nnal/atb; echo $ATB_HOME_PATH",
+             "install the NNAL release of the same CANN version that {lib_pkg} was built for, and "
+             "`source /usr/local/Ascend/nnal/atb/set_env.sh` after CANN's set_env.sh"),
+    "CANN": ("cat /usr/local/Ascend/ascend-toolkit/latest/*/ascend_toolkit_install.info",
+             "use one CANN release for every Ascend library: the one {lib_pkg} was built for "
+             "(`source` that release's set_env.sh, and nothing of another release on LD_LIBRARY_PATH)"),
+}
+
+
+def undefined_symbol_groups(lib: str, sym: str) -> dict[str, str]:
+    """The cause, fix and check for ``LIB: undefined symbol: SYM`` when the symbol's owner is known and is not the
+    library's own package; empty when the owners do not tell (the catalogue's general text then stands)."""
+    so, lo = symbol_owner(sym), file_owner(lib)
+    if so is None:
+        return {}
+    lib_pkg = lo.name if lo else "the library that needs it"
+    if lo is not None and lo.name.lower() == so.name.lower():
+        return {}  # the package's own symbol: a broken or mixed install of one package, not a pairing
+    check, fix = _PAIRING[so.name]
+    values = {"lib_pkg": lib_pkg}
+    return {
+        "_cause": (f"{sym} is defined by {so.name} ({so.why}); {lib} ({lib_pkg}"
+                   + (f": {lo.why}" if lo else "") + f") was built against another release of {so.name} than the "
+                   f"one this process loaded. {lib_pkg} and {so.name} are releases that do not pair."),
+        "_fix": fix.format(**values) + ". Unverified: compare the two releases first: `"
+                + check.replace("{lib_pkg}", lib_pkg if lo else "") + "`.",
+        "sym_owner": so.name,
+    }

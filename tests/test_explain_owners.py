@@ -1,0 +1,70 @@
+"""Owners (msdoctor/explain/owners.py, issue 24 section 2) and the undefined-symbol rule built on them: the
+symbol's owner is read from its mangled namespace, the library's from its path, and the answer names both
+instead of a list of suspects (real reports in tests/data/explain/owner_cases.toml)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from msdoctor.explain import explain_text
+from msdoctor.explain.owners import file_owner, symbol_owner
+
+CASES = {c["id"]: c for c in tomllib.loads((Path(__file__).parent / "data" / "explain" / "owner_cases.toml")
+                                           .read_text(encoding="utf-8"))["case"]}
+
+
+@pytest.mark.parametrize("case_id", sorted(CASES))
+def test_real_undefined_symbol_names_both_owners(case_id: str) -> None:
+    case = CASES[case_id]
+    [m] = [m for m in explain_text(case["text"]) if m.entry_id == "undefined-symbol"]
+    assert f"is defined by {case['sym_owner']}" in m.cause
+    assert f"{case['lib_pkg']} and {case['sym_owner']} are releases that do not pair" in m.cause
+    for suspect in ("cuDNN", "oneDNN"):  # the old answer's wrong suspects for a torch symbol
+        assert suspect not in m.cause and suspect not in m.fix
+    fix = m.fix_for("/env/bin/python")
+    assert "Unverified" in fix and "/env/bin/python -m pip show torch" in fix
+
+
+@pytest.mark.parametrize("symbol, owner", [
+    ("_ZN5torch10ValueErrorC1EPKcz", "torch"), ("_ZNK3c104Type14isSubtypeOfExtESt10shared_ptrIS0_EPSo", "torch"),
+    ("_ZN2at5ErrorC1ENS_14SourceLocationESs", "torch"), ("_ZN7c10_npu9NPUStream4sync", "torch_npu"),
+    ("_ZN9mindspore6kernel3Foo", "MindSpore"), ("_ZN3atb15CreateOperationINS_5infer14GroupTopkParamEEEiRKT_PPNS_9OperationE",
+                                                 "NNAL"),
+    ("_ZN6AsdOps3Ops8InstanceEv", "NNAL"), ("aclrtMallocHost", "CANN"), ("MsprofReportApi", "CANN"),
+])
+def test_symbol_owner_from_its_namespace(symbol: str, owner: str) -> None:
+    got = symbol_owner(symbol)
+    assert got is not None and got.name == owner
+
+
+@pytest.mark.parametrize("symbol", ["dnnl_threadpool_interop_stream_create", "_ZN3foo3barEv", "_ZN5torc",
+                                    "cudnnCreate"])
+def test_unknown_owner_is_not_guessed(symbol: str) -> None:
+    assert symbol_owner(symbol) is None
+
+
+def test_unknown_owner_keeps_the_general_answer() -> None:
+    text = ("OSError: /env/lib/python3.9/site-packages/mindspore/lib/libmindspore.so: undefined symbol: "
+            "dnnl_threadpool_interop_stream_create")
+    [m] = explain_text(text)
+    assert m.entry_id == "undefined-symbol" and "do not pair" not in m.cause
+
+
+def test_own_symbol_is_not_called_a_pairing() -> None:
+    text = "OSError: /env/lib/python3.10/site-packages/torch/lib/libtorch_cpu.so: undefined symbol: _ZN3c106detail3fooEv"
+    [m] = explain_text(text)
+    assert "do not pair" not in m.cause
+
+
+@pytest.mark.parametrize("path, owner", [
+    ("/x/lib/python3.9/site-packages/torch_npu/lib/libtorch_npu.so", "torch_npu"),
+    ("/usr/local/Ascend/ascend-toolkit/8.0.RC2/lib64/libascendcl.so", "CANN"),
+    ("/home/u/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib/libtbe_adapter.so", "NNAL"),
+    ("/usr/local/Ascend/driver/lib64/driver/libdcmi.so", "the Ascend driver"),
+])
+def test_file_owner_from_its_path(path: str, owner: str) -> None:
+    got = file_owner(path)
+    assert got is not None and got.name == owner
