@@ -108,3 +108,46 @@ def depth_of(value: Any, limit: int = MAX_DEPTH) -> int:
 def too_deep(path: Path, label: str = "") -> UserError:
     return _refuse(label, path, f"nested more than {MAX_DEPTH} levels deep; not a file msdoctor reads",
                    "pass the config or report itself (real ones nest under 10 levels)")
+
+
+#: project sources the registry scan parses: the largest real modules are a few hundred KiB; the syntax tree of a
+#: file takes ~80x its size in memory (a 77 MB module took 5.9 GB), so a larger one is skipped and said so
+SOURCE_CAP = 2 * MiB
+
+
+class NotRead(OSError):
+    """A file msdoctor skipped without reading it: not a regular file (a FIFO would block, /dev/zero never ends)
+    or over the cap. ``strerror`` says which, for the finding that reports the skip."""
+
+
+def _kind(mode: int) -> str:
+    return ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
+            "a socket" if stat.S_ISSOCK(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file")
+
+
+def open_bounded(path: Union[str, Path]) -> Any:
+    """A binary file object for ``path`` if it is a regular file (opened O_NONBLOCK, so a FIFO cannot block the
+    open, then fstat S_ISREG); :class:`NotRead` otherwise. For files found in a project or a data directory."""
+    fd = os.open(str(path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRead(errno.EINVAL, f"{_kind(mode)}, not a regular file: not read", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bounded(path: Union[str, Path], cap: int = SOURCE_CAP) -> bytes:
+    """The bytes of a regular file of at most ``cap`` bytes; :class:`NotRead` for anything else."""
+    with open_bounded(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > cap:
+            raise NotRead(errno.EFBIG, f"{size:,} bytes, over the {cap / MiB:g} MiB msdoctor reads: not read", str(path))
+        data = fh.read(cap + 1)
+    if len(data) > cap:
+        raise NotRead(errno.EFBIG, f"over the {cap / MiB:g} MiB msdoctor reads: not read", str(path))
+    return data

@@ -18,6 +18,7 @@ import struct
 from pathlib import Path
 from typing import Any, Optional
 
+from msdoctor.inputs import open_bounded
 from msdoctor.redact import URL_RE, mask_userinfo
 
 from .resolve import Resolved, Val, is_placeholder
@@ -52,7 +53,7 @@ def mindrecord_rows(path: Path) -> tuple[Optional[int], str]:
         except sqlite3.Error:
             pass
     try:
-        with open(path, "rb") as f:
+        with open_bounded(path) as f:
             size = struct.unpack("<Q", f.read(8))[0]
             if not 0 < size <= MAX_HEADER:
                 return None, "not a MindRecord header"
@@ -72,7 +73,7 @@ def mindrecord_rows(path: Path) -> tuple[Optional[int], str]:
 def _shard_group(path: Path) -> list[Path]:
     """All shards of the set a MindRecord file belongs to (MindDataset on one file reads them all)."""
     try:
-        with open(path, "rb") as f:
+        with open_bounded(path) as f:
             size = struct.unpack("<Q", f.read(8))[0]
             if 0 < size <= MAX_HEADER:
                 names = json.loads(f.read(size)).get("shard_addresses") or []
@@ -146,7 +147,7 @@ def inspect_megatron(val: Val, base: Path) -> DataFacts:
         return d
     d.files = 2
     try:
-        with open(idx, "rb") as f:
+        with open_bounded(idx) as f:
             head = f.read(34)
         if head[:9] != MEGATRON_MAGIC:
             d.note = "the .idx is not a Megatron MMIDIDX index"

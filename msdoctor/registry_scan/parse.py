@@ -392,8 +392,9 @@ class ParseCache:
         else:
             self.misses += 1
             if data is None:
-                with open(path, "rb") as f:
-                    data = f.read()
+                from msdoctor.inputs import read_bounded
+
+                data = read_bounded(path)
             try:
                 value = parse_source(data, path, module, is_package=is_package, tables=tables)
             except ParseError as exc:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Optional, Sequence
 from urllib.parse import unquote, urlparse
 
+from msdoctor.inputs import read_bounded
 from msdoctor.registry_scan.builtins import LIBRARIES, MFCall, mindformers_name
 from msdoctor.registry_scan.parse import CACHE, Call, Expr, ModuleFacts, ParseCache, ParseError
 
@@ -181,8 +182,7 @@ class SourceSet:
             seen.add(f.path)
             self.result.files_seen += 1
             try:
-                with open(f.path, "rb") as fh:
-                    data = fh.read()
+                data = read_bounded(f.path)  # a FIFO, a /dev/zero link or a 77 MB module is skipped, said so
             except OSError as exc:
                 self.result.unparsable.append((f.path, None, f"{type(exc).__name__}: {exc.strerror or exc}"))
                 continue
