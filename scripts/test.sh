@@ -5,9 +5,9 @@
 #   ./scripts/test.sh                  everything, as CI does: the fast tier (-m "not slow"), then the slow one
 #   ./scripts/test.sh -m "not slow"    any arguments: one pytest run with them, e.g. tests/test_foo.py or -k memory
 #
-# pytest runs on parallel workers (pytest-xdist, one per core; MSDOCTOR_TEST_WORKERS=N to choose, 0 for none),
-# each test file on one worker (--dist loadfile: module fixtures are built once). Each run prints its 30
-# slowest tests. docs/testing.md has the figures.
+# pytest runs on parallel workers (pytest-xdist, one per core; MSDOCTOR_TEST_WORKERS=N to choose, 0 for none):
+# tests that share a module fixture stay on one worker, the others spread (--dist loadgroup, units from
+# tests/conftest.py). Each run prints its 30 slowest tests. docs/testing.md has the figures.
 started=$SECONDS
 phase() { echo "== $1 ($((SECONDS - started)) s since start)" >&2; }
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -35,7 +35,7 @@ rm -f "$newest_out"
 # starts would otherwise compile the package again, and every worker rewrite the tests' asserts again.
 unset PYTHONDONTWRITEBYTECODE
 workers="${MSDOCTOR_TEST_WORKERS:-auto}"
-xdist=(-n "$workers" --dist loadfile)
+xdist=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
 [ "$workers" = 0 ] && xdist=(-p no:xdist)
 
 # pytest's exit 5 means that nothing was selected (e.g. a tier with no test for the given -k): not a failure.

@@ -73,3 +73,44 @@ def test_which_python_looks_in_pyenv_root_not_a_fixed_home_folder(tmp_path: Path
         assert helpers.pyenv_root() == Path.home() / ".pyenv"
     finally:
         helpers.which_python.cache_clear()
+
+
+def test_tests_sharing_a_module_fixture_stay_on_one_worker_and_the_others_spread(tmp_path: Path) -> None:
+    """scripts/test.sh's --dist loadgroup through tests/conftest.py, on a copy of it in a scratch suite: the module
+    fixture is built once and its tests run on one worker; independent tests of one file use both workers."""
+    here = Path(__file__).resolve().parent
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name in ("conftest.py", "helpers.py"):
+        (suite / name).write_text((here / name).read_text())
+    log = tmp_path / "log"
+    log.mkdir()
+    (suite / "test_shared.py").write_text(textwrap.dedent(f"""
+        import os, pytest
+        LOG = {str(log)!r}
+        @pytest.fixture(scope="module")
+        def costly():
+            open(os.path.join(LOG, "built-" + os.environ["PYTEST_XDIST_WORKER"] + "-" + str(os.getpid())), "w").close()
+            return 1
+        @pytest.mark.parametrize("i", range(6))
+        def test_uses(costly, i):
+            open(os.path.join(LOG, f"shared-{{i}}-" + os.environ["PYTEST_XDIST_WORKER"]), "w").close()
+        """))
+    (suite / "test_single.py").write_text(textwrap.dedent(f"""
+        import os, time, pytest
+        LOG = {str(log)!r}
+        @pytest.mark.parametrize("i", range(6))
+        def test_alone(i):
+            time.sleep(0.3)
+            open(os.path.join(LOG, f"single-{{i}}-" + os.environ["PYTEST_XDIST_WORKER"]), "w").close()
+        """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MSDOCTOR_TEST_", "PYTEST_"))}
+    res = subprocess.run([BASE_PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
+                          "--no-loadscope-reorder", "-o", "addopts=", str(suite)], capture_output=True, text=True,
+                         cwd=suite, env=env, timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    names = sorted(p.name for p in log.iterdir())
+    built = [n for n in names if n.startswith("built-")]
+    assert len(built) == 1, names  # the module fixture once, not once per worker
+    assert {n.rsplit("-", 1)[1] for n in names if n.startswith("shared-")} == {built[0].split("-")[1]}
+    assert {n.rsplit("-", 1)[1] for n in names if n.startswith("single-")} == {"gw0", "gw1"}, names

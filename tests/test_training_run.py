@@ -36,9 +36,13 @@ SMALL = {"model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_h
          "logging": {"every_steps": 1, "tensorboard": False}, "checkpoint": {"every_steps": 0}}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def token_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("token-cache")
+    """One token cache for this module's tests in this pytest process (function scope, so under
+    scripts/test.sh's --dist loadgroup each test may run on any worker; tests/conftest.py)."""
+    path = tmp_path_factory.getbasetemp() / "token-cache-training-run"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 def merge(base: dict, extra: dict) -> dict:
