@@ -5,7 +5,7 @@
 #   ./scripts/test.sh                  everything, as CI does: the fast tier (-m "not slow"), then the slow one
 #   ./scripts/test.sh -m "not slow"    any arguments: one pytest run with them, e.g. tests/test_foo.py or -k memory
 #
-# pytest runs on parallel workers (pytest-xdist, one per core; MSDOCTOR_TEST_WORKERS=N to choose, 0 for none):
+# pytest runs on parallel workers (pytest-xdist, one per CPU (nproc); MSDOCTOR_TEST_WORKERS=N to choose, 0 for none):
 # tests that share a module fixture stay on one worker, the others spread (--dist loadgroup, units from
 # tests/conftest.py). Each run prints its 30 slowest tests. docs/testing.md has the figures.
 started=$SECONDS
@@ -34,7 +34,8 @@ rm -f "$newest_out"
 # Bytecode of msdoctor and the tests is cached in __pycache__ (git ignores it): every `msdoctor` a test
 # starts would otherwise compile the package again, and every worker rewrite the tests' asserts again.
 unset PYTHONDONTWRITEBYTECODE
-workers="${MSDOCTOR_TEST_WORKERS:-auto}"
+# one worker per CPU this process may use (nproc; xdist's -n auto counts physical cores, 1 on some 2-vCPU VMs)
+workers="${MSDOCTOR_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}"
 xdist=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
 [ "$workers" = 0 ] && xdist=(-p no:xdist)
 
