@@ -25,7 +25,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
+from msdoctor.entry_points import ENTRY_POINT_GROUP, EntryPoint, _Dist, _metadata_entry_points, entry_points
 from msdoctor.model import Finding
+from msdoctor.plugin_trial import trial_import
 
 if TYPE_CHECKING:  # pragma: no cover
     from msdoctor.context import Context, FactSpec
@@ -35,7 +37,6 @@ try:  # Protocol is 3.8+, runtime_checkable too
 except ImportError:  # pragma: no cover
     from typing_extensions import Protocol, runtime_checkable  # type: ignore
 
-ENTRY_POINT_GROUP = "msdoctor.checks"
 DISABLE_AUTOLOAD_ENV = "MSDOCTOR_DISABLE_PLUGIN_AUTOLOAD"
 BUILTIN_PROVIDER = "msdoctor"
 
@@ -212,118 +213,6 @@ class Registry:
         return None
 
 
-@dataclass(frozen=True)
-class _Dist:
-    name: str
-    _path: str
-
-
-@dataclass(frozen=True)
-class EntryPoint:
-    """One ``msdoctor.checks`` entry point, as :func:`entry_points` read it (the subset of
-    importlib.metadata.EntryPoint the loader uses: name, value, dist, load)."""
-
-    name: str
-    value: str
-    dist: _Dist
-
-    def load(self) -> Any:
-        """The object ``value`` names (``module``, ``module:attr`` or ``module:attr.attr``; extras ignored)."""
-        import importlib
-
-        spec = self.value.split("[", 1)[0].strip()
-        module, _, attrs = spec.partition(":")
-        obj = importlib.import_module(module.strip())
-        for attr in filter(None, attrs.strip().split(".")):
-            obj = getattr(obj, attr)
-        return obj
-
-
-_DIST_DIR = re.compile(r"^(?P<name>[^-]+)(?:-[^/]*)?\.(?:dist|egg)-info$", re.IGNORECASE)
-
-
-def entry_points(group: str = ENTRY_POINT_GROUP, path: Optional[Sequence[str]] = None) -> list[Any]:
-    """The entry points of ``group`` that importlib.metadata.entry_points() gives, read directly.
-
-    The first distribution of a name on sys.path wins, as in importlib.metadata; each ``*.dist-info`` /
-    ``*.egg-info`` directory is checked for an entry_points.txt naming the group. Reading these few files
-    costs ~1 ms; importing importlib.metadata (email, zipfile, csv) and reading every METADATA cost 20-50 ms
-    of ``check --quick``. A zip file on sys.path (an egg, a zipapp) is left to importlib.metadata.
-    """
-    entries = list(sys.path if path is None else path)
-    if any(os.path.isfile(e) for e in entries if e):
-        return _metadata_entry_points(group)
-    seen: set[str] = set()
-    out: list[Any] = []
-    header = f"[{group}]"
-    for entry in entries:
-        try:
-            names = sorted(os.listdir(entry or "."))
-        except OSError:
-            continue
-        for fname in names:
-            m = _DIST_DIR.match(fname)
-            if m is None:
-                continue
-            key = re.sub(r"[-_.]+", "_", m.group("name")).lower()
-            if key in seen:
-                continue
-            seen.add(key)
-            dist_dir = os.path.join(entry or ".", fname)
-            text = _read_small(os.path.join(dist_dir, "entry_points.txt"))
-            if text is None or header not in text:
-                continue
-            dist = _Dist(_dist_name(dist_dir) or m.group("name"), dist_dir)
-            out.extend(EntryPoint(name, value, dist) for name, value in _section(text, group))
-    return out
-
-
-def _read_small(path: str, limit: int = 1 << 20) -> Optional[str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(limit)
-    except OSError:
-        return None
-
-
-def _section(text: str, group: str) -> list[tuple[str, str]]:
-    """``name = value`` lines of section ``[group]`` of an entry_points.txt (comments and blanks skipped)."""
-    rows, inside = [], False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            inside = line[1:-1].strip() == group
-        elif inside and "=" in line:
-            name, value = line.split("=", 1)
-            rows.append((name.strip(), value.strip()))
-    return rows
-
-
-def _dist_name(dist_dir: str) -> Optional[str]:
-    """The Name header of the distribution's METADATA (or PKG-INFO), read without email.parser."""
-    for meta in ("METADATA", "PKG-INFO"):
-        text = _read_small(os.path.join(dist_dir, meta), 64 * 1024)
-        if text is None:
-            continue
-        for line in text.splitlines():
-            if not line.strip():
-                break  # end of the headers
-            if line[:5].lower() == "name:":
-                return line[5:].strip() or None
-    return None
-
-
-def _metadata_entry_points(group: str) -> list[Any]:
-    from importlib import metadata
-
-    eps = metadata.entry_points()
-    if hasattr(eps, "select"):  # Python >= 3.10
-        return list(eps.select(group=group))
-    return list(eps.get(group, []))  # pragma: no cover - Python 3.9
-
-
 def _entry_points() -> list[Any]:
     return entry_points(ENTRY_POINT_GROUP)
 
@@ -377,7 +266,7 @@ def load_registry(
         plugins: load third-party plugins too (False: only msdoctor's own checks).
         entry_points: the entry points to load (tests); default: the installed ones.
         extra: check objects to add as built-ins (tests).
-        trial: import third-party plugins in a child first (:func:`_trial_import`); default: only for the
+        trial: import third-party plugins in a child first (msdoctor/plugin_trial.py); default: only for the
             installed entry points (the ones given by a test may not be importable by name).
 
     Raises:
@@ -389,7 +278,7 @@ def load_registry(
         _add(registry, seen, check, BUILTIN_PROVIDER, f"{_member(check, 'id')} = <builtin>")
     eps = list(entry_points) if entry_points is not None else _entry_points()
     pairs = _ordered_entry_points(eps, plugins)
-    refused = _trial_import(pairs) if (trial if trial is not None else entry_points is None) else {}
+    refused = trial_import(pairs, BUILTIN_PROVIDER) if (trial if trial is not None else entry_points is None) else {}
     if any(provider != BUILTIN_PROVIDER for _ep, provider in pairs):
         from msdoctor import proc
 
@@ -474,67 +363,6 @@ class _SigintWatch:
             signal.signal(signal.SIGINT, self._previous)
 
 
-#: How long one trial import of the third-party plugins may take (seconds).
-TRIAL_TIMEOUT_S = 30.0
-_TRIAL_MARK = "@@msdoctor-plugin-trial@@"
-
-#: Run by msdoctor's interpreter in a scratch directory: import each entry point as load_registry would,
-#: printing a mark before and after each on a private copy of stdout (the plugin's own output goes to stderr).
-_TRIAL = r"""
-import json, os, sys
-out = os.fdopen(os.dup(1), "w")
-os.dup2(2, 1)
-sys.path[:] = json.loads(sys.argv[1])
-from msdoctor.plugins import EntryPoint, _Dist, _instantiate
-for i, (name, value) in enumerate(json.loads(sys.argv[2])):
-    try:
-        _instantiate(EntryPoint(name, value, _Dist("", "")).load())
-    except BaseException:
-        pass
-    out.write("%s %d\n" % (sys.argv[3], i))
-    out.flush()
-os._exit(0)
-"""
-
-
-def _trial_import(pairs: list[tuple[Any, str]]) -> dict[int, str]:
-    """Import the third-party entry points of ``pairs`` in a child first; returns, for each one that ends the
-    child (``os._exit``, a signal) or does not finish within :data:`TRIAL_TIMEOUT_S`, why.
-
-    An ``os._exit`` at import cannot be caught inside msdoctor: it ends the process at once, exit code and
-    all. So plugins are imported once in a child interpreter (same sys.path, a scratch cwd, killed with its
-    process group), and only those that come back are imported here. The costs: one interpreter start when
-    third-party plugins are installed (none otherwise), and a plugin's import-time code runs twice.
-    """
-    import json
-    import tempfile
-
-    from msdoctor import proc
-
-    todo = [i for i, (_ep, provider) in enumerate(pairs) if provider != BUILTIN_PROVIDER]
-    bad: dict[int, str] = {}
-    while todo:
-        rows = [(pairs[i][0].name, pairs[i][0].value) for i in todo]
-        with tempfile.TemporaryDirectory(prefix="msdoctor-plugins-") as scratch:
-            res = proc.run([sys.executable, "-I", "-c", _TRIAL, json.dumps(sys.path), json.dumps(rows), _TRIAL_MARK],
-                           timeout=TRIAL_TIMEOUT_S, cwd=scratch)
-        done = {int(line.split()[1]) for line in res.stdout.splitlines()
-                if line.startswith(_TRIAL_MARK + " ") and line.split()[1].isdigit()}
-        ok = len([k for k in range(len(todo)) if k in done])
-        if ok == len(todo):
-            break
-        culprit = todo[ok]
-        if res.timed_out:
-            bad[culprit] = f"its import did not finish within {TRIAL_TIMEOUT_S:.0f} s (a trial import in a child)"
-        elif res.start_error:
-            bad[culprit] = f"a trial import could not start: {res.start_error}"
-        else:
-            bad[culprit] = (f"its import ended the interpreter (exit code {res.returncode}: os._exit or a signal; "
-                            "seen in a trial import in a child)")
-        todo = todo[ok + 1:]
-    return bad
-
-
 def _add(registry: Registry, seen: dict[str, LoadedCheck], check: Any, provider: str, ep_text: str) -> None:
     """Add one check to ``registry`` (an invalid one as a failure, under its own id when that is readable and
     valid); ``seen`` maps the ids added so far."""
@@ -596,3 +424,9 @@ def check_timeout(check: Any, default: float) -> float:
 
 
 RunFn = Callable[["Context"], "list[Finding]"]
+
+
+__all__ = ["BUILTIN_PROVIDER", "Check", "CheckSpec", "DuplicateCheckId", "ENTRY_POINT_GROUP", "EntryPoint",
+           "InvalidCheck", "LoadFailure", "LoadedCheck", "Registry", "_Dist", "_metadata_entry_points",
+           "autoload_disabled", "check_prefetch", "check_timeout", "describe_check", "entry_points", "load_registry",
+           "validate_check"]

@@ -419,10 +419,10 @@ def test_a_plugin_that_ends_the_process_at_import_does_not_pass_the_gate(tmp_pat
 
 
 def test_a_plugin_whose_import_hangs_is_given_up_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from msdoctor import plugins
+    from msdoctor import plugin_trial, plugins
 
     _dist_on_path(tmp_path, "hang_plugin", "import time\ntime.sleep(120)\n" + PLUGIN_TAIL)
-    monkeypatch.setattr(plugins, "TRIAL_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(plugin_trial, "TRIAL_TIMEOUT_S", 2.0)
     monkeypatch.syspath_prepend(str(tmp_path))
     eps = [ep for ep in plugins.entry_points(path=[str(tmp_path)])]
     reg = load_registry(entry_points=eps, trial=True)
