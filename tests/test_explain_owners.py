@@ -68,3 +68,34 @@ def test_own_symbol_is_not_called_a_pairing() -> None:
 def test_file_owner_from_its_path(path: str, owner: str) -> None:
     got = file_owner(path)
     assert got is not None and got.name == owner
+
+
+def test_a_captured_path_excludes_a_glued_error_prefix() -> None:
+    """Pasted without a space after the colon, the exception name is not part of the library's path."""
+    text = ("ImportError:/home/u/miniconda3/envs/ms/lib/python3.9/site-packages/scikit_learn.libs/"
+            "libgomp-d22c30c5.so.1.0.0: cannot allocate memory in static TLS block")
+    [m] = explain_text(text)
+    assert m.groups["lib"].startswith("/home/u/miniconda3/envs/ms/lib/")
+    assert "LD_PRELOAD=/home/u/miniconda3/" in m.fix_for("python")
+
+
+def test_fixes_name_the_interpreter_the_pasted_paths_point_to(tmp_path: Path) -> None:
+    from helpers import BASE_PYTHON, run_json, run_msdoctor
+
+    text = CASES["ascend-pytorch-35"]["text"]
+    res = run_msdoctor("explain", text, "--no-confirm", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "/home/ma-user/anaconda3/envs/PyTorch-2.1.0/bin/python3.9 -m pip show torch torch_npu" in res.stdout
+    assert "the interpreter of the environment the pasted paths are in" in res.stdout
+    res, data = run_json("explain", text, cwd=tmp_path)
+    assert "/home/ma-user/anaconda3/envs/PyTorch-2.1.0/bin/python3.9 -m pip" in data["matches"][0]["fix"]
+    res, data = run_json("explain", text, "--python", BASE_PYTHON, cwd=tmp_path)  # a chosen target wins
+    assert f"{BASE_PYTHON} -m pip show torch" in data["matches"][0]["fix"]
+
+
+def test_interpreter_of_paths_needs_one_environment() -> None:
+    from msdoctor.explain.owners import interpreter_of_paths
+
+    assert interpreter_of_paths(["/usr/local/lib/python3.10/dist-packages/torch/x.so"]) == "/usr/local/bin/python3.10"
+    assert interpreter_of_paths(["/a/lib/python3.9/site-packages/x", "/b/lib/python3.9/site-packages/y"]) is None
+    assert interpreter_of_paths(["no path here"]) is None

@@ -74,6 +74,20 @@ def _postmortem(log_dirs: tuple[Path, ...], python_path: str, fmt: str) -> int:
     return int(ExitCode.OK if pm.first_failure is not None else ExitCode.PROBLEMS)
 
 
+def _pasted_interpreter(matches: list[Any], python_path: str, chosen: bool) -> tuple[str, Optional[str]]:
+    """With no --python / --conda-env, fixes name the interpreter the pasted paths point to, never msdoctor's own
+    (issue 24 section 4); the note says so."""
+    from msdoctor.explain.owners import interpreter_of_paths
+
+    if chosen:
+        return python_path, None
+    pasted = interpreter_of_paths([m.line for m in matches])
+    if pasted is None:
+        return python_path, None
+    return pasted, (f"(fixes name {pasted}, the interpreter of the environment the pasted paths are in; "
+                    "pass --python to name another)")
+
+
 def _live_stdin(python_path: str, config: Optional[Path], config_text: Optional[str], project: Optional[Path],
                 device_target: Optional[str], no_confirm: bool, quick: bool, color: Optional[bool]) -> int:
     """``explain -`` in the terminal format: each match is printed (and flushed) as soon as it is known, as grep
@@ -143,6 +157,7 @@ def explain(text: Optional[str], log: Optional[Path], log_dirs: tuple[Path, ...]
                         'msdoctor explain "ERROR TEXT"   or   msdoctor explain --log train.log')
     python_path = resolve_target(python, conda_env)
     config_text = str(config) if config is not None else None
+    chosen = python is not None or conda_env is not None
     if log is not None:
         source = str(log)
         matches = explain_file(_read_log(log))
@@ -157,6 +172,8 @@ def explain(text: Optional[str], log: Optional[Path], log_dirs: tuple[Path, ...]
 
     from msdoctor.redact import Redactor, clean_text, sanitize
 
+    target = python_path
+    python_path, note = _pasted_interpreter(matches, python_path, chosen)
     # the text explained is outside text: secrets in it are masked, terminal escapes removed
     redactor = Redactor.for_environment(os.environ)
     if fmt == "json":
@@ -176,9 +193,12 @@ def explain(text: Optional[str], log: Optional[Path], log_dirs: tuple[Path, ...]
                    "attach to a bug report.")
         return int(ExitCode.PROBLEMS)
     click.echo(f"{len(matches)} known error{'s' if len(matches) != 1 else ''} in {source}:\n")
+    if note:
+        click.echo(redactor.text(note) + "\n")
     for m in matches:
         click.echo(redactor.text(clean_text(describe(m, python_path, config_text))))
         click.echo()
-    if not no_confirm:
-        _confirm(matches, python_path, config, project, device_target, quick, color)
+    if not no_confirm:  # the checks run against a real interpreter: the pasted one where it is on this machine
+        _confirm(matches, python_path if os.access(python_path, os.X_OK) else target, config, project, device_target,
+                 quick, color)
     return int(ExitCode.OK)

@@ -106,3 +106,14 @@ def undefined_symbol_groups(lib: str, sym: str) -> dict[str, str]:
                 + check.replace("{lib_pkg}", lib_pkg if lo else "") + "`.",
         "sym_owner": so.name,
     }
+
+
+_ENV_OF_PATH = re.compile(r"(?P<prefix>[/~][^\s:'\"]*?)/lib/python(?P<ver>\d\.\d+)/(?:site|dist)-packages/")
+
+
+def interpreter_of_paths(texts: "list[str]") -> Optional[str]:
+    """The interpreter that the pasted paths point to: ``PREFIX/lib/pythonX.Y/site-packages/...`` is the
+    environment whose interpreter is ``PREFIX/bin/pythonX.Y`` (a venv, conda env or system prefix; POSIX layout).
+    None when no path tells, or when the paths name more than one environment."""
+    found = {f"{m.group('prefix')}/bin/python{m.group('ver')}" for t in texts for m in _ENV_OF_PATH.finditer(t)}
+    return found.pop() if len(found) == 1 else None
