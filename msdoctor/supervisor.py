@@ -5,6 +5,7 @@ errors; after a failure, the end of its logs and a likely cause."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,12 @@ from typing import Any, Optional
 from msdoctor.errors import UserError
 
 LOG_TAIL_LINES = 40
+#: a MindSpore log record below WARNING: ``[INFO] PS(9312,7f72...,python):2026-12-02-13:28:12.222.073 [file:line] ...``
+#: (level, submodule, pid). A worker's communicator threads write two "[INFO] PS(...) ... Event base dispatch
+#: success!" records at exit whatever GLOG_v says (observed: MindSpore 2.7.0, msrun, CPU, after the last step; the
+#: same with MS_SUBMODULE_LOG_v={PS:3} and after mindspore.communication.release()). msrun copies each worker's
+#: log to its stdout; those records stay in the worker's log (msrun_log/worker_N.log), not on the terminal.
+QUIET_RECORD = re.compile(r"^\[(INFO|DEBUG)\] [A-Z_]+\(\d+,")
 
 
 @dataclass
@@ -47,8 +54,10 @@ def start(launch: Any, run_dir: Path, lock: Any, red: Any, cwd: Optional[Path] =
     except OSError as exc:
         raise WriteError(run_dir / "stderr.log", exc, "open") from None
     try:
+        # under msrun stdout is msrun's copy of the workers' logs (not a terminal's progress bar): filtered
+        many = getattr(launch, "worker_logs", None) is not None
         child = proc.spawn(launch.argv, env=launch.env, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                           pass_fds=(lock.fd,), cwd=cwd)
+                           stdout=subprocess.PIPE if many else None, pass_fds=(lock.fd,), cwd=cwd)
     except proc.StartError as exc:
         keep.close()
         raise UserError(f"could not start the trainer ({launch.argv[0]}): {exc.reason}",
@@ -79,8 +88,19 @@ def start(launch: Any, run_dir: Path, lock: Any, red: Any, cwd: Optional[Path] =
                     sys.stderr.write(line)
                     sys.stderr.flush()
 
+    def workers_out() -> None:
+        assert child.stdout is not None
+        for raw in iter(io.BufferedReader(child.stdout).readline, b""):  # type: ignore[arg-type,type-var]
+            line = raw.decode("utf-8", "replace")
+            if not QUIET_RECORD.match(line):
+                sys.stdout.write(red.text(line) if red is not None else line)
+                sys.stdout.flush()
+
     copier = threading.Thread(target=tee, daemon=True)
     copier.start()
+    shown = threading.Thread(target=workers_out, daemon=True) if many else None
+    if shown is not None:
+        shown.start()
     try:
         rc = child.wait()
     finally:
@@ -89,6 +109,8 @@ def start(launch: Any, run_dir: Path, lock: Any, red: Any, cwd: Optional[Path] =
         if child.returncode is None:  # an exception on the way (SIGHUP, a second Ctrl-C): the group goes too
             child.kill()
     copier.join(timeout=5)
+    if shown is not None:
+        shown.join(timeout=5)
     child.close()
     outcome.rc = rc if rc is not None else 1
     return outcome
