@@ -121,25 +121,26 @@ class MemoryFitCheck:
         cfg = ctx.get(CONFIG)
         if cfg is None:
             return [Finding.skipped("no training config", reason="pass --config FILE to estimate its memory per device")]
+        from msdoctor.domain.training_setup import TRAINING_SETUP
         from msdoctor.memory.plan import make_plan
-        from msdoctor.memory.sources import load as load_source
         from msdoctor.memory.units import SizeError
-        from msdoctor.training.config import ConfigError
-        try:
-            source = load_source(cfg, ctx.options.extra.get("memory_overrides"))
-        except ConfigError as exc:
+
+        setup = ctx.get(TRAINING_SETUP)  # read once per run, shared with training-config
+        if setup is None:
+            return [Finding.skipped("no training config", reason="pass --config FILE to estimate its memory per device")]
+        if not setup.ok:
             return [
                 Finding.error(
                     f"impossible value: {'.'.join(str(k) for k in p.keys)}: {p.message}",
-                    detail=p.render(exc.path),
-                    fix=f"correct {'.'.join(str(k) for k in p.keys)} in {exc.path}",
-                    location=Location(str(exc.path), p.line) if exc.path else None,
+                    detail=p.render(setup.path),
+                    fix=f"correct {'.'.join(str(k) for k in p.keys)} in {setup.path}",
+                    location=Location(str(setup.path), p.line) if setup.path else None,
                     code="impossible-value",
                 )
-                for p in exc.problems
+                for p in setup.problems
             ]
         try:
-            plan = make_plan(source, ctx, device_memory=ctx.options.extra.get("device_memory"))
+            plan = make_plan(setup.source, ctx, device_memory=ctx.options.extra.get("device_memory"))
         except SizeError as exc:
             return [Finding.error(f"device memory: {exc}", fix="give a size such as 64GiB")]
         return evaluate(plan, str(cfg.path))

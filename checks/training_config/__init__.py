@@ -110,10 +110,13 @@ def gather_env(ctx: Context, cfg: Any, res: Resolved) -> Env:
     env.disk_free, env.ckpt_existing = gather.free_space(ckpt_dir)
     env.ckpt_writable = gather.writable(ckpt_dir)
     try:
-        from msdoctor.memory import load_source
+        from msdoctor.domain.training_setup import TRAINING_SETUP
         from msdoctor.memory.estimate import total_params
 
-        source = load_source(cfg)
+        setup = ctx.get(TRAINING_SETUP)  # the one reading of the file, shared with memory-fit
+        if setup is None or not setup.ok:
+            raise ValueError("; ".join(p.message for p in (setup.problems if setup else [])) or "no setup")
+        source = setup.source
         env.params = total_params(source.model)
         fill_shape(res, source)
         total = res.layout_product

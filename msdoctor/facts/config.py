@@ -51,10 +51,13 @@ class ConfigFacts:
             return self.run.runtime.device_num
         if self.kind == "mindformers" and isinstance(self.data, dict):
             pc = self.data.get("parallel_config") or {}
+            from msdoctor.memory.keys import MF_PARALLEL_ALIASES  # MindFormers' legacy and mcore names
+
             try:
-                return int(pc.get("data_parallel", 1)) * int(pc.get("model_parallel", 1)) * int(
-                    pc.get("pipeline_stage", 1)
-                ) * int(pc.get("context_parallel", 1))
+                n = 1
+                for name in ("data_parallel", "tensor_parallel", "pipeline_stages", "context_parallel"):
+                    n *= int(next((pc[k] for k in MF_PARALLEL_ALIASES[name] if pc.get(k) is not None), 1))
+                return n
             except (TypeError, ValueError, AttributeError):
                 return None
         return None

@@ -1,0 +1,6 @@
+"""Domain objects, each modelled once with one reader per input format, offered as facts.
+
+* :mod:`msdoctor.domain.training_setup`: the training setup of ``--config`` (model shape incl. MoE, MLA and
+  MTP; layout incl. expert parallel and interleaving; batch, precision, optimizer and its sharding,
+  recompute), every field with the key and line it came from.
+"""
