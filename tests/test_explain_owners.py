@@ -99,3 +99,11 @@ def test_interpreter_of_paths_needs_one_environment() -> None:
     assert interpreter_of_paths(["/usr/local/lib/python3.10/dist-packages/torch/x.so"]) == "/usr/local/bin/python3.10"
     assert interpreter_of_paths(["/a/lib/python3.9/site-packages/x", "/b/lib/python3.9/site-packages/y"]) is None
     assert interpreter_of_paths(["no path here"]) is None
+
+
+def test_a_bare_cann_code_says_it_is_not_a_diagnosis() -> None:
+    """A code with nothing the rules know about its inner lines: the category, what to collect, no diagnosis."""
+    [m] = explain_text("[ERROR] RUNTIME(1234,python):2025-01-01-00:00:00.000.000 EZ9999: Inner Error!")
+    assert m.entry_id == "cann-error-code" and m.groups["code"] == "EZ9999"
+    assert "not a diagnosis" in m.cause and "plog" in m.cause
+    assert "inner error lines" in m.fix and "plog" in m.fix
