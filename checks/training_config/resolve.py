@@ -407,10 +407,10 @@ MINDFORMERS_LEGACY_MARKERS = (_MC + ("param_init_type",), _MC + ("num_layers",))
 #: (legacy names before mcore ones); the default when none is; how the value reads (see _Reader.val))
 MINDFORMERS_KEYS: dict[str, tuple[tuple[tuple, ...], Any, str]] = {
     "micro_batch": ((_RN + ("batch_size",),), 1, "int"),
-    "data_parallel": ((_PC + ("data_parallel",),), 1, "int"),
+    "data_parallel": ((_PC + ("data_parallel",), _PC + ("data_parallel_size",)), 1, "int"),
     "tensor_parallel": ((_PC + ("model_parallel",), _PC + ("tensor_model_parallel_size",)), 1, "int"),
     "pipeline_stages": ((_PC + ("pipeline_stage",), _PC + ("pipeline_model_parallel_size",)), 1, "int"),
-    "context_parallel": ((_PC + ("context_parallel",),), 1, "int"),
+    "context_parallel": ((_PC + ("context_parallel",), _PC + ("context_parallel_size",)), 1, "int"),
     "micro_batch_num": ((_PC + ("micro_batch_num",),), 1, "int"),
     "grad_accumulation": ((_RN + ("gradient_accumulation_steps",),), 1, "int"),
     "interleave": ((("micro_batch_interleave_num",),), 1, "int"),
