@@ -116,7 +116,7 @@ def _device_facts(ctx: Context) -> dict[str, Any]:
     gpu = _peek(ctx, "msdoctor.facts.nvidia", "NVIDIA")
     if gpu is not None:
         out["nvidia"] = {
-            "driver": gpu.driver_version,
+            "driver": _nvidia_driver(gpu, ctx),
             "cuda_driver": gpu.cuda_driver_version,
             "gpus": len(gpu.gpus),
             "cudart": gpu.cudart_version,
@@ -137,6 +137,12 @@ def _peek(ctx: Context, module: str, spec: str) -> Any:
     was never computed (and importing it here would only cost start-up time)."""
     loaded = sys.modules.get(module)
     return ctx.peek(getattr(loaded, spec)) if loaded is not None else None
+
+
+def _nvidia_driver(gpu: Any, ctx: Context) -> Any:
+    from msdoctor.facts.nvidia import driver_version
+
+    return driver_version(gpu, ctx.environ)
 
 
 def _refuse_unsupported_target(ctx: Context, chosen: list[LoadedCheck]) -> None:

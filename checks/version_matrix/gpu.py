@@ -5,8 +5,7 @@ MindSpore's own GPUEnvChecker takes the CUDA version from the file-name suffix o
 (mindspore/run_check/_check_version.py). Which libcudart/libcudnn the loader finds is one fact,
 computed once in msdoctor/facts/nvidia.py (LD_LIBRARY_PATH first, then the ldconfig cache; nothing is
 loaded): this module takes the NVIDIA fact's libraries that are on the loader's path.
-The NVIDIA driver version comes from /proc/driver/nvidia/version, which "lists the installed driver
-revision" (http://http.download.nvidia.com/XFree86/Linux-x86_64/460.80/README/procinterface.html).
+The NVIDIA driver version is msdoctor.facts.nvidia.driver_version: /proc/driver/nvidia/version, else nvidia-smi.
 """
 
 from __future__ import annotations
@@ -22,9 +21,6 @@ if TYPE_CHECKING:
     from msdoctor.facts.nvidia import NvidiaInfo
 from msdoctor.matrix import Matrix
 from msdoctor.model import Finding
-
-_DRIVER_RE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
-
 
 @dataclass
 class GpuFacts:
@@ -45,15 +41,10 @@ def read_gpu(environ: Mapping[str, str], ld_library_path: str, msdir: Optional[s
     plugin = _plugin_cuda(msdir)
     if not nvidia:  # nothing to compare: do not list the system library folders
         return GpuFacts(False, plugin_cuda=plugin)
-    driver = None
-    try:
-        m = _DRIVER_RE.search(proc_version.read_text(errors="replace"))
-        driver = m.group(1) if m else None
-    except OSError:
-        pass
     from msdoctor.facts import nvidia as nv
 
     info = nvidia_info() if nvidia_info is not None else None
+    driver = nv.driver_version(info, environ)
     if info is None:
         env = {"LD_LIBRARY_PATH": ld_library_path}
         cache = nv.ldconfig_cache(environ)

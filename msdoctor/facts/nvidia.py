@@ -259,6 +259,20 @@ def _run_smi(path: str, environ: Mapping[str, str], timeout: float) -> tuple[lis
     return gpus, cuda, None
 
 
+#: "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  ..." in /proc/driver/nvidia/version, which "lists
+#: the installed driver revision" (http://http.download.nvidia.com/XFree86/Linux-x86_64/460.80/README/procinterface.html)
+_PROC_DRIVER_RE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+
+
+def proc_driver_version(environ: Mapping[str, str]) -> Optional[str]:
+    """The loaded kernel driver's version from /proc/driver/nvidia/version (host paths through ``environ``)."""
+    try:
+        m = _PROC_DRIVER_RE.search(host_path(environ, "/proc/driver/nvidia/version").read_text(errors="replace"))
+    except OSError:
+        return None
+    return m.group(1) if m else None
+
+
 def gather(env: Mapping[str, str], environ: Mapping[str, str], timeout: float = NVIDIA_SMI_TIMEOUT_S) -> Optional[NvidiaInfo]:
     """NVIDIA facts for a target process environment ``env`` (host paths through ``environ``)."""
     smi = find_tool("nvidia-smi", environ, ("/usr/bin/nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi"))
@@ -278,6 +292,12 @@ def gather(env: Mapping[str, str], environ: Mapping[str, str], timeout: float = 
     info.gpus, info.cuda_driver_version, info.smi_error = _run_smi(smi, environ, timeout)
     info.driver_version = next((g.driver_version for g in info.gpus if g.driver_version), None)
     return info
+
+
+def driver_version(info: Optional[NvidiaInfo], environ: Mapping[str, str]) -> Optional[str]:
+    """The NVIDIA driver version, one answer for every reader: the loaded kernel module's
+    (/proc/driver/nvidia/version), else what nvidia-smi reports."""
+    return proc_driver_version(environ) or (info.driver_version if info is not None else None)
 
 
 def _compute(ctx: Context) -> Optional[NvidiaInfo]:
