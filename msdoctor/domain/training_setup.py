@@ -1,4 +1,4 @@
-"""The training setup of ``--config``, read once, as a fact (issue 26).
+"""The training setup of ``--config``, read once, as a fact.
 
 One reader per format produces it (msdoctor YAML: :mod:`msdoctor.memory.runconfig`; MindFormers legacy and
 mcore YAML: :mod:`msdoctor.memory.mindformers`, with MindFormers' own key aliases and defaults, see
