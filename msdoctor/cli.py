@@ -138,6 +138,7 @@ def main(argv: Optional[list[str]] = None) -> Any:
     """Run msdoctor; on every way out (return, error, Ctrl-C, SIGTERM) the children's groups are killed."""
     import signal
 
+    _safe_streams()
     previous = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         try:
@@ -152,6 +153,18 @@ def main(argv: Optional[list[str]] = None) -> Any:
             proc.kill_all(final=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _safe_streams() -> None:
+    """stdout and stderr never raise on text they cannot encode: an environment value that is not UTF-8 (GBK
+    bytes in MS_* / ASCEND_*, a HOME path) reaches Python as surrogates (PEP 383) and is shown escaped."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "") == "strict":
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # pragma: no cover - a detached or closed stream
+                pass
 
 
 def _main(argv: Optional[list[str]]) -> Any:

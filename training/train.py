@@ -365,6 +365,9 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--resume", action="store_true", help="continue from the newest complete checkpoint")
     parser.add_argument("--stop-at", type=int, help="stop after this optimizer step (the schedule is unchanged)")
     args = parser.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # a non-UTF-8 environment value (surrogates, PEP 383) prints escaped
+        if getattr(stream, "errors", "") == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args.run_dir.mkdir(parents=True, exist_ok=True)
 
     def note(message: str) -> None:  # until the run's logger exists
