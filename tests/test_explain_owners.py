@@ -25,7 +25,7 @@ def test_real_undefined_symbol_names_both_owners(case_id: str) -> None:
     for suspect in ("cuDNN", "oneDNN"):  # the old answer's wrong suspects for a torch symbol
         assert suspect not in m.cause and suspect not in m.fix
     fix = m.fix_for("/env/bin/python")
-    assert "Unverified" in fix and "/env/bin/python -m pip show torch" in fix
+    assert "Unverified" in fix and "/env/bin/python " in fix
 
 
 @pytest.mark.parametrize("symbol, owner", [
@@ -34,6 +34,7 @@ def test_real_undefined_symbol_names_both_owners(case_id: str) -> None:
     ("_ZN9mindspore6kernel3Foo", "MindSpore"), ("_ZN3atb15CreateOperationINS_5infer14GroupTopkParamEEEiRKT_PPNS_9OperationE",
                                                  "NNAL"),
     ("_ZN6AsdOps3Ops8InstanceEv", "NNAL"), ("aclrtMallocHost", "CANN"), ("MsprofReportApi", "CANN"),
+    ("_Py_ZeroStruct", "Python"), ("PyUnicode_AsUTF8", "Python"),
 ])
 def test_symbol_owner_from_its_namespace(symbol: str, owner: str) -> None:
     got = symbol_owner(symbol)

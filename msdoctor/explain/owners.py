@@ -1,5 +1,6 @@
 """Owners: who ships a file or defines a symbol that an error names.
 
+- A C symbol named Py*/_Py* belongs to the CPython C API.
 - A C++ symbol's owner is read from its Itanium mangling (https://itanium-cxx-abi.github.io/cxx-abi/abi.html#mangling):
   ``_ZN`` (then ``K``/``V`` qualifiers) and the first namespace as ``<length><name>``; ``_ZN5torch...`` is in
   namespace ``torch``. The namespaces are those of the libraries' own headers: torch/c10/at (PyTorch), c10_npu /
@@ -24,6 +25,9 @@ _NAMESPACE_OWNERS = {
     "atb": "NNAL", "Mki": "NNAL", "AsdOps": "NNAL",
     "ge": "CANN",
 }
+#: the CPython C API (https://docs.python.org/3/c-api/intro.html#include-files: every public name starts with Py or
+#: _Py); an extension that needs one the interpreter lacks was built for another Python
+_PYTHON_API = re.compile(r"^_?Py[A-Z_]")
 _C_PREFIXES = (("aclrt", "CANN"), ("aclnn", "CANN"), ("acl", "CANN"), ("Msprof", "CANN"))
 _SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<pkg>[A-Za-z0-9_.-]+?)(?:[/\\]|\.cpython|\.abi3|\.so|-\d)")
 _TOOLKIT = re.compile(r"ascend-toolkit[/\\](?P<ver>[^/\\]+)[/\\]")
@@ -45,6 +49,8 @@ def symbol_owner(symbol: str) -> Optional[Owner]:
         return Owner(owner, f"its C++ namespace is {ns}") if owner and len(ns) == n else None
     if symbol.startswith("_Z"):
         return None
+    if _PYTHON_API.match(symbol):
+        return Owner("Python", "Py*/_Py* names are the CPython C API")
     for prefix, owner in _C_PREFIXES:
         if symbol.startswith(prefix):
             return Owner(owner, f"{prefix}* is its C API")
@@ -81,6 +87,10 @@ _PAIRING = {
     "NNAL": ("ls -l /usr/local/Ascend/nnal/atb; echo $ATB_HOME_PATH",
              "install the NNAL release of the same CANN version that {lib_pkg} was built for, and "
              "`source /usr/local/Ascend/nnal/atb/set_env.sh` after CANN's set_env.sh"),
+    "Python": ("{python} -c \"import sys; print(sys.version)\"",
+               "rebuild or reinstall {lib_pkg} with the interpreter that runs it ({python} -m pip install "
+               "--force-reinstall --no-cache-dir, or its build run by that interpreter): it was built for another "
+               "Python version (a Python 2 extension cannot load in Python 3)"),
     "CANN": ("cat /usr/local/Ascend/ascend-toolkit/latest/*/ascend_toolkit_install.info",
              "use one CANN release for every Ascend library: the one {lib_pkg} was built for "
              "(`source` that release's set_env.sh, and nothing of another release on LD_LIBRARY_PATH)"),
@@ -93,16 +103,15 @@ def undefined_symbol_groups(lib: str, sym: str) -> dict[str, str]:
     so, lo = symbol_owner(sym), file_owner(lib)
     if so is None:
         return {}
-    lib_pkg = lo.name if lo else "the library that needs it"
+    lib_pkg = lo.name if lo else (re.split(r"[/\\]", lib)[-1] or "the library that needs it")
     if lo is not None and lo.name.lower() == so.name.lower():
         return {}  # the package's own symbol: a broken or mixed install of one package, not a pairing
     check, fix = _PAIRING[so.name]
-    values = {"lib_pkg": lib_pkg}
     return {
         "_cause": (f"{sym} is defined by {so.name} ({so.why}); {lib} ({lib_pkg}"
                    + (f": {lo.why}" if lo else "") + f") was built against another release of {so.name} than the "
                    f"one this process loaded. {lib_pkg} and {so.name} are releases that do not pair."),
-        "_fix": fix.format(**values) + ". Unverified: compare the two releases first: `"
+        "_fix": fix.replace("{lib_pkg}", lib_pkg) + ". Unverified: compare the two releases first: `"
                 + check.replace("{lib_pkg}", lib_pkg if lo else "") + "`.",
         "sym_owner": so.name,
     }
