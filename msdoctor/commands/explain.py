@@ -75,8 +75,8 @@ def _postmortem(log_dirs: tuple[Path, ...], python_path: str, fmt: str) -> int:
 
 
 def _pasted_interpreter(matches: list[Any], python_path: str, chosen: bool) -> tuple[str, Optional[str]]:
-    """With no --python / --conda-env, fixes name the interpreter the pasted paths point to, never msdoctor's own
-    (issue 24 section 4); the note says so."""
+    """With no --python / --conda-env, fixes name the interpreter the pasted paths point to, never msdoctor's own;
+    the note says so."""
     from msdoctor.explain.owners import interpreter_of_paths
 
     if chosen:
