@@ -188,6 +188,15 @@ def load_toml_text(text: str, path: Path) -> Document:
     return Document(path, data, lines)
 
 
+def load_json_file(path: Path, what: str = "file") -> Document:
+    """A user's JSON document (a plan, a baseline, a report) through the one bounded reader: a regular file,
+    at most CONFIG_CAP bytes, UTF-8, nested at most MAX_DEPTH levels; UserError (exit 2) with file and line."""
+    from msdoctor.inputs import CONFIG_CAP, read_text
+
+    path = Path(path).expanduser()
+    return load_json_text(read_text(path, cap=CONFIG_CAP, what=what), path)
+
+
 def load(path: Path) -> Document:
     """Load a YAML (.yaml/.yml), JSON (.json) or TOML (.toml) file with key lines."""
     path = Path(path).expanduser()

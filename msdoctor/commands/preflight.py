@@ -229,15 +229,12 @@ def _plan(args: Any, device_target: str, python: str, as_json: bool) -> int:
 
 
 def _compare_plans(paths: list[Path]) -> int:
+    from msdoctor.docfile import load_json_file
     from msdoctor.preflight.plan import compare
 
     plans = []
     for p in paths:
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise UserError(f"{p}: not a plan ({exc})", "write it on each node with: msdoctor preflight --plan --json "
-                            "... > nodeR.json") from None
+        data = load_json_file(p, "plan").data  # a FIFO, /dev/zero, a flood or deep nesting: exit 2, never a hang
         if not isinstance(data, dict) or not isinstance(data.get("args"), dict):
             raise UserError(f"{p}: not the output of `msdoctor preflight --plan --json`",
                             "write it on each node with: msdoctor preflight --plan --json ... > nodeR.json")

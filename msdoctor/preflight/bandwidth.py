@@ -9,7 +9,6 @@ n times one rank's part), ``busbw = algbw`` for Broadcast. The time of one size 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -85,14 +84,13 @@ def load_baseline(path: Path) -> dict[str, Any]:
 
     A preflight-report.json from an earlier good run is accepted as well: its bandwidth rows become the baseline.
     """
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BaselineError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"{path}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise BaselineError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    from msdoctor.docfile import load_json_file
+    from msdoctor.errors import UserError
+
+    try:  # the one bounded reader: a FIFO, /dev/zero, a flood or deep nesting is refused, never read
+        data = load_json_file(Path(path), "baseline").data
+    except UserError as exc:
+        raise BaselineError(exc.message) from None
     if isinstance(data, dict) and isinstance(data.get("bandwidth"), list):  # an earlier preflight report
         data = {"busbw_gbs": {key(r["group"], r["op"], r["size_bytes"]): r["busbw_gbs"] for r in data["bandwidth"]
                               if isinstance(r, dict) and {"group", "op", "size_bytes", "busbw_gbs"} <= set(r)}}
