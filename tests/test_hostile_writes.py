@@ -98,3 +98,21 @@ def test_a_write_under_a_file_is_exit_2(tmp_path):
                        "--output", str(tmp_path / "file" / "r.json"), env=env_with())
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert "Traceback" not in res.stderr and str(tmp_path / "file") in res.stderr
+
+
+@pytest.mark.parametrize("addr", ["a" * 300, "x" * 64 + ".example.com"])
+def test_an_impossible_master_address_is_exit_2(tmp_path, addr):
+    res = run_msdoctor("preflight", "--plan", "--worker-num", "2", "--local-worker-num", "2", "--master-addr", addr,
+                       "--master-port", "8118", "--node-rank", "0", env=env_with())
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    assert "--master-addr" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_an_impossible_master_address_in_train_is_exit_2(tmp_path):
+    config = tmp_path / "t.yaml"
+    config.write_text("runtime: {device_target: CPU}\nmodel: {num_layers: 1, hidden_size: 32, num_heads: 2, "
+                      "vocab_size: 256}\ntrain: {micro_batch_size: 2, seq_length: 16, max_steps: 2, warmup_steps: 0}\n")
+    res = run_msdoctor("train", "--config", str(config), "--master-addr", "a" * 300, "--quick",
+                       "--output-dir", str(tmp_path / "run"), env=env_with(), cwd=tmp_path)
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    assert "master_addr" in res.stderr and "253" in res.stderr

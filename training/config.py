@@ -375,7 +375,9 @@ _Issue = tuple[tuple, str, Any]
 def validate(cfg: RunConfig, lines: Optional[dict] = None) -> list[Problem]:
     """Impossible values, each pointing at its key."""
     lines = lines or {}
-    issues = _name_issues(cfg) + _not_positive(cfg)
+    why = host_problem(str(cfg.runtime.master_addr))
+    issues = _name_issues(cfg) + ([(("runtime", "master_addr"), why, cfg.runtime.master_addr)] if why else [])
+    issues += _not_positive(cfg)
     if not issues:  # the rules below assume positive sizes
         issues = _shape_issues(cfg) + _optimizer_issues(cfg) + _run_issues(cfg)
     return [Problem(keys, msg, value, lines.get(keys)) for keys, msg, value in issues]
@@ -391,6 +393,18 @@ def _name_issues(cfg: RunConfig) -> list[_Issue]:
         return []
     return [(("name",), "must be one plain directory name (letters, digits, '-', '_', '.'; no '/', no '..', not "
              "absolute): the run directory is runs/<name>; to write elsewhere set runtime.output_dir", name)]
+
+
+def host_problem(addr: str) -> Optional[str]:
+    """Why ``addr`` cannot be a host name or an IP address, or None. A DNS name is at most 253 characters in
+    labels of at most 63 (RFC 1035 section 2.3.4); a longer one fails in IDNA encoding ('label too long')."""
+    if not addr or len(addr) > 253:
+        return "must be a host name or an IP address of at most 253 characters"
+    if any(c.isspace() or ord(c) < 32 or c in "/@?#" for c in addr):
+        return "must be a host name or an IP address (no spaces, '/', '@', '?' or '#')"
+    if ":" not in addr and any(len(label) > 63 or not label for label in addr.rstrip(".").split(".")):
+        return "each dot-separated part of a host name is 1 to 63 characters (RFC 1035)"
+    return None
 
 
 def _not_positive(cfg: RunConfig) -> list[_Issue]:

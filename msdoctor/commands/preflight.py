@@ -55,6 +55,12 @@ def msrun_args(cfg: Any, worker_num: Optional[int], local_worker_num: Optional[i
         raise UserError(f"{', '.join(missing)} needed (or a --config whose runtime section has them)",
                         "msdoctor preflight --plan --worker-num 4 --local-worker-num 2 --master-addr 10.0.0.1 "
                         "--master-port 18118 --node-rank 0")
+    from msdoctor.training.config import host_problem
+
+    why = host_problem(str(addr))
+    if why:
+        raise UserError(f"--master-addr {str(addr)[:80]}{'…' if len(str(addr)) > 80 else ''}: {why}",
+                        "give node_rank 0's host name or IP address, e.g. --master-addr 10.0.0.1")
     return MsrunArgs(worker_num=int(wn), local_worker_num=int(lwn), master_addr=str(addr),  # type: ignore[arg-type]
                      master_port=master_port if master_port is not None else (rt.master_port if rt else 8118),
                      node_rank=node_rank if node_rank is not None else (rt.node_rank if rt else 0),
