@@ -136,3 +136,19 @@ def test_stderr_log_is_never_written_through_a_link(tmp_path):
     finally:
         os.close(fd)
     assert victim.read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("files", [[], {"state.json": 5}, {"../../etc/passwd": {"bytes": 1, "sha256": "x"}},
+                                   {"/etc/passwd": {"bytes": 1, "sha256": "x"}},
+                                   {"state.json": {"bytes": "12", "sha256": None}}, "nope"])
+def test_a_hand_edited_checkpoint_manifest_is_distrusted_not_a_crash(tmp_path, files):
+    """Item 14: a MANIFEST.json edited by hand at --resume: the checkpoint does not verify (it is moved aside by
+    the existing corruption path), no AttributeError, nothing read outside the checkpoint."""
+    from msdoctor.training import checkpoint as ckpt
+
+    step = tmp_path / "step_00000010"
+    step.mkdir()
+    (step / "state.json").write_text("{}")
+    (step / ckpt.MANIFEST).write_text(json.dumps({"step": 10, "files": files}))
+    why = ckpt.verify(step)
+    assert why is not None and ckpt.MANIFEST in why

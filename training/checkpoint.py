@@ -163,6 +163,9 @@ def verify(path: Path, *, checksums: bool = True) -> Optional[str]:
         files = manifest["files"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"no readable {MANIFEST} ({type(exc).__name__})"
+    problem = _manifest_problem(files)
+    if problem is not None:  # a hand-edited or foreign manifest: the checkpoint is not trusted, nothing crashes
+        return f"{MANIFEST}: {problem}"
     if STATE not in files:
         return f"{STATE} is not listed in the manifest"
     for name, want in files.items():
@@ -173,6 +176,19 @@ def verify(path: Path, *, checksums: bool = True) -> Optional[str]:
             return f"{name} has {f.stat().st_size} bytes, the manifest says {want.get('bytes')}"
         if checksums and _sha256(f) != want.get("sha256"):
             return f"{name} does not match its SHA-256 in the manifest"
+    return None
+
+
+def _manifest_problem(files: object) -> Optional[str]:
+    """Why a manifest's ``files`` is not what save() writes ({plain file name: {"bytes": int, "sha256": str}})."""
+    if not isinstance(files, dict):
+        return f'"files" is {type(files).__name__}, not an object'
+    for name, want in files.items():
+        if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name:
+            return f"{name!r} is not a file name inside the checkpoint"
+        if (not isinstance(want, dict) or not isinstance(want.get("bytes"), int) or isinstance(want.get("bytes"), bool)
+                or not isinstance(want.get("sha256"), str)):
+            return f'{name}: expected {{"bytes": integer, "sha256": string}}'
     return None
 
 
