@@ -60,6 +60,17 @@ def _why(exc: OSError, path: Path) -> tuple[str, str]:
     return (exc.strerror or str(exc)), "check the path and the file system"
 
 
+def make_dirs(path: Union[str, Path], flag: str = "") -> Path:
+    """``mkdir -p`` of a directory msdoctor writes into (--out, --log-dir, a run directory); WriteError (exit 2)
+    naming the option, the path and the fix when it cannot be made (under a file, read-only, no space)."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(path, exc, f"create {flag + ' ' if flag else ''}directory") from None
+    return path
+
+
 def create_new(path: Union[str, Path], mode: int = 0o600) -> int:
     """A descriptor of a file created at ``path`` by this call (FileExistsError when the name is taken in any
     form, a dangling link included)."""

@@ -116,3 +116,19 @@ def test_an_impossible_master_address_in_train_is_exit_2(tmp_path):
                        "--output-dir", str(tmp_path / "run"), env=env_with(), cwd=tmp_path)
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert "master_addr" in res.stderr and "253" in res.stderr
+
+
+@pytest.mark.parametrize("flag", ["--log-dir", "--out"])
+def test_preflight_launch_output_under_a_file_is_exit_2(tmp_path, flag):
+    (tmp_path / "afile").write_text("x")
+    extra = [flag, str(tmp_path / "afile" / "sub")] + (["--out", str(tmp_path / "out")] if flag == "--log-dir" else [])
+    res = run_msdoctor("preflight", "--launch", "--worker-num", "1", "--local-worker-num", "1", "--master-addr",
+                       "127.0.0.1", "--master-port", "8124", "--node-rank", "0", *extra, env=env_with(), timeout=120)
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    assert flag in res.stderr and "is a file" in res.stderr and "internal error" not in res.stderr
+
+
+def test_make_dirs_maps_the_error(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(UserError, match="a part of the path is a file"):
+        fsutil.make_dirs(tmp_path / "f" / "d", "--out")

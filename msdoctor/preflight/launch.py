@@ -83,16 +83,28 @@ def environment(python: str, environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def _console(path: Path) -> int:
+    from msdoctor.fsutil import WriteError, open_log
+
+    try:
+        return open_log(path)
+    except OSError as exc:
+        raise WriteError(path, exc) from None
+
+
 def run(python: str, args: MsrunArgs, log_dir: Path, out: Path, task_args: list[str],
         environ: Mapping[str, str], work_timeout: float = 600.0) -> LaunchResult:
     from msdoctor import proc
 
     from .schedlog import read
 
+    from msdoctor.fsutil import make_dirs
+
+    make_dirs(out, "--out")
+    make_dirs(log_dir, "--log-dir")
     report_path = out / "preflight-report.json"
     if report_path.exists():
         report_path.unlink()  # a stale report from an earlier run must not pass for this one
-    log_dir.mkdir(parents=True, exist_ok=True)
     sched_log = log_dir / "scheduler.log"
     if sched_log.exists():
         sched_log.unlink()
@@ -103,7 +115,7 @@ def run(python: str, args: MsrunArgs, log_dir: Path, out: Path, task_args: list[
     timed_out = False
     scratch = tempfile.mkdtemp(prefix="msdoctor-preflight-")  # msrun and the ranks run outside the project
     try:
-        with open(console, "wb") as sink:
+        with os.fdopen(_console(console), "wb") as sink:  # never through a planted link
             child = proc.spawn(argv, env=environment(python, environ), stdout=sink, stderr=subprocess.STDOUT,
                                cwd=scratch)
             try:
