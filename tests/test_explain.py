@@ -216,11 +216,13 @@ def test_catalogue_is_valid_and_big_enough() -> None:
 
 def test_every_entry_is_tested_against_real_text() -> None:
     """Each entry has an excerpt here, or the public reports of tests/data/explain/real_cases.toml it came from
-    (tests/test_explain_real.py); the scheduler entry is tested on a real msrun scheduler.log (tests/data/cluster)."""
+    (tests/test_explain_real.py), or those of rule_cases.toml for the structural rules (tests/test_explain_rules.py); the scheduler entry is tested on a real msrun scheduler.log (tests/data/cluster)."""
     import tomllib
 
     cases = tomllib.loads((Path(__file__).parent / "data" / "explain" / "real_cases.toml").read_text(encoding="utf-8"))
-    covered = set(EXCERPTS) | {c["expect"] for c in cases["case"]} | {"msrun-nodes-not-registered"}
+    rules = tomllib.loads((Path(__file__).parent / "data" / "explain" / "rule_cases.toml").read_text(encoding="utf-8"))
+    covered = (set(EXCERPTS) | {c["expect"] for c in cases["case"]} | {c["expect"] for c in rules["case"]}
+               | {"msrun-nodes-not-registered"})
     assert {e.id for e in load_catalogue()} <= covered
     assert set(EXCERPTS) <= {e.id for e in load_catalogue()}
 

@@ -19,13 +19,13 @@ import re
 from typing import BinaryIO, Optional
 
 from msdoctor.explain.describe import Match
-from msdoctor.explain.scan import JOIN_LINES, _cover, _Feeder, _Scanner
+from msdoctor.explain.scan import FRAME_LINES, JOIN_LINES, _cover, _Feeder, _Scanner
 from msdoctor.explain.parse import CONTEXT_LINES
 
 #: bytes read at a time (a block is cut at its last newline)
 FAST_BLOCK = 8 << 20
 #: lines decoded before / after a key's line
-BEFORE = JOIN_LINES
+BEFORE = max(JOIN_LINES, FRAME_LINES)  # a traceback's last frames, for the structural rules
 AFTER = CONTEXT_LINES + JOIN_LINES
 #: more key hits than this in one block: the block goes through the ordinary scanner whole
 MAX_BLOCK_HITS = 20_000

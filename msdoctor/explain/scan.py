@@ -19,6 +19,9 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
+#: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
+STRUCTURAL = ("import", "pairing")
+FRAME_LINES = 6
 BLOCK_CHARS = 1 << 20
 #: occurrences of one literal looked at per block (bounds the cost of a literal that is everywhere)
 MAX_HITS = 5000
@@ -31,6 +34,7 @@ class _Hit:
     groups: dict[str, str]
     cause: Optional[str] = None
     solution: Optional[str] = None
+    before: tuple[str, ...] = ()  # the lines before it, for the rules that read a traceback's frames
 
 
 @dataclass
@@ -52,6 +56,7 @@ class _Scanner:
         self.found: dict[tuple[str, str], _Found] = {}
         self.scheduler = SchedulerLogParser() if any(e.lookup == "scheduler" for e in entries) else None
         self.scheduler_literals = LITERALS
+        self.structural = {e.id for e in entries if e.lookup in STRUCTURAL}
 
     def scan(self, raw: list[str], nos: "Sequence[int]") -> None:
         text = _normalize_text("\n".join(raw))
@@ -124,7 +129,8 @@ class _Scanner:
         if len(found.hits) >= 200:
             return
         cause, solution = _log_advice(norm, i)
-        found.hits.append(_Hit(no, shown, groups, cause, solution))
+        before = tuple(norm[max(0, i - FRAME_LINES):i]) if entry.lookup in STRUCTURAL else ()
+        found.hits.append(_Hit(no, shown, groups, cause, solution, before))
 
     def matches(self) -> list[Match]:
         near: set[int] = set()  # lines a specific entry explains, and their neighbours
@@ -147,10 +153,11 @@ class _Scanner:
             groups = dict(hit.groups)
             for name in e.groups:
                 groups.setdefault(name, "?")
-            if not self._lookup(e, groups):
+            if not self._lookup(e, groups, hit):
                 continue
+            title = groups.pop("_title", "")
             out.append(Match(
-                entry_id=e.id, title=_fill(e.title, groups), cause=groups.pop("_cause", "") or _fill(e.cause, groups),
+                entry_id=e.id, title=title or _fill(e.title, groups), cause=groups.pop("_cause", "") or _fill(e.cause, groups),
                 fix=groups.pop("_fix", "") or _fill(e.fix, groups),
                 check_id=e.check_id, source=e.source, line=hit.line, line_no=hit.no, count=max(count, 1),
                 groups=groups, device_target=groups.get("target") if groups.get("target") in DEVICE_TARGETS
@@ -158,10 +165,26 @@ class _Scanner:
                 category=e.category, log_cause=hit.cause, log_solution=hit.solution,
             ))
         out.sort(key=lambda m: m.line_no)
-        return out
+        # a structural rule yields to any other entry that explains the same line (or a neighbour)
+        explained = {n for m in out if m.entry_id not in self.structural for n in (m.line_no - 1, m.line_no, m.line_no + 1)}
+        return [m for m in out if m.entry_id not in self.structural or m.line_no not in explained]
 
-    def _lookup(self, e: Entry, groups: dict[str, str]) -> bool:
-        """Add the values an entry's lookup provides; False drops the match (nothing is wrong after all)."""
+    def _lookup(self, e: Entry, groups: dict[str, str], hit: _Hit) -> bool:
+        """Add the values an entry's lookup provides; False drops the match (nothing is wrong after all, or the
+        structure does not tell)."""
+        if e.lookup == "import":
+            from msdoctor.explain.rules import import_groups
+
+            found = import_groups(groups.get("mod", ""), hit.before)
+            groups.update(found)
+            return bool(found)
+        if e.lookup == "pairing":
+            from msdoctor.explain.rules import pairing_groups
+
+            found = pairing_groups(groups.get("name") or groups.get("attribute", ""),
+                                   groups.get("module") or groups.get("owner", ""), hit.before)
+            groups.update(found)
+            return bool(found)
         if e.lookup == "symbol":
             from msdoctor.explain.owners import undefined_symbol_groups
 

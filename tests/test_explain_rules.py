@@ -1,0 +1,79 @@
+"""The general rules over a traceback's structure (msdoctor/explain/rules.py, issue 24 section 3), on real reports
+(tests/data/explain/rule_cases.toml): the frame that raised, its owner, and the module the error names decide the
+answer; where they do not tell, no claim."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from msdoctor.explain import explain_text
+
+DATA = tomllib.loads((Path(__file__).parent / "data" / "explain" / "rule_cases.toml").read_text(encoding="utf-8"))
+CASES = {c["id"]: c for c in DATA["case"]}
+NEGATIVES = {c["id"]: c for c in DATA["negative"]}
+
+
+def test_cases_are_sourced() -> None:
+    for c in list(CASES.values()) + list(NEGATIVES.values()):
+        assert c["source"].startswith("https://") and c["settled"].strip() and c["text"].strip()
+
+
+@pytest.mark.parametrize("case_id", sorted(CASES))
+def test_real_case_gets_the_rule_and_names_the_owners(case_id: str) -> None:
+    case = CASES[case_id]
+    matches = explain_text(case["text"])
+    assert [m.entry_id for m in matches] == [case["expect"]], case_id
+    m = matches[0]
+    assert m.groups.get("rule") == case["rule"]
+    text = f"{m.title}\n{m.cause}\n{m.fix_for('/env/bin/python')}"
+    for word in case["names"]:
+        assert word in text, (case_id, word, text)
+    fix = m.fix_for("/env/bin/python")
+    assert "Unverified" in fix and "/env/bin/python " in fix
+    assert "rules.py fills this" not in m.cause + m.fix  # the placeholder text never reaches the user
+
+
+@pytest.mark.parametrize("case_id", sorted(NEGATIVES))
+def test_no_claim_where_the_structure_does_not_tell(case_id: str) -> None:
+    assert explain_text(NEGATIVES[case_id]["text"]) == []
+
+
+def test_the_last_line_alone_is_no_claim() -> None:
+    """Without the frames the rule does not know whose import failed: it says nothing."""
+    for case in CASES.values():
+        last = case["text"].strip().splitlines()[-1]
+        assert [m for m in explain_text(last) if m.entry_id == case["expect"]] == []
+
+
+def test_a_specific_entry_wins_over_the_rule() -> None:
+    """mindspore._c_expression has its own entry (c-expression-missing): the rule yields to it."""
+    text = ('  File "/root/mindspore/mindspore/__init__.py", line 17, in <module>\n'
+            "    from ._c_expression import *\nModuleNotFoundError: No module named 'mindspore._c_expression'\n")
+    assert [m.entry_id for m in explain_text(text)] == ["c-expression-missing"]
+
+
+def test_an_install_lacking_its_compiled_part() -> None:
+    text = ('  File "/opt/conda/lib/python3.9/site-packages/torch/__init__.py", line 81, in <module>\n'
+            "    from torch._C import *\nModuleNotFoundError: No module named 'torch._C'\n")
+    [m] = explain_text(text)
+    assert m.groups["rule"] == "shadowed-install" and "an install" in m.title
+
+
+def test_a_circular_import_is_not_a_pairing() -> None:
+    text = ('  File "/e/lib/python3.9/site-packages/foo/bar.py", line 3, in <module>\n    import numpy\n'
+            "AttributeError: partially initialized module 'numpy' has no attribute 'ndarray'\n")
+    assert "library-release-pairing" not in [m.entry_id for m in explain_text(text)]
+
+
+def test_the_fast_log_scan_sees_the_frames(tmp_path: Path) -> None:
+    """explain --log decodes only the lines around a literal: the frames before the exception are among them."""
+    from msdoctor.explain import explain_file
+
+    filler = "".join(f"[INFO] step {i} loss 1.0\n" for i in range(5000))
+    for case in CASES.values():
+        log = tmp_path / f"{case['id']}.log"
+        log.write_text(filler + case["text"] + filler, encoding="utf-8")
+        assert [m.groups.get("rule") for m in explain_file(log)] == [case["rule"]], case["id"]
