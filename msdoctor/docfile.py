@@ -178,8 +178,12 @@ def load_toml_text(text: str, path: Path) -> Document:
 
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise too_deep(path) from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: malformed TOML: {exc}", "fix the syntax at that line") from None
+    if depth_of(data) > MAX_DEPTH:
+        raise too_deep(path)
     lines: dict[KeyPath, int] = {}
     for i, raw in enumerate(text.splitlines(), 1):
         s = raw.strip()

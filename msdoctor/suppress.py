@@ -31,6 +31,8 @@ from msdoctor.errors import UserError, with_hint, with_hints
 from msdoctor.model import Finding, Location, Report, Status
 
 FILE_NAME = "msdoctor.toml"
+#: the most ignore entries one file may have (real ones: a handful)
+MAX_ENTRIES = 10_000
 ENTRY_KEYS = ("id", "reason", "until")
 NO_REASON = "no reason given"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
@@ -72,9 +74,13 @@ _AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 
 
 def _parse_toml(text: str, path: Path) -> dict:
+    from msdoctor.inputs import MAX_DEPTH, depth_of, too_deep
+
     toml = _toml()
     try:
-        return toml.loads(text)
+        data = toml.loads(text)
+    except RecursionError:  # 5,000-deep [[[...]]] or {a = {a = ...}}
+        raise too_deep(path) from None
     except toml.TOMLDecodeError as exc:
         msg = str(exc)
         m = _AT.search(msg)
@@ -91,6 +97,9 @@ def _parse_toml(text: str, path: Path) -> dict:
             "fix the syntax at that line; an entry looks like "
             '{ id = "check-id", reason = "why it is acceptable", until = "2026-12-31" }',
         ) from None
+    if depth_of(data) > MAX_DEPTH:
+        raise too_deep(path)
+    return data
 
 
 def _line_of_id(text: str, value: str, after: int = 0) -> Optional[int]:
@@ -144,6 +153,9 @@ def parse(text: str, path: Path, table: Sequence[str] = ()) -> list[Suppression]
             f"{where_ignore}: ignore must be a list of tables, not {type(raw).__name__}",
             'write ignore = [{ id = "check-id", reason = "...", until = "YYYY-MM-DD" }]',
         )
+    if len(raw) > MAX_ENTRIES:  # every entry is matched against every finding
+        raise UserError(f"{where_ignore}: {len(raw):,} ignore entries; msdoctor reads at most {MAX_ENTRIES:,}",
+                        "ignore by check id (one entry per check) instead of one entry per finding")
     out: list[Suppression] = []
     for i, entry in enumerate(raw):
         if not isinstance(entry, dict):
@@ -187,8 +199,10 @@ def _entry(entry: dict, i: int, path: Path, line: Optional[int]) -> Suppression:
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
+    from msdoctor.inputs import CONFIG_CAP, read_text
+
+    try:  # the one bounded reader: a FIFO or a /dev/zero link in a cloned project is refused, never read
+        return read_text(path, cap=CONFIG_CAP, what="msdoctor.toml")
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text (byte {exc.start})", "save the file as UTF-8") from None
     except OSError as exc:
