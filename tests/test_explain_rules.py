@@ -77,3 +77,32 @@ def test_the_fast_log_scan_sees_the_frames(tmp_path: Path) -> None:
         log = tmp_path / f"{case['id']}.log"
         log.write_text(filler + case["text"] + filler, encoding="utf-8")
         assert [m.groups.get("rule") for m in explain_file(log)] == [case["rule"]], case["id"]
+
+
+LIBRARY_CASES = {c["id"]: c for c in DATA["library_case"]}
+
+
+@pytest.mark.parametrize("case_id", sorted(LIBRARY_CASES))
+def test_a_missing_library_names_who_ships_it(case_id: str) -> None:
+    case = LIBRARY_CASES[case_id]
+    [m] = [m for m in explain_text(case["text"]) if m.entry_id == "shared-library-missing"]
+    assert case["owner"] in m.cause and case["fix"] in m.fix_for("/env/bin/python")
+
+
+@pytest.mark.parametrize("lib, owner", [
+    ("libascend_hal.so", "driver"), ("libdrvdsmi_host.so", "driver"), ("libdcmi.so", "driver"),
+    ("libascendcl.so", "CANN"), ("libascend_dump.so", "CANN"), ("libacl_op_compiler.so", "CANN"),
+    ("libge_runner.so", "CANN"), ("libhccl.so", "CANN"), ("libruntime.so", "CANN"), ("libmsprofiler.so", "CANN"),
+    ("libatb.so", "NNAL"), ("libasdops.so", "NNAL"), ("liblcal.so", "NNAL"),
+    ("libcudart.so.11.0", "CUDA"), ("libcublas.so.10", "CUDA"), ("libcudnn.so.8", "cuDNN"),
+    ("libstdc++.so.6", "GCC runtime"), ("libgomp.so.1", "GCC runtime"),
+])
+def test_who_ships_a_library_is_read_from_its_name(lib: str, owner: str) -> None:
+    """The [[library]] table keys on the name's prefix (the product's naming), not on whole names."""
+    [m] = explain_text(f"ImportError: {lib}: cannot open shared object file: No such file or directory")
+    assert owner in m.cause, m.cause
+
+
+def test_an_unknown_library_is_not_given_an_owner() -> None:
+    [m] = explain_text("OSError: libfoo_bar.so.3: cannot open shared object file: No such file or directory")
+    assert "not on the loader's path" in m.cause and "ldconfig -p | grep libfoo_bar" in m.fix
