@@ -19,7 +19,11 @@ installed ones are.
 The target's venv is activated for the commands (VIRTUAL_ENV, its bin first on PATH), as a user runs them;
 --no-activate measures the other case, where kernel-mismatch also probes the foreign `python` on PATH.
 
-Usage: python benchmarks/bench_startup.py [--python PATH] [--runs N] [--no-activate] [--full]
+--both prints four tables: the target venv and a fresh venv (a new venv with only msdoctor and its
+dependencies, built in a temporary directory from this checkout), each activated and not (issue 28 s.3:
+check --quick at 1.0x pip check or less in all four).
+
+Usage: python benchmarks/bench_startup.py [--python PATH] [--runs N] [--no-activate] [--full] [--both]
 """
 
 from __future__ import annotations
@@ -59,40 +63,69 @@ def main() -> None:
     parser.add_argument("--no-activate", action="store_true",
                         help="run without the target's environment activated (then `python` on PATH is another "
                              "interpreter, which kernel-mismatch probes too)")
+    parser.add_argument("--both", action="store_true",
+                        help="the target and a fresh venv (only msdoctor's dependencies), each activated and not")
     args = parser.parse_args()
+    if not args.both:
+        bench(args.python, not args.no_activate, args.runs, args.full)
+        return
+    fresh_dir = tempfile.mkdtemp(prefix="msdoctor-fresh-venv-")
+    try:
+        fresh = fresh_venv(Path(fresh_dir))
+        for python in (args.python, fresh):
+            for activate in (True, False):
+                bench(python, activate, args.runs, args.full)
+                print()
+    finally:
+        shutil.rmtree(fresh_dir, ignore_errors=True)
 
-    msdoctor = shutil.which("msdoctor", path=str(Path(sys.executable).parent)) or "msdoctor"
+
+def fresh_venv(where: Path) -> str:
+    """A new venv with msdoctor from this checkout and its dependencies only (pip from the venv module)."""
+    repo = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-m", "venv", str(where / "venv")], check=True)
+    python = str(where / "venv" / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", str(repo)], check=True)
+    return python
+
+
+def bench(python: str, activate: bool, runs: int, full: bool) -> None:
+    """One table: the commands interleaved, ``runs`` times, on ``python`` (its venv activated or not)."""
+    python = os.path.abspath(python)
+    bindir = str(Path(python).parent)
+    msdoctor = shutil.which("msdoctor", path=bindir) or shutil.which("msdoctor", path=str(Path(sys.executable).parent)) \
+        or "msdoctor"
     env = dict(os.environ, NO_COLOR="1", MSDOCTOR_NO_SPINNER="1", GLOG_v="3")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    bindir = str(Path(args.python).parent)
-    activated = not args.no_activate and (Path(bindir).parent / "pyvenv.cfg").is_file()
+    env.pop("VIRTUAL_ENV", None)
+    activated = activate and (Path(bindir).parent / "pyvenv.cfg").is_file()
     if activated:  # as `source <venv>/bin/activate` leaves it, the way the README runs msdoctor and pip
         env["VIRTUAL_ENV"] = str(Path(bindir).parent)
         env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     cwd = tempfile.mkdtemp(prefix="msdoctor-bench-")  # MindSpore writes into the cwd; keep the repo clean
     rows = [
         ("msdoctor --help", [msdoctor, "--help"], 0.150),
-        ("msdoctor check --quick", [msdoctor, "check", "--quick", "--python", args.python], None),
-        ("python -m pip check (anchor)", [args.python, "-m", "pip", "check"], None),
+        ("msdoctor check --quick", [msdoctor, "check", "--quick", "--python", python], None),
+        ("python -m pip check (anchor)", [python, "-m", "pip", "check"], None),
     ]
-    if args.full:
+    if full:
         rows += [
             ("import mindspore; run_check() (anchor)",
-             [args.python, "-c", "import mindspore; mindspore.run_check()"], None),
-            ("msdoctor check (full)", [msdoctor, "check", "--python", args.python], None),
+             [python, "-c", "import mindspore; mindspore.run_check()"], None),
+            ("msdoctor check (full)", [msdoctor, "check", "--python", python], None),
         ]
     # one warm-up run of each, so the page cache is not what is measured
     for _, argv, _ in rows:
         subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"target: {args.python} ({'activated' if activated else 'not activated'})   pip {pip_version(args.python)}"
-          f"   runs: {args.runs}   cpus: {os.cpu_count()}   load: {load:.1f}")
+    print(f"target: {python} ({'activated' if activated else 'not activated'})   pip {pip_version(python)}"
+          f"   runs: {runs}   cpus: {os.cpu_count()}   load: {load:.1f}")
     print(f"{'command':<42} {'median s':>9} {'min s':>8} {'cpu s':>7} {'rc':>3}  target")
     # interleaved: run i of every command back to back, so a change in the machine's load hits all alike
     walls: dict[str, list[float]] = {name: [] for name, _, _ in rows}
     cpus: dict[str, list[float]] = {name: [] for name, _, _ in rows}
     codes: dict[str, int] = {}
-    for _ in range(args.runs):
+    for _ in range(runs):
         for name, argv, _ in rows:
             wall, used, codes[name] = timed_once(argv, cwd, env)
             walls[name].append(wall)
@@ -106,8 +139,8 @@ def main() -> None:
     q, p = "msdoctor check --quick", "python -m pip check (anchor)"
     paired = statistics.median(a / b for a, b in zip(walls[q], walls[p]))
     print(f"\ncheck --quick / pip check = {results[q] / results[p]:.2f} wall (median of the paired runs' "
-          f"ratios: {paired:.2f}), {cpu[q] / cpu[p]:.2f} cpu (target <= 1.0; pip {pip_version(args.python)})")
-    if args.full:
+          f"ratios: {paired:.2f}), {cpu[q] / cpu[p]:.2f} cpu (target <= 1.0; pip {pip_version(python)})")
+    if full:
         full = results["msdoctor check (full)"]
         anchor = results["import mindspore; run_check() (anchor)"]
         print(f"check (full) / run_check  = {full / anchor:.2f} (target <= 1.2)")
