@@ -44,6 +44,8 @@ def test_no_claim_where_the_structure_does_not_tell(case_id: str) -> None:
 def test_the_last_line_alone_is_no_claim() -> None:
     """Without the frames the rule does not know whose import failed: it says nothing."""
     for case in CASES.values():
+        if case["rule"] not in ("missing-dependency", "shadowed-install", "release-pairing"):
+            continue  # the pip rules read the line itself (the wheel's name)
         last = case["text"].strip().splitlines()[-1]
         assert [m for m in explain_text(last) if m.entry_id == case["expect"]] == []
 

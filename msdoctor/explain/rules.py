@@ -113,3 +113,111 @@ def pairing_groups(name: str, module: str, before: Sequence[str]) -> dict[str, s
                  f"MindSpore, mindnlp, mindformers and transformers."),
         "rule": "release-pairing",
     }
+
+
+# -- pip: a wheel's tags against the interpreter ------------------------------------------------------------------
+#: a wheel file name: name-version(-build)?-python-abi-platform.whl (https://packaging.python.org/en/latest/
+#: specifications/binary-distribution-format/#file-name-convention); the platform tag may be a dotted set
+_WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<ver>[^-]+)(?:-\d[^-]*)?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
+_CPY = re.compile(r"^cp(?P<major>\d)(?P<minor>\d+)$")
+_MANYLINUX = re.compile(r"^manylinux_(?P<maj>\d+)_(?P<min>\d+)_(?P<arch>\w+)$")
+_LEGACY_MANYLINUX = {"manylinux1": "2.5", "manylinux2010": "2.12", "manylinux2014": "2.17"}
+#: the Python version the paste states (`python version is 3.7.7`, `Python 3.10`, `pip3.10 install`)
+_STATED_PY = re.compile(r"\bpython(?: version)?(?: is|:)? ?(?P<v>3\.\d+)(?:\.\d+)?\b|\bpip(?P<p>3\.\d+) install", re.I)
+
+
+def _platform(tag: str) -> tuple[str, str]:
+    """(operating system, machine) a platform tag stands for; what pip needs for it."""
+    need = ""
+    m = _MANYLINUX.match(tag)
+    if m:
+        need = f"glibc {m.group('maj')}.{m.group('min')} or newer and pip 20.3 or newer"
+        return f"Linux {m.group('arch')} ({need})", m.group("arch")
+    for legacy, glibc in _LEGACY_MANYLINUX.items():
+        if tag.startswith(legacy + "_"):
+            arch = tag[len(legacy) + 1:]
+            return f"Linux {arch} (glibc {glibc} or newer)", arch
+    if tag.startswith("linux_"):
+        return f"Linux {tag[6:]}", tag[6:]
+    if tag.startswith("win"):
+        return f"Windows ({tag})", tag
+    if tag.startswith("macosx"):
+        return f"macOS ({tag})", tag
+    return tag, tag
+
+
+def wheel_groups(wheel: str, context: Sequence[str]) -> dict[str, str]:
+    """Cause and fix for ``WHEEL is not a supported wheel on this platform`` from the wheel's own tags; empty
+    when the file name is not a wheel name."""
+    m = _WHEEL.match(wheel.rsplit("/", 1)[-1].rsplit("\\", 1)[-1])
+    if m is None:
+        return {}
+    py, plat = m.group("py"), m.group("plat")
+    cp = _CPY.match(py)
+    python = f"CPython {cp.group('major')}.{cp.group('minor')}" if cp else (
+        "any Python 3" if py.startswith("py3") else py)
+    by_arch: dict[str, str] = {}
+    for tag in plat.split("."):  # a compressed tag set: per machine, the least demanding tag (legacy manylinux)
+        desc, arch = _platform(tag)
+        if arch not in by_arch or "pip 20.3" in by_arch[arch]:
+            by_arch[arch] = desc
+    platforms = sorted(by_arch.values()) if plat != "any" else ["any platform"]
+    stated = None
+    for line in context:
+        s = _STATED_PY.search(line)
+        if s:
+            stated = s.group("v") or s.group("p")
+    mismatch = ""
+    if cp and stated and stated != f"{cp.group('major')}.{cp.group('minor')}":
+        mismatch = (f" The paste shows Python {stated}: the Python tag ({py}) is the mismatch.")
+    elif cp and stated:
+        mismatch = (f" The paste shows Python {stated}, which the Python tag fits: the platform tag is the mismatch "
+                    f"(another OS or machine than {', '.join(platforms)}, e.g. an aarch64 server, Windows or "
+                    f"macOS, or a pip that is not the Linux one).")
+    return {
+        "_title": f"pip refused {wheel}: it is built for {python} on {', '.join(platforms)}",
+        "_cause": (f"A wheel's file name states where it installs: {py} (Python tag), {m.group('abi')} (ABI), {plat} "
+                   f"(platform): {python} on {', '.join(platforms)}. pip installs it only into an interpreter whose "
+                   f"own tags include all three; the pip that ran belongs to an interpreter that does not match."
+                   + mismatch),
+        "_fix": (f"Compare with the tags this interpreter accepts: `{{python}} -m pip debug --verbose`. Then install "
+                 f"the {m.group('name')} wheel made for your Python and platform (for MindSpore, "
+                 f"https://www.mindspore.cn/install lists them), or run pip with an interpreter that fits "
+                 f"({python}): `<that python> -m pip install {wheel}`. Unverified: msdoctor did not read this "
+                 f"interpreter's tags."),
+        "rule": "wheel-tags",
+    }
+
+
+_FROM_VERSIONS = re.compile(r"\(from versions:? (?P<v>[^)]*)\)?")
+
+
+def distribution_groups(req: str, context: Sequence[str]) -> dict[str, str]:
+    """Cause and fix for ``Could not find a version that satisfies the requirement REQ`` / ``No matching
+    distribution found for REQ``, from the versions pip lists."""
+    versions = None
+    for line in context:
+        f = _FROM_VERSIONS.search(line)
+        if f:
+            versions = [v.strip() for v in f.group("v").split(",") if v.strip() and v.strip() != "none"]
+    name = re.split(r"[<>=!~\[; ]", req, maxsplit=1)[0]
+    if versions is None:
+        listed = ""
+    elif not versions:
+        listed = (f" pip listed no version at all ('from versions: none'): the index it used has no file of {name} "
+                  f"that installs here, for this Python version and platform, or does not carry {name} (a mirror "
+                  f"or proxy that lacks it, or no network).")
+    else:
+        listed = (f" The index has {name} {versions[0]} to {versions[-1]} for this interpreter, but none that "
+                  f"satisfies {req}: the version asked for is not built for this Python or platform, or not on "
+                  f"this index.")
+    return {
+        "_title": f"pip found no installable {name} for {req} on this index",
+        "_cause": (f"pip looks for a file of {name} on the index (or mirror) it is configured with that fits this "
+                   f"interpreter's Python version and platform." + listed),
+        "_fix": (f"`{{python}} -m pip index versions {name}` lists what this index has for this interpreter; "
+                 f"`{{python}} -m pip config list` shows the index or mirror in use. Use a Python version and platform "
+                 f"the release is built for, another index (the project's own, e.g. https://www.mindspore.cn/install "
+                 f"for MindSpore), or a version the list holds. Unverified: msdoctor did not query the index."),
+        "rule": "no-distribution",
+    }

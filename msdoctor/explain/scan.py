@@ -20,7 +20,7 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
-STRUCTURAL = ("import", "pairing")
+STRUCTURAL = ("import", "pairing", "wheel", "distribution")
 FRAME_LINES = 6
 BLOCK_CHARS = 1 << 20
 #: occurrences of one literal looked at per block (bounds the cost of a literal that is everywhere)
@@ -183,6 +183,14 @@ class _Scanner:
 
             found = pairing_groups(groups.get("name") or groups.get("attribute", ""),
                                    groups.get("module") or groups.get("owner", ""), hit.before)
+            groups.update(found)
+            return bool(found)
+        if e.lookup in ("wheel", "distribution"):
+            from msdoctor.explain.rules import distribution_groups, wheel_groups
+
+            context = (*hit.before, hit.line)
+            found = (wheel_groups(groups.get("wheel", ""), context) if e.lookup == "wheel"
+                     else distribution_groups(groups.get("req") or groups.get("req2", ""), context))
             groups.update(found)
             return bool(found)
         if e.lookup == "symbol":
