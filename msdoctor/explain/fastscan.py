@@ -19,7 +19,7 @@ import re
 from typing import BinaryIO, Optional
 
 from msdoctor.explain.describe import Match
-from msdoctor.explain.scan import FRAME_LINES, JOIN_LINES, _cover, _Feeder, _Scanner
+from msdoctor.explain.scan import AFTER_LINES, FRAME_LINES, JOIN_LINES, _cover, _Feeder, _Scanner
 from msdoctor.explain.parse import CONTEXT_LINES
 
 #: bytes read at a time (a block is cut at its last newline)
@@ -27,6 +27,8 @@ FAST_BLOCK = 8 << 20
 #: lines decoded before / after a key's line
 BEFORE = max(JOIN_LINES, FRAME_LINES)  # a traceback's last frames, for the structural rules
 AFTER = CONTEXT_LINES + JOIN_LINES
+#: lines decoded after a literal's line: a wrapped signature, and pip's conflict lines (the structural rules)
+AFTER_LITERAL = max(JOIN_LINES, AFTER_LINES)
 #: more key hits than this in one block: the block goes through the ordinary scanner whole
 MAX_BLOCK_HITS = 20_000
 #: a block is judged plain (normalising it changes nothing but case) in pieces of about this many bytes
@@ -118,7 +120,7 @@ class _FastScan:
                     for lit in lits:
                         at = flat.find(lit, pos, end + len(lit))
                         while at >= 0:
-                            spans.append((at, at + len(lit), BEFORE, JOIN_LINES))
+                            spans.append((at, at + len(lit), BEFORE, AFTER_LITERAL))
                             at = flat.find(lit, at + 1, end + len(lit))
                 for gate in self.gates:
                     for m in gate.finditer(block, pos, end):

@@ -221,3 +221,40 @@ def distribution_groups(req: str, context: Sequence[str]) -> dict[str, str]:
                  f"for MindSpore), or a version the list holds. Unverified: msdoctor did not query the index."),
         "rule": "no-distribution",
     }
+
+
+# -- pip: the resolver's conflict lines ---------------------------------------------------------------------------
+#: the lines pip prints under "The conflict is caused by:" (pip's resolver, src/pip/_internal/resolution/resolvelib/
+#: factory.py: "The user requested X" and "P V depends on X"); a log prefix (timestamp) may precede them
+_USER_REQ = re.compile(r"The user requested (?P<req>\S.*?)\s*$")
+_DEPENDS = re.compile(r"(?P<who>[A-Za-z0-9][\w.-]* [^\s]+) depends on (?P<req>\S.*?)\s*$")
+_CONFLICT_END = re.compile(r"To fix this you could try|ResolutionImpossible|Additionally, some packages")
+
+
+def conflict_groups(after: Sequence[str]) -> dict[str, str]:
+    """Cause and fix for pip's ``The conflict is caused by:`` from the requirement lines after it; empty when no
+    two requirements are listed."""
+    reqs: list[str] = []
+    for line in after:
+        if _CONFLICT_END.search(line):
+            break
+        u, d = _USER_REQ.search(line), _DEPENDS.search(line)
+        if u:
+            reqs.append(f"you asked for {u.group('req')}")
+        elif d:
+            reqs.append(f"{d.group('who')} needs {d.group('req')}")
+    if len(reqs) < 2:
+        return {}
+    both = "; ".join(reqs)
+    return {
+        "_title": f"pip cannot satisfy these requirements together: {both}",
+        "_cause": (f"pip's resolver found no set of versions that meets every requirement at once. The requirements "
+                   f"that conflict, as pip listed them: {both}. No release satisfies all of them, so one of them has "
+                   f"to change."),
+        "_fix": ("Change one side: relax or change your own pin so that it falls inside the range the other "
+                 "package needs, or pick another release of the package that needs it (one whose requirement fits "
+                 "your pin: `{python} -m pip index versions <package>`, and its requirements on PyPI). Then "
+                 "rerun the install with `{python} -m pip install ...`. Unverified: msdoctor did not resolve the "
+                 "new set; `{python} -m pip install --dry-run ...` does."),
+        "rule": "pip-conflict",
+    }

@@ -20,8 +20,10 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
-STRUCTURAL = ("import", "pairing", "wheel", "distribution")
+STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict")
 FRAME_LINES = 6
+#: lines after the matched line the "conflict" rule reads (pip's requirement lines)
+AFTER_LINES = 8
 BLOCK_CHARS = 1 << 20
 #: occurrences of one literal looked at per block (bounds the cost of a literal that is everywhere)
 MAX_HITS = 5000
@@ -35,6 +37,7 @@ class _Hit:
     cause: Optional[str] = None
     solution: Optional[str] = None
     before: tuple[str, ...] = ()  # the lines before it, for the rules that read a traceback's frames
+    after: tuple[str, ...] = ()  # the lines after it, for the rule that reads pip's conflict lines
 
 
 @dataclass
@@ -130,7 +133,8 @@ class _Scanner:
             return
         cause, solution = _log_advice(norm, i)
         before = tuple(norm[max(0, i - FRAME_LINES):i]) if entry.lookup in STRUCTURAL else ()
-        found.hits.append(_Hit(no, shown, groups, cause, solution, before))
+        after = tuple(norm[i + 1:i + 1 + AFTER_LINES]) if entry.lookup == "conflict" else ()
+        found.hits.append(_Hit(no, shown, groups, cause, solution, before, after))
 
     def matches(self) -> list[Match]:
         near: set[int] = set()  # lines a specific entry explains, and their neighbours
@@ -183,6 +187,12 @@ class _Scanner:
 
             found = pairing_groups(groups.get("name") or groups.get("attribute", ""),
                                    groups.get("module") or groups.get("owner", ""), hit.before)
+            groups.update(found)
+            return bool(found)
+        if e.lookup == "conflict":
+            from msdoctor.explain.rules import conflict_groups
+
+            found = conflict_groups(hit.after)
             groups.update(found)
             return bool(found)
         if e.lookup in ("wheel", "distribution"):
