@@ -32,7 +32,9 @@ def test_real_case_gets_the_rule_and_names_the_owners(case_id: str) -> None:
     for word in case["names"]:
         assert word in text, (case_id, word, text)
     fix = m.fix_for("/env/bin/python")
-    assert "Unverified" in fix and "/env/bin/python " in fix
+    assert "Unverified" in fix
+    if case["rule"] != "port-bound":  # a fix that runs Python names the target interpreter
+        assert "/env/bin/python " in fix
     assert "rules.py fills this" not in m.cause + m.fix  # the placeholder text never reaches the user
 
 

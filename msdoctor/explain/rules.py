@@ -258,3 +258,32 @@ def conflict_groups(after: Sequence[str]) -> dict[str, str]:
                  "new set; `{python} -m pip install --dry-run ...` does."),
         "rule": "pip-conflict",
     }
+
+
+# -- a port already bound -----------------------------------------------------------------------------------------
+#: where the paste names the port: host:port, [::]:port, ('0.0.0.0', port), "port N"
+_PORT = re.compile(r"(?:[\w.\]]:|\(['\"][\d.:]*['\"], |\bport[= ]?)(?P<port>\d{2,5})\b", re.I)
+
+
+def port_groups(context: Sequence[str]) -> dict[str, str]:
+    """Cause and fix for ``Address already in use`` from the port the paste names (none named: the general text)."""
+    port = None
+    for line in context:
+        for m in _PORT.finditer(line):
+            if 0 < int(m.group("port")) < 65536:
+                port = m.group("port")
+    which = f"port {port}" if port else "the port it listens on"
+    return {
+        "_title": f"a process could not listen on {which}: another process holds it",
+        "_cause": (f"Binding {which} failed because another process on this host already listens on it: a previous "
+                   f"run whose workers have not exited yet (or were left behind by a crash), a second job started "
+                   f"with the same master port (msrun's --master_port, 8118 by default; torchrun's 29500), or "
+                   f"another service."),
+        "_fix": ((f"`ss -ltnp | grep ':{port} '` (or `lsof -iTCP:{port} -sTCP:LISTEN`) shows the process that holds "
+                  f"it: stop it if it is a leftover run, or start this job on a free port (msrun --master_port "
+                  f"<free port>, torchrun --master_port <free port>).") if port else
+                 ("`ss -ltnp` (or `lsof -iTCP -sTCP:LISTEN`) lists the listening processes: stop a leftover run, or "
+                  "start this job on a free port (msrun --master_port <free port>, torchrun --master_port <free "
+                  "port>).")) + " Unverified: msdoctor did not look at this host's sockets.",
+        "rule": "port-bound",
+    }

@@ -20,7 +20,7 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
-STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict")
+STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port")
 FRAME_LINES = 6
 #: lines after the matched line the "conflict" rule reads (pip's requirement lines)
 AFTER_LINES = 8
@@ -189,6 +189,11 @@ class _Scanner:
                                    groups.get("module") or groups.get("owner", ""), hit.before)
             groups.update(found)
             return bool(found)
+        if e.lookup == "port":
+            from msdoctor.explain.rules import port_groups
+
+            groups.update(port_groups((*hit.before, hit.line)))
+            return True
         if e.lookup == "conflict":
             from msdoctor.explain.rules import conflict_groups
 
