@@ -110,3 +110,19 @@ def test_who_ships_a_library_is_read_from_its_name(lib: str, owner: str) -> None
 def test_an_unknown_library_is_not_given_an_owner() -> None:
     [m] = explain_text("OSError: libfoo_bar.so.3: cannot open shared object file: No such file or directory")
     assert "not on the loader's path" in m.cause and "ldconfig -p | grep libfoo_bar" in m.fix
+
+
+@pytest.mark.parametrize("mangle", ["ansi", "crlf", "rank-prefix", "nbsp"])
+def test_the_rules_read_pastes_as_they_arrive(mangle: str) -> None:
+    """Colour codes, CRLF, msrun/torchrun `[rank0]:` prefixes and non-breaking spaces leave the structure readable."""
+    for case in CASES.values():
+        lines = case["text"].strip("\n").split("\n")
+        if mangle == "ansi":
+            lines = [f"\x1b[31m{line}\x1b[0m" for line in lines]
+        elif mangle == "rank-prefix":
+            lines = [f"[rank0]: {line}" for line in lines]
+        elif mangle == "nbsp":
+            lines = [line.replace(" ", "\u00a0", 2) for line in lines]
+        text = ("\r\n" if mangle == "crlf" else "\n").join(lines)
+        got = [m.groups.get("rule") for m in explain_text(text)]
+        assert got == [case["rule"]], (case["id"], mangle, got)
