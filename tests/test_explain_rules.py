@@ -126,3 +126,14 @@ def test_the_rules_read_pastes_as_they_arrive(mangle: str) -> None:
         text = ("\r\n" if mangle == "crlf" else "\n").join(lines)
         got = [m.groups.get("rule") for m in explain_text(text)]
         assert got == [case["rule"]], (case["id"], mangle, got)
+
+
+def test_the_import_machinery_frames_are_looked_past() -> None:
+    """Python 3 prints importlib's own frames after the importing one: the importer still decides."""
+    lines = CASES["pycircstat-64"]["text"].strip("\n").split("\n")
+    frozen = ['  File "<frozen importlib._bootstrap>", line 1006, in _find_and_load_unlocked',
+              '  File "/usr/lib/python3.10/importlib/__init__.py", line 126, in import_module',
+              "    return _bootstrap._gcd_import(name[level:], package, level)"]
+    text = "\n".join(lines[:-1] + frozen + lines[-1:])
+    [m] = explain_text(text)
+    assert m.groups["rule"] == "missing-dependency" and "pycircstat needs decorator" in m.title

@@ -34,9 +34,15 @@ def frames(lines: Sequence[str]) -> list[str]:
     return [m.group("path") for line in lines for m in _FRAME.finditer(line)]
 
 
+#: frames of the import machinery itself (``<frozen importlib._bootstrap>``, the stdlib's importlib): they raise on
+#: behalf of the frame before them
+_MACHINERY = re.compile(r"^<|[/\\]lib[/\\]python\d\.\d+[/\\]importlib[/\\]")
+
+
 def _raising_path(before: Sequence[str]) -> Optional[str]:
-    """The file of the last frame printed before the exception line (the frame that raised)."""
-    paths = frames(before)
+    """The file of the last frame printed before the exception line (the frame that raised), past the import
+    machinery's own frames."""
+    paths = [p for p in frames(before) if not _MACHINERY.search(p)]
     return paths[-1] if paths else None
 
 

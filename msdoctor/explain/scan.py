@@ -21,7 +21,7 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
 STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port")
-FRAME_LINES = 6
+FRAME_LINES = 10
 #: lines after the matched line the "conflict" rule reads (pip's requirement lines)
 AFTER_LINES = 8
 BLOCK_CHARS = 1 << 20
