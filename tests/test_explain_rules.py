@@ -137,3 +137,12 @@ def test_the_import_machinery_frames_are_looked_past() -> None:
     text = "\n".join(lines[:-1] + frozen + lines[-1:])
     [m] = explain_text(text)
     assert m.groups["rule"] == "missing-dependency" and "pycircstat needs decorator" in m.title
+
+
+def test_the_fix_names_the_interpreter_of_the_frames(tmp_path: Path) -> None:
+    """With no --python, the fix names the interpreter of the environment the raising frame lies in."""
+    from helpers import run_msdoctor
+
+    res = run_msdoctor("explain", CASES["llava-1794"]["text"], "--no-confirm", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "/home_data/home/geyx2023/.conda/envs/llava/bin/python3.10 -m pip show peft transformers" in res.stdout

@@ -81,7 +81,8 @@ def _pasted_interpreter(matches: list[Any], python_path: str, chosen: bool) -> t
 
     if chosen:
         return python_path, None
-    pasted = interpreter_of_paths([m.line for m in matches])
+    # the matched lines, and the frame a structural rule read (msdoctor/explain/rules.py: groups["frame"])
+    pasted = interpreter_of_paths([m.line for m in matches] + [m.groups.get("frame", "") for m in matches])
     if pasted is None:
         return python_path, None
     return pasted, (f"(fixes name {pasted}, the interpreter of the environment the pasted paths are in; "

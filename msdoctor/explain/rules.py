@@ -81,7 +81,7 @@ def import_groups(module: str, before: Sequence[str]) -> dict[str, str]:
                      f"{top} is imported. If that is site-packages, reinstall {top}: `{{python}} -m pip install "
                      f"--force-reinstall --no-deps {top}`. Unverified: confirm with `msdoctor check --only "
                      f"duplicate-installs` first."),
-            "rule": "shadowed-install",
+            "rule": "shadowed-install", "frame": path,
         }
     if owner is None or "." in module or owner.name.lower() == top.lower():
         return {}  # the user's own file, or a submodule (its package exists: a pairing, not a missing dependency)
@@ -93,7 +93,7 @@ def import_groups(module: str, before: Sequence[str]) -> dict[str, str]:
         "_fix": (f"`{{python}} -m pip install {module}` (the distribution's name can differ from the module's: yaml is "
                  f"PyYAML, attr is attrs, cv2 is opencv-python, PIL is Pillow, sklearn is scikit-learn). Unverified: "
                  f"`{{python}} -m pip check` lists the requirements of installed packages that are missing."),
-        "rule": "missing-dependency",
+        "rule": "missing-dependency", "frame": path,
     }
 
 
@@ -117,7 +117,7 @@ def pairing_groups(name: str, module: str, before: Sequence[str]) -> dict[str, s
                  f"(its requirements: `{{python}} -m pip show {lib} {top}`). Unverified: compare the two releases "
                  f"first; `msdoctor check --only version-matrix` names the pairing msdoctor's compat data has for "
                  f"MindSpore, mindnlp, mindformers and transformers."),
-        "rule": "release-pairing",
+        "rule": "release-pairing", "frame": path,
     }
 
 
