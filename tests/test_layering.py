@@ -178,7 +178,7 @@ def _plant(root: Path, rel: str, body: str) -> None:
     ("msdoctor/render/terminal.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
      "    from msdoctor.context import Context\n", "render", "msdoctor.context"),
     ("msdoctor/render/json_report.py", "from .. import runner\n", "render", "msdoctor.runner"),
-    ("msdoctor/memory/estimate.py", "import msdoctor.training.config\n", "memory", "msdoctor.training.config"),
+    ("msdoctor/memory/estimator.py", "import msdoctor.training.config\n", "memory", "msdoctor.training.config"),
     ("training/train.py", "from msdoctor.redact import Redactor\n", "training", "msdoctor.redact"),
     ("training/logs.py", "from .. import proc\n", "training", "msdoctor.proc"),
 ])

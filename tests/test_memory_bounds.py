@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import check_of, run_json, run_msdoctor
 
-from msdoctor.memory.search import _divisors
+from msdoctor.memory.suggest import _divisors
 from msdoctor.model import CheckResult, Finding
 from msdoctor.render.console import make_console
 from msdoctor.render.terminal import MAX_FINDINGS, _result

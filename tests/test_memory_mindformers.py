@@ -18,7 +18,7 @@ from helpers import run_json
 from msdoctor.context import Context
 from msdoctor.memory import GIB, Device, Overrides, Setup, estimate, load_source, make_plan, total_params
 from msdoctor.memory import keys as K
-from msdoctor.memory.estimate import activation_components, layer_activation, layer_plan
+from msdoctor.memory.estimator import activation_components, layer_activation, layer_plan
 from msdoctor.training.config import ConfigError
 
 if sys.version_info >= (3, 11):

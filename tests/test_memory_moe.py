@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from msdoctor.memory import Detected, estimate, load_source, make_device, total_params
-from msdoctor.memory.estimate import expert_shard_degree, in_flight
+from msdoctor.memory.estimator import expert_shard_degree, in_flight
 from msdoctor.memory.spec import ModelShape, Setup
 
 DATA = Path(__file__).parent / "data" / "memory"

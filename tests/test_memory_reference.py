@@ -253,7 +253,7 @@ def test_last_stage_holds_the_logits_and_the_output_layer():
     # both hold 12 layers and a 51200 x 12288 / 8 vocabulary matrix (embedding; tied head copy);
     # the last stage adds the final LayerNorm (weight + bias)
     assert last.params - first.params == 2 * 12288
-    from msdoctor.memory.estimate import activation_components
+    from msdoctor.memory.estimator import activation_components
 
     comps = {c.key: c.bytes for c in activation_components(GPT3_SHAPE, GPT3_SETUP, 7, 12)}
     assert comps["logits"] == (2 + 4) * 2048 * 51200 // 8  # bf16 logits + fp32 softmax, V padded to 51200

@@ -56,7 +56,7 @@ def judge(path: Path, devices: Optional[int] = None, per_node: Optional[int] = N
           max_lost: Optional[float] = None) -> list:
     """The rules' findings for a file, with the facts around it given as the documented hardware."""
     from msdoctor.memory import load_source
-    from msdoctor.memory.estimate import total_params
+    from msdoctor.memory.estimator import total_params
 
     cfg = load_config(path)
     res = resolve(cfg)
@@ -130,7 +130,7 @@ def test_every_config_of_the_memory_set_has_no_failure_on_its_documented_hardwar
     """tests/data/memory/mindformers/SOURCES.toml: the devices its docs state; Atlas 800T A2 / 900 A2 nodes hold 8
     NPUs; a pretrained_model_dir placeholder is pointed at the config.json the memory tests use."""
     from msdoctor.memory import Overrides, load_source
-    from msdoctor.memory.estimate import total_params
+    from msdoctor.memory.estimator import total_params
 
     path = MEMORY_SET / row["file"]
     cfg = load_config(path)

@@ -111,7 +111,7 @@ def gather_env(ctx: Context, cfg: Any, res: Resolved) -> Env:
     env.ckpt_writable = gather.writable(ckpt_dir)
     try:
         from msdoctor.domain.training_setup import TRAINING_SETUP
-        from msdoctor.memory.estimate import total_params
+        from msdoctor.memory.estimator import total_params
 
         setup = ctx.get(TRAINING_SETUP)  # the one reading of the file, shared with memory-fit
         if setup is None or not setup.ok:

@@ -457,7 +457,7 @@ def rule_precision(res: Resolved, env: Env) -> list[Finding]:
 
 # -- 6. parallel layout ------------------------------------------------------------------------------
 def _divisors(n: int) -> list[int]:
-    from msdoctor.memory.search import _divisors as divisors  # O(sqrt n)
+    from msdoctor.memory.suggest import _divisors as divisors  # O(sqrt n)
 
     return divisors(n)
 

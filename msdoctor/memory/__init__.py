@@ -14,7 +14,7 @@ Public API::
     est.model_states     # weights + gradients + master + optimizer states + accumulation buffer
 
 ``msdoctor memory --config FILE`` and the ``memory-fit`` check are thin layers on these.
-Formulas and their public sources: the module docstrings of msdoctor.memory.estimate
+Formulas and their public sources: the module docstrings of msdoctor.memory.estimator
 (formulas), .capacity (what is compared against), .search (suggestions and their costs),
 .reference (Megatron, Korthikanti, ZeRO, DeepSpeed and accelerate cross-checks); config
 readers: .mindformers, .hf, .runconfig with their key tables in .keys.
@@ -49,7 +49,7 @@ device. MindSpore conventions apply (``framework="mindspore"``):
   optimizer states / d, but keeps the all-gathered weights (in the compute dtype when fp32
   weights are cast) from forward to backward; ``grads`` (level2) also shards the
   accumulation buffer; ``params`` (level3) keeps only two gathered layers at a time.
-* activations: see msdoctor.memory.estimate (Korthikanti et al. per-layer terms with
+* activations: see msdoctor.memory.estimator (Korthikanti et al. per-layer terms with
   GQA / SwiGLU); ``train.recompute: full`` keeps 2*s*b*h per layer plus one layer's
   working set while it is recomputed; ``selective`` drops the attention core and the FFN
   activation (plus the same one-layer working set); the last
@@ -71,19 +71,51 @@ gradients 3.1 + Adam 6.3, activations, recompute working set and logits 2.3, fra
 
 from __future__ import annotations
 
-from msdoctor.memory.capacity import Detected, detect, make_device
-from msdoctor.memory.estimate import estimate, layer_activation, layer_params, total_params
-from msdoctor.memory.plan import Plan, make_plan
-from msdoctor.memory.search import Change, Suggestion, search
-from msdoctor.memory.sources import DeviceCap, Overrides, Source, apply_overrides, from_hf, from_mindformers
-from msdoctor.memory.sources import from_run_config, validate
-from msdoctor.memory.sources import load as load_source
-from msdoctor.memory.spec import TIGHT_HEADROOM, Component, Device, Estimate, ModelShape, Setup, verdict_of
-from msdoctor.memory.units import GIB, SizeError, fmt_gib, parse_size
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+# Exported lazily (PEP 562): the package imports none of its submodules. Checks import them from the runner's
+# threads, and an __init__ that imported every sibling let two threads making first imports of
+# msdoctor.memory.plan and msdoctor.memory.validate deadlock on each other's module locks (_DeadlockError in every
+# run of `msdoctor check --quick --config training/configs/tiny-cpu-2nodes.yaml`; tests/test_import_threads.py).
+# No submodule shares a name with an export, so importing a submodule never shadows one.
+_WHERE = {
+    "Detected": "capacity", "detect": "capacity", "make_device": "capacity",
+    "estimate": "estimator", "layer_activation": "estimator", "layer_params": "estimator",
+    "total_params": "estimator",
+    "Plan": "plan", "make_plan": "plan",
+    "Change": "suggest", "Suggestion": "suggest", "search": "suggest",
+    "DeviceCap": "sources", "Overrides": "sources", "Source": "sources", "apply_overrides": "sources",
+    "from_hf": "sources", "from_mindformers": "sources", "from_run_config": "sources",
+    "TIGHT_HEADROOM": "spec", "Component": "spec", "Device": "spec", "Estimate": "spec", "ModelShape": "spec",
+    "Setup": "spec", "verdict_of": "spec",
+    "GIB": "units", "SizeError": "units", "fmt_gib": "units", "parse_size": "units",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "load_source":
+        return import_module("msdoctor.memory.sources").load
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'msdoctor.memory' has no attribute {name!r}")
+    return getattr(import_module(f"msdoctor.memory.{where}"), name)
+
+
+if TYPE_CHECKING:
+    from msdoctor.memory.capacity import Detected, detect, make_device
+    from msdoctor.memory.estimator import estimate, layer_activation, layer_params, total_params
+    from msdoctor.memory.plan import Plan, make_plan
+    from msdoctor.memory.sources import DeviceCap, Overrides, Source, apply_overrides, from_hf, from_mindformers
+    from msdoctor.memory.sources import from_run_config
+    from msdoctor.memory.sources import load as load_source
+    from msdoctor.memory.spec import TIGHT_HEADROOM, Component, Device, Estimate, ModelShape, Setup, verdict_of
+    from msdoctor.memory.suggest import Change, Suggestion, search
+    from msdoctor.memory.units import GIB, SizeError, fmt_gib, parse_size
 
 __all__ = [
     "GIB", "TIGHT_HEADROOM", "Change", "Component", "Detected", "Device", "DeviceCap", "Estimate", "ModelShape",
     "Overrides", "Plan", "Setup", "SizeError", "Source", "Suggestion", "apply_overrides", "detect", "estimate",
     "fmt_gib", "from_hf", "from_mindformers", "from_run_config", "layer_activation", "layer_params",
-    "load_source", "make_device", "make_plan", "parse_size", "search", "total_params", "validate", "verdict_of",
+    "load_source", "make_device", "make_plan", "parse_size", "search", "total_params", "verdict_of",
 ]

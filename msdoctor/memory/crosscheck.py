@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from msdoctor.memory.estimate import estimate, layer_activation, total_params
+from msdoctor.memory.estimator import estimate, layer_activation, total_params
 from msdoctor.memory.reference import korthikanti_layer_bytes
 from msdoctor.memory.spec import Device, ModelShape, Setup
 

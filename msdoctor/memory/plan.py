@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from msdoctor.memory.capacity import Detected, detect, machine_target, make_device
-from msdoctor.memory.estimate import estimate
-from msdoctor.memory.search import Suggestion, search
+from msdoctor.memory.estimator import estimate
+from msdoctor.memory.suggest import Suggestion, search
 from msdoctor.memory.sources import Source
 from msdoctor.memory.spec import Estimate
 from msdoctor.memory.units import parse_size

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from msdoctor.memory.plan import Plan
-from msdoctor.memory.search import Suggestion
+from msdoctor.memory.suggest import Suggestion
 from msdoctor.memory.sources import MSDOCTOR_ORIGINS, OPTION_OF
 from msdoctor.memory.spec import MEASURE_HINT
 from msdoctor.memory.units import GIB, fmt_count, fmt_gib
@@ -230,7 +230,7 @@ def _print_notes(plan: Plan, console: Any, verbose: bool) -> None:
     for note in list(src.notes) + list(est.notes) + list(plan.notes):
         console.print(f"  note: {note}", style="dim")
     if verbose:
-        console.print("  the estimate is a formula (msdoctor.memory.estimate names each term's source); for a "
+        console.print("  the estimate is a formula (msdoctor.memory.estimator names each term's source); for a "
                       "measured figure on Ascend, compile one rank per pipeline stage with MindSpore's DryRun: "
                       "msrun --sim_level=1 --sim_rank_id=R (or MS_SIMULATION_LEVEL=1 RANK_ID=R) and GLOG_v=1, "
                       f"then read 'Used peak memory usage' ({shipped('docs/memory.md')})", style="dim")

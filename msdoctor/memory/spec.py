@@ -128,7 +128,7 @@ class Setup:
     """How the model is trained: batch, parallel layout, precision, optimizer, recompute.
 
     ``framework`` selects the accounting conventions (each term's source is in
-    msdoctor.memory.estimate):
+    msdoctor.memory.estimator):
 
     * ``mindspore``: weights are stored in ``param_dtype`` and are the optimizer's
       master copy (no separate fp32 master); gradients have the weights' dtype;

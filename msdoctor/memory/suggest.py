@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from msdoctor.memory.estimate import SHARD_LEVEL, estimate, shard_degree
+from msdoctor.memory.estimator import SHARD_LEVEL, estimate, shard_degree
 from msdoctor.memory.spec import Device, ModelShape, Setup, verdict_of
 
 #: the most TP devices suggested: TP collectives run on every layer and belong inside one node
