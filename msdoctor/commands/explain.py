@@ -57,7 +57,9 @@ def _confirm(matches: list[Any], python_path: str, config: Optional[Path], proje
                             extra={"device_target_from": origin} if target else None)
     ctx = make_context(options)
     diagnosis = diagnose(ctx, Selection(only=available), registry=registry)
-    render("terminal", prepare(diagnosis.report, "terminal", redact=True), sys.stdout, RenderOptions(color=color))
+    # the confirming check's proof is the answer (explain has no -v to ask for it)
+    render("terminal", prepare(diagnosis.report, "terminal", redact=True), sys.stdout,
+           RenderOptions(color=color, verbose=True))
 
 
 def _postmortem(log_dirs: tuple[Path, ...], python_path: str, fmt: str) -> int:
