@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -22,20 +21,13 @@ from pathlib import Path
 import pytest
 
 import netns
+from helpers import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.mindspore]
 
 PY = sys.executable
 HERE = Path(__file__).resolve().parent
 TASK = HERE / "data" / "postmortem" / "task.py"
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def _msrun(out: Path, mode: str, bad: int, *, master: str = "127.0.0.1", local: int = 4, node_rank=None,
@@ -46,7 +38,7 @@ def _msrun(out: Path, mode: str, bad: int, *, master: str = "127.0.0.1", local: 
                PM_MODE=mode, PM_RANK=str(bad), MS_NODE_TIMEOUT="8")
     env.pop("PYTHONPATH", None)
     argv = [str(Path(PY).parent / "msrun"), "--worker_num", "4", "--local_worker_num", str(local), "--master_addr",
-            master, "--master_port", str(_free_port()), "--join", "True", "--cluster_time_out", str(cluster_time_out),
+            master, "--master_port", str(free_port()), "--join", "True", "--cluster_time_out", str(cluster_time_out),
             "--log_dir", str(out)] + (["--node_rank", str(node_rank)] if node_rank is not None else []) + [str(TASK)]
     log = open(out / "msrun.log", "wb")
     try:
@@ -168,7 +160,7 @@ def test_msdoctor_train_prints_the_post_mortem_when_a_worker_is_sigkilled(tmp_pa
     killer would): msdoctor's failure message ends with the post-mortem naming rank 1 and the signal."""
     import yaml
 
-    cfg = {"name": "pm-dp2", "runtime": {"device_target": "CPU", "device_num": 2, "master_port": _free_port(),
+    cfg = {"name": "pm-dp2", "runtime": {"device_target": "CPU", "device_num": 2, "master_port": free_port(),
                                          "cluster_time_out": 90},
            "model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
            "parallel": {"data_parallel": 2},

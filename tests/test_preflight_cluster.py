@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,19 +17,12 @@ from pathlib import Path
 import pytest
 
 import netns
+from helpers import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.mindspore]
 
 PY = sys.executable
 HERE = Path(__file__).resolve().parent
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +78,7 @@ def _report(tmp: Path, node: int) -> dict:
 @pytest.fixture(scope="module")
 def good_run(hosts, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("preflight-good")
-    res = launch(hosts, tmp, _free_port())
+    res = launch(hosts, tmp, free_port())
     return tmp, res
 
 
@@ -156,7 +148,7 @@ def test_node_checks_and_consistency(good_run):
 
 
 def test_timeout_set_on_one_node_only_fails_and_names_it(hosts, tmp_path):
-    res = launch(hosts, tmp_path, _free_port(), node1_env={"HCCL_CONNECT_TIMEOUT": "1200"},
+    res = launch(hosts, tmp_path, free_port(), node1_env={"HCCL_CONNECT_TIMEOUT": "1200"},
                  extra=("--no-node-check", "--max-bytes", "16KiB", "--format", "junit"))
     assert res[0][0] != 0 and res[1][0] != 0, res
     junit = (tmp_path / "node0" / "preflight-junit.xml").read_text()
@@ -176,7 +168,7 @@ def test_node_that_never_starts_is_named_within_the_bound(hosts, tmp_path):
     from msdoctor.preflight.launch import FORM_MARGIN_S
 
     timeout = 30
-    res = launch(hosts, tmp_path, _free_port(), node1=False, cluster_time_out=timeout)
+    res = launch(hosts, tmp_path, free_port(), node1=False, cluster_time_out=timeout)
     rc, text, wall = res[0]
     assert rc != 0
     assert "never registered: node_rank 1 (ranks 2-3)" in text, text[-3000:]
@@ -194,7 +186,7 @@ def _train_pair(hosts, tmp: Path, *, node1_env=None, max_steps: int = 6):
     cfg = HERE.parent / "training" / "configs" / "tiny-cpu-2nodes.yaml"
     env = dict(os.environ, PATH=os.pathsep.join([str(Path(PY).parent), os.environ.get("PATH", "")]))
     env.pop("PYTHONPATH", None)
-    port = str(_free_port())
+    port = str(free_port())
     procs = {}
     for rank in (0, 1):
         argv = [PY, "-m", "msdoctor", "train", "--config", str(cfg), "--python", PY, "--master-addr", hosts.master_ip,

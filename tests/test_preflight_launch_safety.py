@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from msdoctor.preflight import launch
+from helpers import free_port
 
 PY = sys.executable
 
@@ -58,14 +58,6 @@ def test_msrun_line_uses_the_safe_rank_command_and_ties_ranks_to_msrun():
     assert launch.environment(PY, {})[DIE_ENV] == "1"
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def _tagged(tag: str) -> list[int]:
     """PIDs of processes whose environment holds the tag (the launcher, msrun, the scheduler, the workers)."""
     found = []
@@ -91,7 +83,7 @@ def test_real_msrun_from_a_hostile_project_then_kill_9_leaves_no_rank(tmp_path):
     env[name] = value
     out = tmp_path / "out"
     argv = [PY, "-I", "-m", "msdoctor", "preflight", "--launch", "--worker-num", "2", "--local-worker-num", "2",
-            "--master-addr", "127.0.0.1", "--master-port", str(_free_port()), "--node-rank", "0",
+            "--master-addr", "127.0.0.1", "--master-port", str(free_port()), "--node-rank", "0",
             "--cluster-time-out", "120", "--python", PY, "--out", str(out), "--no-node-check",
             "--iters", "200", "--warmup", "5"]
     p = subprocess.Popen(argv, cwd=proj, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
