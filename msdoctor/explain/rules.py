@@ -1,4 +1,4 @@
-"""General rules over the structure of a traceback and the owners of its frames (issue 24 section 3).
+"""General rules over the structure of a traceback and the owners of its frames.
 
 A catalogue entry with ``lookup = "import"`` or ``lookup = "pairing"`` matches only the final exception line; the
 rule here reads the frames printed before it (``File "PATH", line N, in F``), decides who owns the file that raised
