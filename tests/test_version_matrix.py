@@ -116,9 +116,11 @@ def test_newer_mindspore_is_not_in_the_matrix_never_a_false_verdict() -> None:
     assert not any(x.status is Status.PASS and "MindSpore 2.11.0" in x.title for x in out)
 
 
-def test_missing_mindspore_warns_with_install_command() -> None:
+def test_missing_mindspore_fails_with_the_install_command_from_the_matrix() -> None:
     f = by_code(static(target(NP1)), "mindspore-missing")
+    assert f.status is Status.FAIL
     assert f.fix == f'{PY} -m pip install "mindspore==2.10.0"'
+    assert "2.10.0" in f.detail
 
 
 # -- MindNLP / transformers / MindFormers ------------------------------------------------------

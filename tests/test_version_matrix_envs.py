@@ -146,4 +146,21 @@ def test_mindspore_missing_in_a_bare_venv(tmp_path: Path) -> None:
     check, _ = _check(bare.python, "--quick")
     f = _codes(check)["mindspore-missing"]
     assert f["fix"] == f'{bare.python} -m pip install "mindspore==2.10.0"'
+    assert f["status"] == "fail"
     assert shutil.which(bare.python)
+
+
+@pytest.mark.parametrize("extra", [("--quick",), ()], ids=["static", "live-probe"])
+def test_mindspore_missing_is_said_once_and_the_device_check_says_it_was_skipped(
+        tmp_path: Path, extra: tuple[str, ...]) -> None:
+    """Every check on a bare venv: one finding says MindSpore is missing (version-matrix's, a fail, the version from
+    the matrix); device-target, with or without the live probe, says it was skipped because of it."""
+    bare = make_venv(tmp_path / "bare")
+    res, report = run_json("check", "--python", bare.python, *extra)
+    said = [(c["id"], f) for c in report["checks"] for f in c["findings"]
+            if "MindSpore is not installed" in f["title"] and f["status"] != "skip"]
+    assert [(cid, f["status"], f["code"]) for cid, f in said] == [("version-matrix", "fail", "mindspore-missing")]
+    device = {f.get("code"): f for f in check_of(report, "device-target")["findings"]}
+    assert device["skipped-mindspore-missing"]["status"] == "skip"
+    assert "version-matrix" in device["skipped-mindspore-missing"]["detail"]
+    assert res.returncode == 1

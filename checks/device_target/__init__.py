@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from msdoctor.checks.device_target.ascend import AscendFacts, evaluate_ascend, hardware_present
-from msdoctor.checks.device_target.common import TARGETS, Plugins, Verdict, read_plugins
+from msdoctor.checks.device_target.common import TARGETS, Plugins, Verdict, read_plugins, skipped_no_mindspore
 from msdoctor.checks.device_target.gpu import GpuFacts, evaluate_gpu
 from msdoctor.checks.device_target.live import LiveContext, live_findings
 from msdoctor.checks.device_target.multi import multi_device_findings
@@ -38,15 +38,6 @@ class DeviceFacts:
 
 def _cpu(plugins: Plugins) -> Verdict:
     return Verdict("CPU", plugins.root is not None, "CPU: always available" if plugins.root else "CPU: MindSpore missing")
-
-
-def _no_mindspore(f: DeviceFacts) -> Finding:
-    return Finding.fail(
-        f"MindSpore is not installed in {f.python_cmd}",
-        detail="No device can be used without it.",
-        fix=f"{f.python_cmd} -m pip install mindspore==2.7.0",
-        code="mindspore-missing",
-    )
 
 
 def _unusable_hardware(v: Verdict) -> Finding:
@@ -87,7 +78,7 @@ def evaluate(f: DeviceFacts) -> list[Finding]:
                 "GPU": bool(f.gpu.nvidia and (f.gpu.nvidia.gpus or f.gpu.nvidia.device_nodes))}
     out: list[Finding] = [_summary(verdicts, f)]
     if f.plugins.root is None and f.live is None:
-        out.append(_no_mindspore(f))
+        out.append(skipped_no_mindspore(f.python_cmd))
     if f.requested in ("Ascend", "GPU"):
         out += [x if x.location or x.status is not Status.FAIL else _at(x, f.location)
                 for x in verdicts[f.requested].findings]

@@ -12,6 +12,16 @@ from msdoctor.model import Finding
 TARGETS = ("Ascend", "GPU", "CPU")
 
 
+def skipped_no_mindspore(python_cmd: str) -> Finding:
+    """No MindSpore in the target: version-matrix owns that finding (with the install command from the matrix);
+    this check says only that it could not examine device use."""
+    return Finding.skipped(
+        f"device use not examined: MindSpore is not installed in {python_cmd}",
+        reason="No device can be used without it. The version-matrix check reports it, with the install command.",
+        code="skipped-mindspore-missing",
+    )
+
+
 @dataclass
 class Verdict:
     """Outcome of one target's static evidence: usable or not, and the findings behind it."""

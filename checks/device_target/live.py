@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from msdoctor.checks.device_target.common import skipped_no_mindspore
 from msdoctor.facts.live import LiveDevice, LogLine
 from msdoctor.model import Finding
 
@@ -143,19 +144,16 @@ def live_findings(live: Optional[LiveDevice], c: LiveContext) -> list[Finding]:
     ver = live.mindspore_version
     logs = log_findings(live.logs, c)
     if live.data.get("mindspore_missing"):
-        return logs + [Finding.fail(
-            f"MindSpore is not installed in {c.python_cmd}: no device can be used",
-            detail="The live probe found no mindspore module on the target's sys.path (find_spec; nothing imported).",
-            fix=f"{c.python_cmd} -m pip install mindspore==2.7.0",
-            evidence={"mindspore": None}, code="mindspore-not-installed",
-        )]
+        # the live probe found no mindspore module on the target's sys.path (find_spec; nothing imported)
+        return logs + [skipped_no_mindspore(c.python_cmd)]
     if live.import_error:
         e = live.import_error
         not_installed = e.get("type") == "ModuleNotFoundError" and "mindspore" in e.get("message", "")
         return logs + [Finding.fail(
             f"import mindspore fails in the target interpreter: {e.get('summary')}",
             detail="Nothing can run before the import works." + ("" if not_installed else f" {e.get('where', '')}"),
-            fix=f"{c.python_cmd} -m pip install mindspore==2.7.0" if not_installed
+            fix=f"{c.python_cmd} -m pip install --force-reinstall --no-deps mindspore=={ver}" if not_installed and ver
+            else f"{c.python_cmd} -m pip install --force-reinstall --no-deps mindspore" if not_installed
             else f"run `{c.python_cmd} -c \"import mindspore\"` for the full traceback",
             evidence={"error": dict(e)}, code="import-failed",
         )]

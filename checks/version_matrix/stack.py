@@ -59,9 +59,12 @@ def evaluate_mindspore(t: Any, m: Matrix, reported: set) -> list[Finding]:
     version = t.version_of("mindspore")
     if not version:
         newest = _newest_for_python(m, py)
-        return [Finding.warn(
+        return [Finding.fail(
             f"MindSpore is not installed in {t.executable}",
-            detail="Nothing to compare: the version matrix starts from the installed MindSpore.",
+            detail="No device can be used and no version compared without it (the version matrix starts from the "
+                   "installed MindSpore). "
+                   + (f"The newest MindSpore the matrix knows with wheels for Python {py} is {newest}." if newest
+                      else f"The matrix knows no MindSpore with wheels for Python {py}."),
             fix=pip_install(t, f"mindspore=={newest}") if newest else "use a Python with MindSpore wheels",
             code="mindspore-missing",
         )]
