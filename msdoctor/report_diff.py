@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator
 
 
 from msdoctor.errors import UserError
@@ -50,64 +50,26 @@ class Difference:
 
 def load_report(path: Path) -> dict:
     """A JSON report from ``msdoctor check --format json``; UserError (exit 2) with file and reason otherwise."""
-    from msdoctor.inputs import MAX_DEPTH, REPORT_CAP, depth_of, read_text, too_deep
+    from msdoctor.inputs import REPORT_CAP, read_text
 
     path = Path(path).expanduser()
     if not path.exists() and not path.is_symlink():
         raise UserError(f"{path}: no such file", "write it with: msdoctor check --format json --output " + str(path))
-    text = read_text(path, cap=REPORT_CAP, what="JSON report")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}",
-                        "pass a report written by: msdoctor check --format json --output FILE") from None
-    except RecursionError:
-        raise too_deep(path) from None
-    if depth_of(data) > MAX_DEPTH:
-        raise too_deep(path)
+    from msdoctor.docfile import load_json_text
+    from msdoctor.schema import REPORT, require
+
+    fix = "pass a report written by: msdoctor check --format json --output FILE (unedited)"
+    doc = load_json_text(read_text(path, cap=REPORT_CAP, what="JSON report"), path)
+    data = doc.data
     if not isinstance(data, dict) or "schema_version" not in data or "checks" not in data:
         raise UserError(f"{path}: not an msdoctor JSON report (no schema_version / checks)",
                         "write it with: msdoctor check --format json --output FILE")
     version = data.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
         raise UserError(f"{path}: report schema_version {version!r} is newer than this msdoctor reads ({SCHEMA_VERSION})",
                         "upgrade msdoctor here, or write both reports with the same msdoctor version")
-    wrong = _wrong_shape(data)
-    if wrong:
-        raise UserError(f"{path}: not an msdoctor JSON report: {wrong}",
-                        "pass a report written by: msdoctor check --format json --output FILE (unedited)")
-    return data
+    return dict(require(doc, REPORT, what="an msdoctor JSON report", fix=fix))
 
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number")
-
-
-def _wrong_shape(data: dict) -> Optional[str]:
-    """Where the report's structure is not what diff reads (first place only), else None."""
-    for key in ("target", "facts"):
-        if key in data and data[key] is not None and not isinstance(data[key], dict):
-            return f"{key} is {_kind(data[key])}, not an object"
-    for name, section in (data.get("facts") or {}).items():
-        if section is not None and not isinstance(section, dict):
-            return f"facts.{name} is {_kind(section)}, not an object"
-    checks = data.get("checks")
-    if not isinstance(checks, list):
-        return f"checks is {_kind(checks)}, not a list"
-    for i, check in enumerate(checks):
-        if not isinstance(check, dict):
-            return f"checks[{i}] is {_kind(check)}, not an object"
-        findings = check.get("findings")
-        if findings is not None and not isinstance(findings, list):
-            return f"checks[{i}].findings is {_kind(findings)}, not a list"
-        for j, finding in enumerate(findings or []):
-            if not isinstance(finding, dict):
-                return f"checks[{i}].findings[{j}] is {_kind(finding)}, not an object"
-            ev = finding.get("evidence")
-            if ev is not None and not isinstance(ev, dict):
-                return f"checks[{i}].findings[{j}].evidence is {_kind(ev)}, not an object"
-    return None
 
 
 def _flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:

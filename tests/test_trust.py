@@ -147,23 +147,27 @@ def test_deep_json_is_refused_as_config_and_as_diff_input(tmp_path: Path) -> Non
     _usage_error(_msd("diff", str(deep), str(deep), cwd=tmp_path), "nested more than 100 levels")
 
 
-@pytest.mark.parametrize("change, where", [
-    (lambda d: d.update(checks={"a": 1}), "checks is an object, not a list"),
-    (lambda d: d.update(facts=[1]), "facts is a list, not an object"),
-    (lambda d: d.update(target="x"), "target is a string, not an object"),
-    (lambda d: d["checks"][0].update(findings="x"), "checks[0].findings is a string, not a list"),
-    (lambda d: d["checks"][0]["findings"].append(3), "checks[0].findings[1] is a number, not an object"),
+@pytest.mark.parametrize("change, line, where", [
+    (lambda d: d.update(checks={"a": 1}), 9, "checks is an object, expected a list"),
+    (lambda d: d.update(facts=[1]), 6, "facts is a list, expected an object or null"),
+    (lambda d: d.update(target="x"), 3, "target is a string ('x'), expected an object or null"),
+    (lambda d: d["checks"][0].update(findings="x"), 13, "checks[0].findings is a string ('x'), expected a list or null"),
+    (lambda d: d["checks"][0]["findings"].append(3), 18, "checks[0].findings[1] is an integer (3), expected an object"),
+    (lambda d: d["checks"][0]["findings"][0].update(evidence=[]), 17, "findings[0].evidence is a list, expected an object"),
 ])
-def test_diff_of_a_report_with_wrong_types(tmp_path: Path, change: object, where: str) -> None:
+def test_diff_of_a_report_with_wrong_types(tmp_path: Path, change: object, line: int, where: str) -> None:
+    """A hand-edited report of the wrong shape is exit 2 naming the file, the line and the field."""
     good = {"schema_version": 1, "target": {"executable": "/x/python"}, "facts": {"env": {}},
             "checks": [{"id": "python-env", "status": "pass", "findings": [{"status": "pass", "title": "ok"}]}]}
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json.dumps(good))
+    a.write_text(json.dumps(good, indent=1))
     assert _msd("diff", str(a), str(a), cwd=tmp_path).returncode == 0
     bad = json.loads(json.dumps(good))
     change(bad)  # type: ignore[operator]
-    b.write_text(json.dumps(bad))
-    _usage_error(_msd("diff", str(a), str(b), cwd=tmp_path), where)
+    b.write_text(json.dumps(bad, indent=1))
+    res = _msd("diff", str(a), str(b), cwd=tmp_path)
+    _usage_error(res, where)
+    assert f"b.json:{line}: not an msdoctor JSON report" in res.stderr + res.stdout
 
 
 def test_output_dir_under_a_file_is_refused_before_the_checks(tmp_path: Path) -> None:

@@ -237,14 +237,13 @@ def _plan(args: Any, device_target: str, python: str, as_json: bool) -> int:
 def _compare_plans(paths: list[Path]) -> int:
     from msdoctor.docfile import load_json_file
     from msdoctor.preflight.plan import compare
+    from msdoctor.schema import PLAN, require
 
     plans = []
     for p in paths:
-        data = load_json_file(p, "plan").data  # a FIFO, /dev/zero, a flood or deep nesting: exit 2, never a hang
-        if not isinstance(data, dict) or not isinstance(data.get("args"), dict):
-            raise UserError(f"{p}: not the output of `msdoctor preflight --plan --json`",
-                            "write it on each node with: msdoctor preflight --plan --json ... > nodeR.json")
-        plans.append(data)
+        doc = load_json_file(p, "plan")  # a FIFO, /dev/zero, a flood or deep nesting: exit 2, never a hang
+        plans.append(require(doc, PLAN, what="the output of `msdoctor preflight --plan --json`",
+                             fix="write it on each node with: msdoctor preflight --plan --json ... > nodeR.json"))
     findings = compare(plans)
     click.echo(f"msdoctor preflight --compare-plans: {len(plans)} plans")
     for f in findings:

@@ -87,20 +87,20 @@ def load_baseline(path: Path) -> dict[str, Any]:
     from msdoctor.docfile import load_json_file
     from msdoctor.errors import UserError
 
+    from msdoctor.schema import BASELINE, EARLIER_REPORT, require
+
+    fix = ('write {"busbw_gbs": {"GROUP/OP/BYTES": GB/s}} (optional "warn_below"/"fail_below", 0..1), '
+           "or pass an earlier preflight-report.json")
     try:  # the one bounded reader: a FIFO, /dev/zero, a flood or deep nesting is refused, never read
-        data = load_json_file(Path(path), "baseline").data
+        doc = load_json_file(Path(path), "baseline")
+        data = doc.data
+        if isinstance(data, dict) and "bandwidth" in data:  # an earlier preflight report
+            require(doc, EARLIER_REPORT, what="a preflight-report.json", fix=fix)
+            return {"busbw_gbs": {key(r["group"], r["op"], r["size_bytes"]): r["busbw_gbs"]
+                                  for r in data["bandwidth"]}}
+        return dict(require(doc, BASELINE, what="a busbw baseline", fix=fix))
     except UserError as exc:
         raise BaselineError(exc.message) from None
-    if isinstance(data, dict) and isinstance(data.get("bandwidth"), list):  # an earlier preflight report
-        data = {"busbw_gbs": {key(r["group"], r["op"], r["size_bytes"]): r["busbw_gbs"] for r in data["bandwidth"]
-                              if isinstance(r, dict) and {"group", "op", "size_bytes", "busbw_gbs"} <= set(r)}}
-    if not isinstance(data, dict) or not isinstance(data.get("busbw_gbs"), dict):
-        raise BaselineError(f"{path}: expected an object with \"busbw_gbs\": {{\"GROUP/OP/BYTES\": GB/s}} "
-                            "or an earlier preflight-report.json")
-    for k, v in data["busbw_gbs"].items():
-        if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise BaselineError(f"{path}: busbw_gbs[{k!r}] is {v!r}, expected a number (GB/s)")
-    return data
 
 
 def key(group: str, op: str, size_bytes: int) -> str:
