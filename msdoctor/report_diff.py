@@ -9,7 +9,6 @@ Used by ``msdoctor diff`` and by the preflight's per-node comparison.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
