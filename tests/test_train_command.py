@@ -23,7 +23,10 @@ import yaml
 from helpers import env_with, msdoctor_exe, run_msdoctor
 
 REPO = Path(__file__).resolve().parents[1]
-pytestmark = [pytest.mark.slow]
+#: the gate's live probe starts MindSpore (about 5 s of a gate's 6; --quick: under 1 s). A test whose point is
+#: a static check's refusal passes --quick and runs in the fast tier; the live probe is proved by
+#: test_quick_leaves_the_live_probe_out_and_says_so and the Ascend refusal, each once.
+slow = pytest.mark.slow
 
 TINY = {"name": "gate-tiny", "runtime": {"device_target": "CPU", "device_num": 1},
         "model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
@@ -55,6 +58,7 @@ def assert_not_started(run_dir: Path) -> None:
         assert not (run_dir / name).exists(), name
 
 
+@slow
 def test_ascend_config_on_this_cpu_machine_is_refused_with_the_device_target_finding(tmp_path):
     config = tmp_path / "llama2-7b.yaml"
     config.write_text((REPO / "training" / "configs" / "llama2-7b-910b-x8.yaml").read_text())
@@ -75,7 +79,8 @@ def test_a_config_that_does_not_fit_memory_is_refused(tmp_path):
     config = tiny_config(tmp_path, model={"num_layers": 32, "hidden_size": 4096, "num_heads": 32, "num_kv_heads": 32,
                                           "vocab_size": 256})
     run_dir = tmp_path / "run"
-    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path, timeout=300)
+    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--quick", cwd=tmp_path,
+                       timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
     status = report_status(run_dir)
     assert status["memory-fit"] == "fail" and status["device-target"] in ("pass", "warn")
@@ -124,27 +129,18 @@ def plugin_site(tmp_path: Path) -> Path:
     return site
 
 
-def test_a_failing_check_from_a_plugin_stops_training_before_it_starts(tmp_path):
-    site = plugin_site(tmp_path)
-    run_dir = tmp_path / "run"
-    res = run_msdoctor("train", "--config", str(tiny_config(tmp_path)), "--output-dir", str(run_dir),
-                       env=env_with({"PYTHONPATH": str(site)}), cwd=tmp_path, timeout=300)
-    assert res.returncode == 1, res.stdout + res.stderr
-    assert "gate fixture refuses this run" in res.stdout
-    assert report_status(run_dir)["gate-fixture"] == "fail"
-    assert_not_started(run_dir)
-
-
 def test_strict_stops_on_a_warning_and_no_plugins_leaves_plugins_out(tmp_path):
-    """train takes check's --strict and --no-plugins: the failing plugin is not run, a warning now stops it."""
+    """train takes check's --strict and --no-plugins: the failing plugin is not run, a warning now stops it
+    (--quick: the warning is training-config's, a static check; the same statuses as without it, observed)."""
     site = plugin_site(tmp_path)
     run_dir = tmp_path / "run"
     res = run_msdoctor("train", "--config", str(tiny_config(tmp_path)), "--output-dir", str(run_dir), "--strict",
-                       "--no-plugins", env=env_with({"PYTHONPATH": str(site)}), cwd=tmp_path, timeout=300)
+                       "--no-plugins", "--quick", env=env_with({"PYTHONPATH": str(site)}), cwd=tmp_path, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
     status = report_status(run_dir)
     # the tiny config warns (training-config: its learning rate / warmup against its small batch), fails nothing
-    assert "gate-fixture" not in status and "warn" in status.values() and "fail" not in status.values(), status
+    assert "gate-fixture" not in status and status["training-config"] == "warn" and "fail" not in status.values(), \
+        status
     assert "training not started" in res.stderr
     assert_not_started(run_dir)
 
@@ -156,6 +152,7 @@ def _rows(run_dir: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+@slow
 def test_checks_pass_training_runs_stops_on_sigterm_with_a_checkpoint_and_resumes(tmp_path):
     # 60 steps: the loss falls by more than 2 nats within 40 (observed: 5.55 at step 1, ~3.0 at step 40)
     config = tiny_config(tmp_path, train={"max_steps": 60})
@@ -196,12 +193,14 @@ def test_checks_pass_training_runs_stops_on_sigterm_with_a_checkpoint_and_resume
     assert os.path.exists(run_dir / "config.yaml")
 
 
+@slow
 def test_a_failed_run_shows_its_log_tail_and_the_likely_cause(tmp_path):
     """bf16 forced onto CPU (train.half_on_cpu): the gate refuses it (MindSpore has no bf16 CPU kernels); a user who
     accepts that finding in msdoctor.toml gets the run, which fails, and the failure is explained from its logs."""
     config = tiny_config(tmp_path, train={"precision": "bf16", "half_on_cpu": True, "max_steps": 20})
     run_dir = tmp_path / "run"
-    refused = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path, timeout=300)
+    refused = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--quick", cwd=tmp_path,
+                           timeout=300)  # training-config refuses it: a static check
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "bf16-on-cpu" in json.dumps(json.loads((run_dir / "check-report.json").read_text()))
     assert report_status(run_dir)["training-config"] == "fail"
@@ -229,6 +228,7 @@ def invocation(run_dir: Path) -> dict:
     return json.loads((run_dir / "check-report.json").read_text())["facts"]["invocation"]
 
 
+@slow
 def test_device_target_overrides_the_config_for_the_gate_and_the_trainer(tmp_path):
     """The gate checks the device --device-target names (from --device-target), and the trainer runs on it."""
     cpu = tiny_config(tmp_path)  # the file says CPU
@@ -255,14 +255,19 @@ def test_device_target_overrides_the_config_for_the_gate_and_the_trainer(tmp_pat
     assert "CPU x 1" in (run_dir / "train.log").read_text()
 
 
+@slow
 def test_quick_leaves_the_live_probe_out_and_says_so(tmp_path):
-    """The failing plugin keeps the trainer from starting; the report shows what the gate ran."""
+    """A failing check from a plugin keeps the trainer from starting, with the full gate (its live probe ran
+    MindSpore) and with --quick; the report shows what the gate ran."""
     site = plugin_site(tmp_path)
     env = env_with({"PYTHONPATH": str(site)})
     config = str(tiny_config(tmp_path))
     full, quick = tmp_path / "full", tmp_path / "quick"
     res = run_msdoctor("train", "--config", config, "--output-dir", str(full), env=env, cwd=tmp_path, timeout=300)
     assert res.returncode == 1 and "--quick" not in res.stdout, res.stdout + res.stderr
+    assert "gate fixture refuses this run" in res.stdout and "training not started" in res.stderr
+    assert report_status(full)["gate-fixture"] == "fail"
+    assert_not_started(full)
     facts = json.loads((full / "check-report.json").read_text())["facts"]
     assert facts["mindspore_runtime"]["device_target"] == "CPU"  # the live probe ran MindSpore on the device
     assert invocation(full)["quick"] is False
@@ -278,6 +283,7 @@ def test_quick_leaves_the_live_probe_out_and_says_so(tmp_path):
     assert_not_started(quick)
 
 
+@slow
 def test_skip_leaves_a_check_out_of_the_gate_loudly(tmp_path):
     site = plugin_site(tmp_path)
     env = env_with({"PYTHONPATH": str(site)})
@@ -296,6 +302,7 @@ def test_skip_leaves_a_check_out_of_the_gate_loudly(tmp_path):
     assert "training finished" in res.stdout
 
 
+@slow
 def test_project_is_where_the_gate_and_the_trainer_read_relative_paths(tmp_path):
     """--project: its msdoctor.toml applies, the config's relative data path and run directory are read from it,
     and the trainer runs there (it reads the same files the gate counted)."""
@@ -308,8 +315,8 @@ def test_project_is_where_the_gate_and_the_trainer_read_relative_paths(tmp_path)
         'ignore = [{ id = "training-config/checkpoint-interval", reason = "a smoke run" }]\n')
     config = str(tiny_config(tmp_path, data={"paths": ["corpus/*.txt"]}, train={"max_steps": 8}))
 
-    res = run_msdoctor("train", "--config", config, "--output-dir", str(tmp_path / "here"), cwd=elsewhere,
-                       timeout=300)
+    res = run_msdoctor("train", "--config", config, "--output-dir", str(tmp_path / "here"), "--quick",
+                       cwd=elsewhere, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
     assert report_status(tmp_path / "here")["training-config"] == "fail"  # no corpus/ in the current directory
 
