@@ -15,25 +15,13 @@ from typing import Any, Mapping, Optional
 from msdoctor.docfile import Document, KeyPath
 from msdoctor.errors import UserError
 
-#: the kinds a value can be, as JSON names them
-KINDS = ("object", "list", "string", "integer", "number", "boolean", "null")
+#: the JSON kind of each type json.loads produces (a bool is a boolean, not an integer)
+_KIND = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object", list: "list"}
 
 
 def kind_of(value: Any) -> str:
-    """The JSON kind of a parsed value (a bool is a boolean, not an integer)."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "list"
-    return "null"
+    """The JSON kind of a parsed value: object, list, string, integer, number, boolean or null."""
+    return _KIND.get(type(value), "null")
 
 
 def _article(kind: str) -> str:
@@ -48,7 +36,7 @@ class Shape:
         kinds: the accepted kinds (``"number"`` accepts integers too).
         fields: for objects, the known fields and their shapes (others are allowed and not checked).
         required: for objects, the fields that must be present.
-        items: for lists, every item's shape; for objects with ``values``, every value's shape.
+        items: for lists, every item's shape.
         values: for objects whose keys are free (``busbw_gbs``), every value's shape.
         low, high: for numbers, the inclusive range.
     """
@@ -70,7 +58,7 @@ def dotted(path: KeyPath) -> str:
     return out or "the document"
 
 
-def problem(doc: Document, value: Any, shape: Shape, path: KeyPath = ()) -> Optional[tuple[KeyPath, str]]:
+def problem(value: Any, shape: Shape, path: KeyPath = ()) -> Optional[tuple[KeyPath, str]]:
     """The first place where ``value`` is not ``shape`` (its key path and what is wrong), or None."""
     stack: list[tuple[Any, Shape, KeyPath]] = [(value, shape, path)]
     while stack:
@@ -81,7 +69,7 @@ def problem(doc: Document, value: Any, shape: Shape, path: KeyPath = ()) -> Opti
             want = " or ".join(_article(k) for k in s.kinds)
             return p, f"{dotted(p)} is {_article(got)}" + (f" ({v!r})" if got in ("string", "integer", "number",
                                                                                   "boolean") else "") + f", expected {want}"
-        if got in ("integer", "number") and not isinstance(v, bool):
+        if got in ("integer", "number"):
             if (s.low is not None and v < s.low) or (s.high is not None and v > s.high):
                 lo = "" if s.low is None else f"{s.low:g}"
                 hi = "" if s.high is None else f"{s.high:g}"
@@ -104,7 +92,7 @@ def problem(doc: Document, value: Any, shape: Shape, path: KeyPath = ()) -> Opti
 
 def require(doc: Document, shape: Shape, *, what: str, fix: str) -> Any:
     """``doc.data`` when it has ``shape``; UserError (exit 2) naming file:line, the field and the fix otherwise."""
-    found = problem(doc, doc.data, shape)
+    found = problem(doc.data, shape)
     if found is None:
         return doc.data
     path, why = found

@@ -102,6 +102,5 @@ def test_the_shape_checker_walks_deep_lists_without_recursion():
         deep = [deep]
     nested = Shape(("list", "integer"))
     object.__setattr__(nested, "items", nested)  # a list of lists of ... of integers
-    doc = docfile.Document(Path("x.json"), deep)
-    assert problem(doc, deep, nested) is None
-    assert problem(doc, [[["s"]]], nested) == ((0, 0, 0), "[0][0][0] is a string ('s'), expected a list or an integer")
+    assert problem(deep, nested) is None
+    assert problem([[["s"]]], nested) == ((0, 0, 0), "[0][0][0] is a string ('s'), expected a list or an integer")
