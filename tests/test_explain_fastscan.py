@@ -87,7 +87,7 @@ def test_clean_lines_are_never_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
     log = _log(random.Random(2), [error], lines=50_000)
     matches = scan_binary(io.BytesIO(log.encode()), _scanner(None))
     assert [m.entry_id for m in matches] == ["numpy2-abi"]
-    assert sum(fed) < 20, fed  # the error line and its neighbours, not 50,000 lines
+    assert sum(fed) < 40, fed  # the error line and its neighbours (fastscan.BEFORE back), not 50,000 lines
 
 
 def test_memory_is_bounded_by_the_block_not_the_file(tmp_path: Path) -> None:

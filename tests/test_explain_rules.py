@@ -33,7 +33,7 @@ def test_real_case_gets_the_rule_and_names_the_owners(case_id: str) -> None:
         assert word in text, (case_id, word, text)
     fix = m.fix_for("/env/bin/python")
     assert "Unverified" in fix
-    if case["rule"] != "port-bound":  # a fix that runs Python names the target interpreter
+    if case["rule"] not in ("port-bound", "device-permission"):  # a fix that runs Python names the target interpreter
         assert "/env/bin/python " in fix
     assert "rules.py fills this" not in m.cause + m.fix  # the placeholder text never reaches the user
 
@@ -146,3 +146,24 @@ def test_the_fix_names_the_interpreter_of_the_frames(tmp_path: Path) -> None:
     res = run_msdoctor("explain", CASES["llava-1794"]["text"], "--no-confirm", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "/home_data/home/geyx2023/.conda/envs/llava/bin/python3.10 -m pip show peft transformers" in res.stdout
+
+
+def test_a_busy_device_without_evidence_keeps_the_general_answer() -> None:
+    """-8005 with no `ls -l` / CapEff lines before it: the device rule makes no permission claim."""
+    [m] = explain_text("npu-smi: dcmi module initialize failed. ret is -8005\n")
+    assert m.entry_id == "dcmi-init-failed" and "rule" not in m.groups and "another container" in m.cause
+
+
+def test_readable_device_nodes_are_no_permission_claim() -> None:
+    text = ("CapEff: 0000000000000000\ncrw-rw-rw- 1 1000 1000 236, 0 Jan 1 /dev/davinci0\n"
+            "npu-smi: dcmi module initialize failed. ret is -8005\n")
+    [m] = explain_text(text)
+    assert "rule" not in m.groups
+
+
+def test_an_alternation_side_that_did_not_match_is_not_a_name() -> None:
+    """`module M has no attribute N` fills the pairing from M, not from the unmatched `cannot import name` side."""
+    text = ('  File "/e/lib/python3.9/site-packages/foo/bar.py", line 3, in f\n    baz.qux()\n'
+            "AttributeError: module 'baz' has no attribute 'qux'\n")
+    [m] = explain_text(text)
+    assert "?" not in m.title and "foo and baz" in m.title

@@ -19,13 +19,13 @@ import re
 from typing import BinaryIO, Optional
 
 from msdoctor.explain.describe import Match
-from msdoctor.explain.scan import AFTER_LINES, FRAME_LINES, JOIN_LINES, _cover, _Feeder, _Scanner
+from msdoctor.explain.scan import AFTER_LINES, DEVICE_LINES, FRAME_LINES, JOIN_LINES, _cover, _Feeder, _Scanner
 from msdoctor.explain.parse import CONTEXT_LINES
 
 #: bytes read at a time (a block is cut at its last newline)
 FAST_BLOCK = 8 << 20
 #: lines decoded before / after a key's line
-BEFORE = max(JOIN_LINES, FRAME_LINES)  # a traceback's last frames, for the structural rules
+BEFORE = max(JOIN_LINES, FRAME_LINES, DEVICE_LINES)  # a traceback's last frames, the device evidence: the structural rules
 AFTER = CONTEXT_LINES + JOIN_LINES
 #: lines decoded after a literal's line: a wrapped signature, and pip's conflict lines (the structural rules)
 AFTER_LITERAL = max(JOIN_LINES, AFTER_LINES)

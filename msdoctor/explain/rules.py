@@ -174,6 +174,25 @@ def wheel_groups(wheel: str, context: Sequence[str]) -> dict[str, str]:
         if s:
             stated = s.group("v") or s.group("p")
     mismatch = ""
+    abi = m.group("abi")
+    if cp and abi == f"{py}m" and (int(cp.group("major")), int(cp.group("minor"))) >= (3, 8):
+        # CPython 3.8 dropped the "m" (pymalloc) ABI flag: its interpreters' ABI tag is cp38, never cp38m
+        # (https://docs.python.org/3/whatsnew/3.8.html#build-and-c-api-changes)
+        return {
+            "_title": f"pip refused {wheel}: its ABI tag {abi} matches no CPython {cp.group('major')}."
+                      f"{cp.group('minor')}",
+            "_cause": (f"The wheel's file name says ABI {abi}, but CPython 3.8 and later have no 'm' ABI flag: a "
+                       f"CPython {cp.group('major')}.{cp.group('minor')} interpreter accepts {py}-{py} (or abi3), "
+                       f"never {py}-{abi}. The file was built or renamed with a wrong tag, so no interpreter installs "
+                       f"it, whichever Python or machine runs pip."),
+            "_fix": (f"Get a correctly tagged {m.group('name')} wheel for CPython {cp.group('major')}."
+                     f"{cp.group('minor')} on {', '.join(platforms)} (or rebuild it). If the build itself is right "
+                     f"and only the name is wrong, renaming the file to the interpreter's tags "
+                     f"({py}-{py} or {py}-none) lets pip install it; "
+                     f"`{{python}} -m pip debug --verbose` lists the tags this interpreter accepts. Unverified: "
+                     f"msdoctor did not read the wheel's WHEEL metadata."),
+            "rule": "wheel-tags",
+        }
     if cp and stated and stated != f"{cp.group('major')}.{cp.group('minor')}":
         mismatch = (f" The paste shows Python {stated}: the Python tag ({py}) is the mismatch.")
     elif cp and stated:
@@ -292,4 +311,55 @@ def port_groups(context: Sequence[str]) -> dict[str, str]:
                   "start this job on a free port (msrun --master_port <free port>, torchrun --master_port <free "
                   "port>).")) + " Unverified: msdoctor did not look at this host's sockets.",
         "rule": "port-bound",
+    }
+
+
+# -- NPU device nodes the process cannot open -------------------------------------------------------------------
+#: `grep Cap /proc/N/status`: the effective capability set (all zero: even root has no CAP_DAC_OVERRIDE)
+_CAP_EFF = re.compile(r"\bCapEff:\s*(?P<mask>[0-9a-fA-F]{8,16})\b")
+#: `ls -l /dev/davinci*`: a character device's mode, owner and group, and its name
+_DEV_NODE = re.compile(r"(?<![\w-])c(?P<mode>[rwx-]{9})\S*\s+\d+\s+(?P<user>\S+)\s+(?P<group>\S+)\s.*?"
+                       r"(?P<node>/dev/(?:davinci\w*|devmm_svm|hisi_hdc))\b")
+#: `id`: the process's uid
+_ID = re.compile(r"\buid=(?P<uid>\d+)(?:\((?P<name>[^)]*)\))?")
+_CAP_DAC_OVERRIDE = 1 << 1  # capability number 1 (linux/capability.h)
+
+
+def device_access_groups(before: Sequence[str]) -> dict[str, str]:
+    """Cause and fix for a DCMI / device open failure when the lines before it show why the process cannot open the
+    device nodes: nodes not readable by others, owned by another uid, and a process without CAP_DAC_OVERRIDE (all
+    capabilities dropped, as container runtimes and Kubernetes securityContext can do). Empty when the paste does not
+    show that evidence (the catalogue's general text stands)."""
+    caps = None
+    uid = None
+    nodes: list[tuple[str, str, str, str]] = []
+    for line in before:
+        c = _CAP_EFF.search(line)
+        if c:
+            caps = int(c.group("mask"), 16)
+        i = _ID.search(line)
+        if i:
+            uid = i.group("uid")
+        d = _DEV_NODE.search(line)
+        if d:
+            nodes.append((d.group("node"), d.group("mode"), d.group("user"), d.group("group")))
+    closed = [n for n in nodes if n[1][6:8] != "rw"]  # others may not read and write
+    if not closed or caps is None or caps & _CAP_DAC_OVERRIDE:
+        return {}
+    owner = {f"{n[2]}:{n[3]}" for n in closed}
+    names = ", ".join(n[0] for n in closed[:4]) + (", ..." if len(closed) > 4 else "")
+    who = f"uid {uid}" if uid is not None else "the process"
+    return {
+        "_title": "the process cannot open the NPU device nodes: a permission failure, not a busy device",
+        "_cause": (f"The paste shows the device nodes {names} with mode {closed[0][1]} owned by "
+                   f"{', '.join(sorted(owner))}, and the process's effective capabilities are {caps:#x}: without "
+                   f"CAP_DAC_OVERRIDE even root cannot open a file it does not own, so {who} cannot open the devices "
+                   f"and DCMI (npu-smi, the runtime) reports that it could not initialise. The devices were passed "
+                   f"in; the process is not allowed to use them."),
+        "_fix": (f"Run the process as the devices' owner or group (`docker run --user {next(iter(owner))}` or "
+                 "`--group-add` that group; Kubernetes securityContext runAsUser/runAsGroup/supplementalGroups), or "
+                 "give back only CAP_DAC_OVERRIDE (`docker run --cap-add DAC_OVERRIDE`; securityContext.capabilities."
+                 "add: [\"DAC_OVERRIDE\"]). Check in the container: `ls -l /dev/davinci*` and `grep CapEff "
+                 "/proc/self/status`. Unverified: msdoctor read only the lines pasted."),
+        "rule": "device-permission",
     }

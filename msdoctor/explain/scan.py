@@ -22,6 +22,8 @@ JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
 STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port")
 FRAME_LINES = 10
+#: how far back the device rule looks for evidence (`id`, CapEff, `ls -l /dev/davinci*` printed before the error)
+DEVICE_LINES = 25
 #: lines after the matched line the "conflict" rule reads (pip's requirement lines)
 AFTER_LINES = 8
 BLOCK_CHARS = 1 << 20
@@ -132,7 +134,8 @@ class _Scanner:
         if len(found.hits) >= 200:
             return
         cause, solution = _log_advice(norm, i)
-        before = tuple(norm[max(0, i - FRAME_LINES):i]) if entry.lookup in STRUCTURAL else ()
+        back = DEVICE_LINES if entry.lookup == "device" else FRAME_LINES if entry.lookup in STRUCTURAL else 0
+        before = tuple(norm[max(0, i - back):i]) if back else ()
         after = tuple(norm[i + 1:i + 1 + AFTER_LINES]) if entry.lookup == "conflict" else ()
         found.hits.append(_Hit(no, shown, groups, cause, solution, before, after))
 
@@ -154,11 +157,11 @@ class _Scanner:
             else:
                 count = len(f.starts)
             hit = hits[0]
-            groups = dict(hit.groups)
-            for name in e.groups:
-                groups.setdefault(name, "?")
+            groups = dict(hit.groups)  # what the line matched: a lookup reads only these
             if not self._lookup(e, groups, hit):
                 continue
+            for name in e.groups:  # a template's group the line did not match (one side of an alternation)
+                groups.setdefault(name, "?")
             title = groups.pop("_title", "")
             out.append(Match(
                 entry_id=e.id, title=title or _fill(e.title, groups), cause=groups.pop("_cause", "") or _fill(e.cause, groups),
@@ -208,6 +211,11 @@ class _Scanner:
                      else distribution_groups(groups.get("req") or groups.get("req2", ""), context))
             groups.update(found)
             return bool(found)
+        if e.lookup == "device":
+            from msdoctor.explain.rules import device_access_groups
+
+            groups.update(device_access_groups(hit.before))
+            return True
         if e.lookup == "symbol":
             from msdoctor.explain.owners import undefined_symbol_groups
 
