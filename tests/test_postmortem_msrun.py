@@ -151,8 +151,11 @@ def test_a_node_that_never_starts(runs):
     assert (ff["how"], ff["node_rank"], ff["ranks"]) == ("never-started", 1, [2, 3])
     assert ff["cause"] and "--node_rank" in ff["fix"]
     kinds = _kinds(doc)
-    assert 0 in kinds["cluster-not-formed"] or 1 in kinds["cluster-not-formed"]
+    # the scheduler's "cluster not formed" is always there; whether rank 0 or 1 prints its own before msrun kills
+    # it is a race (on the 2-core CI machine, under load, neither did: both were killed by msrun)
+    assert None in kinds["cluster-not-formed"]
     assert {r for rs in kinds.values() for r in rs} >= {0, 1}  # the ranks that came are consequences
+    assert {r for k in ("cluster-not-formed", "killed-by-msrun") for r in kinds.get(k, ())} >= {0, 1}
 
 
 def test_msdoctor_train_prints_the_post_mortem_when_a_worker_is_sigkilled(tmp_path):

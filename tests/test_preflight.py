@@ -332,3 +332,17 @@ def test_plan_says_when_python_on_path_lacks_msdoctor(tmp_path):
     f = [f for f in out["findings"] if f["code"] == "msdoctor-importable"]
     assert f and f[0]["status"] == "fail" and "msdoctor is not installed" in f[0]["title"], out
     assert r.returncode == 1
+
+
+def test_a_crash_after_the_shared_verdict_is_counted_per_worker_log(tmp_path):
+    """msrun exits 1 when a worker segfaults in MindSpore's teardown after the preflight (seen on a loaded 2-core
+    machine: 'Worker process 2933 exit with exception. Error code: -11'); the launch counts the worker logs that
+    reached the shared verdict, and only all of this node's count as 'the verdict stands'."""
+    from msdoctor.preflight.launch import VERDICT, verdicts
+
+    (tmp_path / "worker_2.log").write_text("[msdoctor preflight] rank 2/4 joined in 3.1 s (mccl)\n"
+                                           f"{VERDICT}0\n[WARNING] DISTRIBUTED(1) teardown\n")
+    (tmp_path / "worker_3.log").write_text("[msdoctor preflight] rank 3/4 joined in 3.0 s (mccl)\n")
+    assert verdicts(tmp_path) == 1
+    (tmp_path / "worker_3.log").write_text(f"{VERDICT}0\n")
+    assert verdicts(tmp_path) == 2

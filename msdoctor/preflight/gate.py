@@ -52,7 +52,7 @@ def run_launch(python: str, args: Any, out: Path, log_dir: Path, task_args: list
         click.echo(table(rep))
     if res.summary:
         click.echo(f"msdoctor preflight: {res.summary}", err=True)
-    ok = res.returncode == 0 and rep is not None and rep.get("exit_code") == 0
+    ok = (res.returncode == 0 or res.ended_after_verdict) and rep is not None and rep.get("exit_code") == 0
     click.echo(f"msdoctor preflight: {'passed' if ok else 'FAILED'} in {res.seconds:.0f} s (msrun exit "
                f"{res.returncode if not res.timed_out else 'stopped'}; report {out / 'preflight-report.json'}; "
                f"logs {res.log_dir})", err=not ok)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -43,6 +44,9 @@ class LaunchResult:
     summary: str
     msrun_output: str
     log_dir: Path
+    #: msrun exited nonzero, but only after every rank of this node had logged the cluster's verdict (a process that
+    #: crashed in MindSpore's own teardown, at exit): the verdict stands
+    ended_after_verdict: bool = False
 
 
 #: how each rank starts msdoctor: ``python -m msdoctor`` would put the working directory first on sys.path, so a
@@ -153,11 +157,37 @@ def run(python: str, args: MsrunArgs, log_dir: Path, out: Path, task_args: list[
         if timed_out:
             summary += f"; msrun was stopped after {bound:.0f} s"
     output = console.read_text(encoding="utf-8", errors="replace") if console.is_file() else ""
-    return LaunchResult(rc, timed_out, seconds, report, summary, output, log_dir)
+    after = False
+    if rc not in (0, None) and report is not None and report.get("exit_code") == 0 \
+            and verdicts(log_dir) >= args.local_worker_num:
+        after = True
+        crashed = sorted(set(_EXITED.findall(output)))
+        summary = (f"msrun exited {rc} after every rank on this node had logged the cluster's verdict"
+                   + (f" (msrun.out: worker process exit code {', '.join(crashed)})" if crashed else "")
+                   + ": a process ended abnormally in MindSpore's teardown, after the preflight; the verdict stands")
+    return LaunchResult(rc, timed_out, seconds, report, summary, output, log_dir, after)
 
 
 #: what a rank prints into its worker log once init() returned (ranktask.run_worker)
 JOINED = "[msdoctor preflight] rank "
+
+
+#: what a worker prints once every rank has the cluster's verdict, the preflight's last act (ranktask.run_worker)
+VERDICT = "[msdoctor preflight] verdict shared: exit "
+#: msrun's line for a worker that exited nonzero (mindspore/parallel/cluster/process_entity/_api.py, MindSpore 2.7.0)
+_EXITED = re.compile(r"Worker process \d+ exit with exception\. Error code: (-?\d+)")
+
+
+def verdicts(log_dir: Path) -> int:
+    """How many of this node's worker logs end the preflight with the shared verdict."""
+    n = 0
+    for p in log_dir.glob("worker_*.log"):
+        try:
+            with open(p, "r", encoding="utf-8", errors="replace") as fh:
+                n += any(line.startswith(VERDICT) for line in fh)
+        except OSError:
+            continue
+    return n
 
 
 def joined(log_dir: Path) -> bool:

@@ -452,7 +452,9 @@ def run_worker(opts: TaskOptions, ident: Identity, env0: dict[str, str]) -> int:
     lay, asm = wire.drive(wire.protocol(rank, wire.node_key(ident.node_rank, socket.gethostname()), part, blobs),
                           comm_g)
     code = verdict(asm, opts, started_at, time.time() - t_start, rank) if asm is not None else None
-    return int(wire.drive(wire.share_verdict(rank, lay, code), comm_g))
+    shared = int(wire.drive(wire.share_verdict(rank, lay, code), comm_g))
+    log(f"verdict shared: exit {shared}")  # msdoctor.preflight.launch.VERDICT: what follows is MindSpore's teardown
+    return shared
 
 
 def _peers(comm: Any, rank: int, ident: Identity) -> list[dict[str, Any]]:
