@@ -108,3 +108,32 @@ def test_a_bare_cann_code_says_it_is_not_a_diagnosis() -> None:
     assert m.entry_id == "cann-error-code" and m.groups["code"] == "EZ9999"
     assert "not a diagnosis" in m.cause and "plog" in m.cause
     assert "inner error lines" in m.fix and "plog" in m.fix
+
+
+def test_a_source_checkout_owns_its_package_files() -> None:
+    from msdoctor.explain.owners import checkout_owner
+
+    assert checkout_owner("/home/admin/runtime_package/vllm-ascend/vllm_ascend/ops/rotary_embedding.py").name \
+        == "vllm_ascend"
+    assert checkout_owner("E:\\mindyolo-master\\mindyolo-master\\mindyolo\\utils\\utils.py").name == "mindyolo"
+    assert checkout_owner("/work/mindformers-r1.3.0/mindformers/models/llama.py").name == "mindformers"
+    # a user's own tree, and an installed package, are not checkouts
+    assert checkout_owner("/mnt/c/Users/a/Tello/TelloSDKPy/djitellopy/__init__.py") is None
+    assert checkout_owner("/home/u/project/train.py") is None
+    assert checkout_owner("/opt/conda/lib/python3.10/site-packages/vllm/utils.py") is None
+
+
+def test_with_no_paths_and_no_target_a_fix_names_python_not_msdoctors_own(tmp_path: Path) -> None:
+    """msdoctor in its own venv: a paste without paths gets `python` (and a note), never msdoctor's interpreter;
+    run from the activated environment msdoctor is installed in, its interpreter is the user's."""
+    import sys
+
+    from helpers import env_with, run_json, run_msdoctor
+
+    text = "ModuleNotFoundError: No module named 'mindspore'"
+    res = run_msdoctor("explain", text, "--no-confirm", cwd=tmp_path,
+                       env=env_with({"VIRTUAL_ENV": str(tmp_path)}, drop=("CONDA_PREFIX",)))
+    assert res.returncode == 0, res.stderr
+    assert "fixes name `python`" in res.stdout and sys.executable not in res.stdout
+    res, data = run_json("explain", text, cwd=tmp_path, env=env_with({"VIRTUAL_ENV": sys.prefix}))
+    assert sys.prefix in data["matches"][0]["fix"]

@@ -86,13 +86,26 @@ def _pasted_interpreter(matches: list[Any], python_path: str, chosen: bool) -> t
     # the matched lines, and the frame a structural rule read (msdoctor/explain/rules.py: groups["frame"])
     pasted = interpreter_of_paths([m.line for m in matches] + [m.groups.get("frame", "") for m in matches])
     if pasted is None:
-        return python_path, None
+        if _runs_in_active_env():
+            return python_path, None  # msdoctor is installed in the environment the user works in
+        return "python", ("(fixes name `python`: the paste names no interpreter, and msdoctor's own is not the "
+                          "active environment's; run them with the Python that failed, or pass --python)")
     return pasted, (f"(fixes name {pasted}, the interpreter of the environment the pasted paths are in; "
                     "pass --python to name another)")
 
 
+def _runs_in_active_env() -> bool:
+    """Whether msdoctor runs in the activated venv / conda env (then its interpreter is the user's)."""
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        env = os.environ.get(var)
+        if env and os.path.realpath(env) == os.path.realpath(sys.prefix):
+            return True
+    return False
+
+
 def _live_stdin(python_path: str, config: Optional[Path], config_text: Optional[str], project: Optional[Path],
-                device_target: Optional[str], no_confirm: bool, quick: bool, color: Optional[bool]) -> int:
+                device_target: Optional[str], no_confirm: bool, quick: bool, color: Optional[bool],
+                chosen: bool = True) -> int:
     """``explain -`` in the terminal format: each match is printed (and flushed) as soon as it is known, as grep
     does, so ``tail -f train.log | msdoctor explain -`` shows errors while the run goes on; the confirming checks
     run once stdin ends."""
@@ -103,7 +116,8 @@ def _live_stdin(python_path: str, config: Optional[Path], config_text: Optional[
     matches = []
     for m in iter_explain_stream(sys.stdin.buffer):
         matches.append(m)
-        click.echo(redactor.text(clean_text(describe(m, python_path, config_text))) + "\n")
+        shown, _ = _pasted_interpreter([m], python_path, chosen)
+        click.echo(redactor.text(clean_text(describe(m, shown, config_text))) + "\n")
         sys.stdout.flush()
     if not matches:
         click.echo("No known error signature in stdin.")
@@ -165,7 +179,8 @@ def explain(text: Optional[str], log: Optional[Path], log_dirs: tuple[Path, ...]
         source = str(log)
         matches = explain_file(_read_log(log))
     elif text == "-" and fmt == "terminal":
-        return _live_stdin(python_path, config, config_text, project, device_target, no_confirm, quick, color)
+        return _live_stdin(python_path, config, config_text, project, device_target, no_confirm, quick, color,
+                           chosen)
     elif text == "-":
         source = "stdin"
         matches = explain_stream(sys.stdin.buffer)

@@ -74,6 +74,28 @@ def file_owner(path: str) -> Optional[Owner]:
     return None
 
 
+#: a GitHub archive or release directory's suffix: mindyolo-master, vllm-ascend-0.7.1, mindformers-r1.3.0
+_CHECKOUT_SUFFIX = re.compile(r"-(?:master|main|dev|develop|r?v?\d[\w.]*)$", re.I)
+
+
+def _normal(name: str) -> str:
+    """A project name compared as pip compares distribution names (https://peps.python.org/pep-0503/#normalized-names)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def checkout_owner(path: str) -> Optional[Owner]:
+    """The package of a file in a source checkout: ``.../<project>/<package>/...`` outside site-packages, where the
+    package directory is named as the project (``vllm-ascend/vllm_ascend``, ``mindyolo-master/mindyolo``); None
+    otherwise (a user's own file tells nothing)."""
+    if _SITE.search(path):
+        return None
+    parts = [p for p in re.split(r"[/\\]", path) if p]
+    for project, package in zip(parts[:-2], parts[1:-1]):
+        if package.isidentifier() and _normal(_CHECKOUT_SUFFIX.sub("", project)) == _normal(package):
+            return Owner(package, f"it lies in a source checkout ({project}/{package}), not in site-packages")
+    return None
+
+
 #: what brings two owners back in step (the check is the command that shows both releases)
 _PAIRING = {
     "torch": ("{python} -m pip show torch {lib_pkg}",

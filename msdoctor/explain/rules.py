@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Optional, Sequence
 
-from msdoctor.explain.owners import file_owner
+from msdoctor.explain.owners import checkout_owner, file_owner
 
 #: a Python traceback frame as CPython prints it
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
@@ -103,11 +103,28 @@ def pairing_groups(name: str, module: str, before: Sequence[str]) -> dict[str, s
     path = _raising_path(before)
     if path is None or not module:
         return {}
-    owner = file_owner(path)
+    owner = file_owner(path) or checkout_owner(path)
     top = _top(module)
     if owner is None or owner.name.lower() in (top.lower(), "python"):
         return {}
     lib = owner.name
+    if name == "__version__" and module == top:
+        # every release of a distributed package sets it; a module without it is not the installed package: a
+        # directory named like it imported as a namespace package (https://peps.python.org/pep-0420/), which has no
+        # __init__.py and so none of the package's attributes
+        return {
+            "_title": f"the {top} that {lib} imported is not the installed {top} package (it has no __version__)",
+            "_cause": (f"{path} ({lib}: {owner.why}) reads {top}.__version__, which every release of {top} sets; the "
+                       f"module Python imported as {top} has none, so it is not the installed package: most often a "
+                       f"directory named {top} (a source checkout, or a folder in the current directory or on "
+                       f"PYTHONPATH) imported as a namespace package, or an install of {top} left without its files."),
+            "_fix": (f"`{{python}} -c \"import {top}; print(getattr({top}, '__file__', None), list({top}.__path__))\"` "
+                     f"shows what was imported: start Python from another directory, drop that directory from "
+                     f"PYTHONPATH, or build and install the checkout (`{{python}} -m pip install -e <checkout>`); if "
+                     f"it points into site-packages, reinstall {top}. Unverified: `msdoctor check --only "
+                     f"duplicate-installs` finds a shadowing copy."),
+            "rule": "shadowed-install", "frame": path,
+        }
     return {
         "_title": f"{lib} and {top} are releases that do not pair ({lib} uses {module}.{name})",
         "_cause": (f"{path} ({lib}: {owner.why}) uses {name} from {module}, and the installed {top} has no {name}: "
