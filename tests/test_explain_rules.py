@@ -33,7 +33,7 @@ def test_real_case_gets_the_rule_and_names_the_owners(case_id: str) -> None:
         assert word in text, (case_id, word, text)
     fix = m.fix_for("/env/bin/python")
     assert "Unverified" in fix
-    if case["rule"] not in ("port-bound", "device-permission"):  # a fix that runs Python names the target interpreter
+    if case["rule"] not in ("port-bound", "device-permission", "symbol-owner"):  # a fix that runs Python names the target interpreter
         assert "/env/bin/python " in fix
     assert "rules.py fills this" not in m.cause + m.fix  # the placeholder text never reaches the user
 
@@ -167,3 +167,7 @@ def test_an_alternation_side_that_did_not_match_is_not_a_name() -> None:
             "AttributeError: module 'baz' has no attribute 'qux'\n")
     [m] = explain_text(text)
     assert "?" not in m.title and "foo and baz" in m.title
+
+
+def test_an_undefined_symbol_nobody_owns_is_no_claim() -> None:
+    assert [m.entry_id for m in explain_text("undefined symbol: _ZN7myspace3fooEv")] == []

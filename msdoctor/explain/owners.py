@@ -126,17 +126,32 @@ def undefined_symbol_groups(lib: str, sym: str) -> dict[str, str]:
     if so is None:
         return {}
     lib_pkg = lo.name if lo else (re.split(r"[/\\]", lib)[-1] or "the library that needs it")
+    if not lib:
+        lib = "the library that needs it"
     if lo is not None and lo.name.lower() == so.name.lower():
         return {}  # the package's own symbol: a broken or mixed install of one package, not a pairing
     check, fix = _PAIRING[so.name]
     return {
-        "_cause": (f"{sym} is defined by {so.name} ({so.why}); {lib} ({lib_pkg}"
-                   + (f": {lo.why}" if lo else "") + f") was built against another release of {so.name} than the "
+        "_cause": (f"{sym} is defined by {so.name} ({so.why}); {lib}"
+                   + (f" ({lib_pkg}" + (f": {lo.why}" if lo else "") + ")" if lib != lib_pkg else "") + f" was built against another release of {so.name} than the "
                    f"one this process loaded. {lib_pkg} and {so.name} are releases that do not pair."),
         "_fix": fix.replace("{lib_pkg}", lib_pkg) + ". Unverified: compare the two releases first: `"
                 + check.replace("{lib_pkg}", lib_pkg if lo else "") + "`.",
         "sym_owner": so.name,
     }
+
+
+#: the package a paste says it was importing: `import mindie_turbo`, `torch-npu==2.7.1 ...`, `from vllm import`
+_IMPORTER = re.compile(r"\b(?:import|from)\s+(?P<mod>[A-Za-z_][A-Za-z0-9_.]*)|(?<![A-Za-z0-9_.-])"
+                       r"(?P<dist>[A-Za-z][A-Za-z0-9_.-]*?)==\d")
+
+
+def importer_of(line: str) -> str:
+    """The module or distribution a line names as the one being imported or installed; "" when none."""
+    m = _IMPORTER.search(line)
+    if m is None:
+        return ""
+    return (m.group("mod") or m.group("dist")).split(".")[0].replace("-", "_")
 
 
 _ENV_OF_PATH = re.compile(r"(?P<prefix>[/~][^\s:'\"]*?)/lib/python(?P<ver>\d\.\d+)/(?:site|dist)-packages/")

@@ -216,6 +216,17 @@ class _Scanner:
 
             groups.update(device_access_groups(hit.before))
             return True
+        if e.lookup == "symbol-owner":  # no library named before the symbol: only the symbol's owner can tell
+            from msdoctor.explain.owners import importer_of, undefined_symbol_groups
+
+            importer = importer_of(hit.line)
+            found = undefined_symbol_groups(importer, groups.get("sym", ""))
+            if found:
+                found["rule"] = "symbol-owner"
+                found["_title"] = (f"{importer or 'a library'} and {found['sym_owner']} are releases that do not pair "
+                                   f"(undefined symbol {groups.get('sym', '')})")
+            groups.update(found)
+            return bool(found)
         if e.lookup == "symbol":
             from msdoctor.explain.owners import undefined_symbol_groups
 
