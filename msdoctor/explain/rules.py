@@ -268,8 +268,10 @@ def distribution_groups(req: str, context: Sequence[str]) -> dict[str, str]:
 # -- pip: the resolver's conflict lines ---------------------------------------------------------------------------
 #: the lines pip prints under "The conflict is caused by:" (pip's resolver, src/pip/_internal/resolution/resolvelib/
 #: factory.py: "The user requested X" and "P V depends on X"); a log prefix (timestamp) may precede them
-_USER_REQ = re.compile(r"The user requested (?P<req>\S.*?)\s*$")
-_DEPENDS = re.compile(r"(?P<who>[A-Za-z0-9][\w.-]* [^\s]+) depends on (?P<req>\S.*?)\s*$")
+_USER_REQ = re.compile(r"The user request(?:ed)? (?P<req>\S.*?)\s*$")  # "request": as pasted by a user
+_DEPENDS = re.compile(r"(?P<who>[A-Za-z0-9][\w.-]*(?:\[[^\]\s]*\])? [^\s]+) depends on (?P<req>\S.*?)\s*$")
+#: a pin to a local version (PEP 440 `+label`: torch==2.1.0+cpu): only the index that publishes it has the file
+_LOCAL_PIN = re.compile(r"(?P<name>[A-Za-z0-9][\w.-]*)==(?P<ver>[\w.]+\+(?P<label>\w+))")
 _CONFLICT_END = re.compile(r"To fix this you could try|ResolutionImpossible|Additionally, some packages")
 
 
@@ -288,11 +290,18 @@ def conflict_groups(after: Sequence[str]) -> dict[str, str]:
     if len(reqs) < 2:
         return {}
     both = "; ".join(reqs)
+    local = next((m for r in reqs for m in [_LOCAL_PIN.search(r)] if m), None)
+    index = ""
+    if local is not None:
+        index = (f" One of them pins {local.group('name')} {local.group('ver')}, a local version (+{local.group('label')}): "
+                 f"PyPI does not carry local versions, only the index that builds them does (for torch, "
+                 f"https://download.pytorch.org/whl/{local.group('label')}), so pip cannot find it unless that index "
+                 f"is given (`--extra-index-url`).")
     return {
         "_title": f"pip cannot satisfy these requirements together: {both}",
         "_cause": (f"pip's resolver found no set of versions that meets every requirement at once. The requirements "
                    f"that conflict, as pip listed them: {both}. No release satisfies all of them, so one of them has "
-                   f"to change."),
+                   f"to change." + index),
         "_fix": ("Change one side: relax or change your own pin so that it falls inside the range the other "
                  "package needs, or pick another release of the package that needs it (one whose requirement fits "
                  "your pin: `{python} -m pip index versions <package>`, and its requirements on PyPI). Then "
