@@ -389,3 +389,39 @@ def device_access_groups(before: Sequence[str]) -> dict[str, str]:
                  "/proc/self/status`. Unverified: msdoctor read only the lines pasted."),
         "rule": "device-permission",
     }
+
+
+# -- a keyword a library's function does not take, passed by another package ----------------------------------------
+def keyword_groups(func: str, keyword: str, before: Sequence[str]) -> dict[str, str]:
+    """Cause and fix for a keyword argument the called library rejects (``For 'context.set_context', the keyword
+    argument jit_config is not recognized``), from the frames: the raising frame's package M and the last frame before
+    it that another package L owns. L passes a keyword that the installed M does not know: L and M are releases that
+    do not pair. Empty (no claim) when either owner is unknown (the caller is the user's own code: no claim either)."""
+    paths = [p for p in frames(before) if not _MACHINERY.search(p)]
+    if not paths:
+        return {}
+    callee = file_owner(paths[-1]) or checkout_owner(paths[-1])
+    if callee is None:
+        return {}
+    caller_path, caller = None, None
+    for p in reversed(paths[:-1]):
+        o = file_owner(p) or checkout_owner(p)
+        if o is not None and o.name.lower() != callee.name.lower():
+            caller_path, caller = p, o
+            break
+        if o is None:
+            break  # the user's own frame called the library: whose release the code expects is not known
+    if caller is None:
+        return {}
+    lib, top = caller.name, callee.name
+    return {
+        "_title": f"{lib} and {top} are releases that do not pair ({lib} passes {keyword} to {top}'s {func})",
+        "_cause": (f"{caller_path} ({lib}: {caller.why}) calls {func} with the keyword {keyword}, and the installed "
+                   f"{top} ({paths[-1]}) does not know it: {lib} was written for another release of {top} (one that "
+                   f"has, or still has, {keyword}). {lib} and {top} are releases that do not pair."),
+        "_fix": (f"Install the {top} release {lib} was written for, or the {lib} release (a branch or tag) made for the "
+                 f"installed {top}; {lib}'s README or installation page names the pairing (`{{python}} -m pip show "
+                 f"{top}` gives the installed version). Unverified: msdoctor did not compare the two releases; "
+                 f"`msdoctor check --only version-matrix` names the pairings its compat data has."),
+        "rule": "release-pairing", "frame": caller_path or "",
+    }

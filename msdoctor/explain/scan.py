@@ -20,7 +20,7 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
-STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port")
+STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword")
 FRAME_LINES = 10
 #: how far back the device rule looks for evidence (`id`, CapEff, `ls -l /dev/davinci*` printed before the error)
 DEVICE_LINES = 25
@@ -190,6 +190,12 @@ class _Scanner:
 
             found = pairing_groups(groups.get("name") or groups.get("attribute", ""),
                                    groups.get("module") or groups.get("owner", ""), hit.before)
+            groups.update(found)
+            return bool(found)
+        if e.lookup == "keyword":
+            from msdoctor.explain.rules import keyword_groups
+
+            found = keyword_groups(groups.get("func", ""), groups.get("kw", ""), hit.before)
             groups.update(found)
             return bool(found)
         if e.lookup == "port":
