@@ -137,3 +137,12 @@ def test_with_no_paths_and_no_target_a_fix_names_python_not_msdoctors_own(tmp_pa
     assert "fixes name `python`" in res.stdout and sys.executable not in res.stdout
     res, data = run_json("explain", text, cwd=tmp_path, env=env_with({"VIRTUAL_ENV": sys.prefix}))
     assert sys.prefix in data["matches"][0]["fix"]
+
+
+def test_std_symbols_are_the_cpp_runtimes() -> None:
+    from msdoctor.explain.owners import symbol_owner
+
+    for sym in ("_ZNSt15__exception_ptr13exception_ptr9_M_addrefEv", "_ZNKSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE7compareEPKc",
+                "_ZSt28__throw_bad_array_new_lengthv"):
+        assert symbol_owner(sym).name == "libstdc++", sym
+    assert symbol_owner("_ZN5torch3jit17parseSchemaOrNameERKSs").name == "torch"  # std:: in its arguments only

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 _NAMESPACE = re.compile(r"^_ZN[KVr]*(?:St)?(\d+)")
+#: ``std::`` names: ``_ZNSt...``, ``_ZNKSt...``, ``_ZSt...`` (St is the mangling's abbreviation for ::std::), defined
+#: by the C++ runtime (libstdc++); the ``__cxx11`` ABI names start ``_ZNSt7__cxx11``
+_STD = re.compile(r"^_Z(?:N[KVr]*)?St")
 _NAMESPACE_OWNERS = {
     "torch": "torch", "c10": "torch", "at": "torch", "caffe2": "torch",
     "c10_npu": "torch_npu", "at_npu": "torch_npu", "torch_npu": "torch_npu",
@@ -41,6 +44,8 @@ class Owner:
 
 def symbol_owner(symbol: str) -> Optional[Owner]:
     """Who defines a (mangled) symbol, from its first namespace or its C prefix; None when not known."""
+    if _STD.match(symbol):
+        return Owner("libstdc++", "namespace std is the C++ runtime's")
     m = _NAMESPACE.match(symbol)
     if m:
         n, at = int(m.group(1)), m.end()
@@ -113,6 +118,10 @@ _PAIRING = {
                "rebuild or reinstall {lib_pkg} with the interpreter that runs it ({python} -m pip install "
                "--force-reinstall --no-cache-dir, or its build run by that interpreter): it was built for another "
                "Python version (a Python 2 extension cannot load in Python 3)"),
+    "libstdc++": ("ldd {lib} | grep libstdc++; gcc --version",
+                  "rebuild {lib_pkg} with the compiler whose libstdc++ is loaded at run time (`CC`/`CXX` set to that "
+                  "gcc/g++), or put the newer libstdc++ first (a conda env: `conda install -c conda-forge "
+                  "libstdcxx-ng`); it was built with another GCC than the C++ runtime this process loaded"),
     "CANN": ("cat /usr/local/Ascend/ascend-toolkit/latest/*/ascend_toolkit_install.info",
              "use one CANN release for every Ascend library: the one {lib_pkg} was built for "
              "(`source` that release's set_env.sh, and nothing of another release on LD_LIBRARY_PATH)"),
@@ -136,7 +145,7 @@ def undefined_symbol_groups(lib: str, sym: str) -> dict[str, str]:
                    + (f" ({lib_pkg}" + (f": {lo.why}" if lo else "") + ")" if lib != lib_pkg else "") + f" was built against another release of {so.name} than the "
                    f"one this process loaded. {lib_pkg} and {so.name} are releases that do not pair."),
         "_fix": fix.replace("{lib_pkg}", lib_pkg) + ". Unverified: compare the two releases first: `"
-                + check.replace("{lib_pkg}", lib_pkg if lo else "") + "`.",
+                + check.replace("{lib}", lib).replace("{lib_pkg}", lib_pkg if lo else "") + "`.",
         "sym_owner": so.name,
     }
 
