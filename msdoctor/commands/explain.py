@@ -105,7 +105,7 @@ def _runs_in_active_env() -> bool:
 
 def _live_stdin(python_path: str, config: Optional[Path], config_text: Optional[str], project: Optional[Path],
                 device_target: Optional[str], no_confirm: bool, quick: bool, color: Optional[bool],
-                chosen: bool = True) -> int:
+                chosen: bool) -> int:
     """``explain -`` in the terminal format: each match is printed (and flushed) as soon as it is known, as grep
     does, so ``tail -f train.log | msdoctor explain -`` shows errors while the run goes on; the confirming checks
     run once stdin ends."""

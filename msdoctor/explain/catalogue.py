@@ -17,7 +17,8 @@ DEVICE_TARGETS = ("Ascend", "GPU", "CPU")
 CATEGORIES = ("device-oom", "host-oom", "hccl", "msrun", "cann-code", "api-skew", "shared-lib", "abi", "glibc",
               "cuda", "cann-env", "cann-version", "visible-devices", "enospc", "install", "shadowing", "registry",
               "parallel-config", "cpu-backend", "interpreter", "api-name", "device-busy")
-LOOKUPS = ("library", "scheduler", "symbol", "import", "pairing", "wheel", "distribution", "conflict", "port", "device", "symbol-owner", "keyword")
+LOOKUPS = ("library", "scheduler", "symbol", "symbol-owner", "import", "pairing", "keyword", "wheel", "distribution",
+           "conflict", "port", "device")
 LIVE_STATUSES = ("fail", "warn")
 #: how a fix says "set CANN's environment" when the target's CANN path is unknown
 SOURCE_CANN = "source /usr/local/Ascend/ascend-toolkit/set_env.sh"

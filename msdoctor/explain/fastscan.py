@@ -25,7 +25,8 @@ from msdoctor.explain.parse import CONTEXT_LINES
 #: bytes read at a time (a block is cut at its last newline)
 FAST_BLOCK = 8 << 20
 #: lines decoded before / after a key's line
-BEFORE = max(JOIN_LINES, FRAME_LINES, DEVICE_LINES)  # a traceback's last frames, the device evidence: the structural rules
+#: a traceback's last frames, and the device rule's evidence (the structural rules)
+BEFORE = max(JOIN_LINES, FRAME_LINES, DEVICE_LINES)
 AFTER = CONTEXT_LINES + JOIN_LINES
 #: lines decoded after a literal's line: a wrapped signature, and pip's conflict lines (the structural rules)
 AFTER_LITERAL = max(JOIN_LINES, AFTER_LINES)

@@ -101,6 +101,11 @@ def checkout_owner(path: str) -> Optional[Owner]:
     return None
 
 
+def frame_owner(path: str) -> Optional[Owner]:
+    """Who owns a traceback frame's file: an installed package or CANN (its path), else a source checkout."""
+    return file_owner(path) or checkout_owner(path)
+
+
 #: what brings two owners back in step (the check is the command that shows both releases)
 _PAIRING = {
     "torch": ("{python} -m pip show torch {lib_pkg}",
@@ -140,10 +145,10 @@ def undefined_symbol_groups(lib: str, sym: str) -> dict[str, str]:
     if lo is not None and lo.name.lower() == so.name.lower():
         return {}  # the package's own symbol: a broken or mixed install of one package, not a pairing
     check, fix = _PAIRING[so.name]
+    whose = "" if lib == lib_pkg else f" ({lib_pkg}: {lo.why})" if lo else f" ({lib_pkg})"
     return {
-        "_cause": (f"{sym} is defined by {so.name} ({so.why}); {lib}"
-                   + (f" ({lib_pkg}" + (f": {lo.why}" if lo else "") + ")" if lib != lib_pkg else "") + f" was built against another release of {so.name} than the "
-                   f"one this process loaded. {lib_pkg} and {so.name} are releases that do not pair."),
+        "_cause": (f"{sym} is defined by {so.name} ({so.why}); {lib}{whose} was built against another release of "
+                   f"{so.name} than the one this process loaded. {lib_pkg} and {so.name} are releases that do not pair."),
         "_fix": fix.replace("{lib_pkg}", lib_pkg) + ". Unverified: compare the two releases first: `"
                 + check.replace("{lib}", lib).replace("{lib_pkg}", lib_pkg if lo else "") + "`.",
         "sym_owner": so.name,

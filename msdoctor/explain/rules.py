@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Optional, Sequence
 
-from msdoctor.explain.owners import checkout_owner, file_owner
+from msdoctor.explain.owners import file_owner, frame_owner
 
 #: a Python traceback frame as CPython prints it
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
@@ -103,7 +103,7 @@ def pairing_groups(name: str, module: str, before: Sequence[str]) -> dict[str, s
     path = _raising_path(before)
     if path is None or not module:
         return {}
-    owner = file_owner(path) or checkout_owner(path)
+    owner = frame_owner(path)
     top = _top(module)
     if owner is None or owner.name.lower() in (top.lower(), "python"):
         return {}
@@ -400,18 +400,16 @@ def keyword_groups(func: str, keyword: str, before: Sequence[str]) -> dict[str, 
     paths = [p for p in frames(before) if not _MACHINERY.search(p)]
     if not paths:
         return {}
-    callee = file_owner(paths[-1]) or checkout_owner(paths[-1])
+    callee = frame_owner(paths[-1])
     if callee is None:
         return {}
-    caller_path, caller = None, None
-    for p in reversed(paths[:-1]):
-        o = file_owner(p) or checkout_owner(p)
-        if o is not None and o.name.lower() != callee.name.lower():
-            caller_path, caller = p, o
+    for caller_path in reversed(paths[:-1]):  # out of the library's own frames, to the frame that called it
+        caller = frame_owner(caller_path)
+        if caller is None:
+            return {}  # the user's own frame called the library: whose release the code expects is not known
+        if caller.name.lower() != callee.name.lower():
             break
-        if o is None:
-            break  # the user's own frame called the library: whose release the code expects is not known
-    if caller is None:
+    else:
         return {}
     lib, top = caller.name, callee.name
     return {
@@ -423,5 +421,5 @@ def keyword_groups(func: str, keyword: str, before: Sequence[str]) -> dict[str, 
                  f"installed {top}; {lib}'s README or installation page names the pairing (`{{python}} -m pip show "
                  f"{top}` gives the installed version). Unverified: msdoctor did not compare the two releases; "
                  f"`msdoctor check --only version-matrix` names the pairings its compat data has."),
-        "rule": "release-pairing", "frame": caller_path or "",
+        "rule": "release-pairing", "frame": caller_path,
     }

@@ -178,28 +178,26 @@ VERDICT = "[msdoctor preflight] verdict shared: exit "
 _EXITED = re.compile(r"Worker process \d+ exit with exception\. Error code: (-?\d+)")
 
 
-def verdicts(log_dir: Path) -> int:
-    """How many of this node's worker logs end the preflight with the shared verdict."""
+def _worker_logs_with(log_dir: Path, test: Any) -> int:
+    """How many of this node's worker logs have a line that passes ``test``."""
     n = 0
     for p in log_dir.glob("worker_*.log"):
         try:
             with open(p, "r", encoding="utf-8", errors="replace") as fh:
-                n += any(line.startswith(VERDICT) for line in fh)
+                n += any(test(line) for line in fh)
         except OSError:
             continue
     return n
 
 
+def verdicts(log_dir: Path) -> int:
+    """How many of this node's worker logs end the preflight with the shared verdict."""
+    return _worker_logs_with(log_dir, lambda line: line.startswith(VERDICT))
+
+
 def joined(log_dir: Path) -> bool:
     """Whether any of this node's workers got through init() (their logs say so)."""
-    for p in log_dir.glob("worker_*.log"):
-        try:
-            with open(p, "r", encoding="utf-8", errors="replace") as fh:
-                if any(line.startswith(JOINED) and " joined in " in line for line in fh):
-                    return True
-        except OSError:
-            continue
-    return False
+    return _worker_logs_with(log_dir, lambda line: line.startswith(JOINED) and " joined in " in line) > 0
 
 
 def describe(result: LaunchResult) -> dict[str, Any]:
