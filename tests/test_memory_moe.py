@@ -79,7 +79,7 @@ def test_mcore_parallel_names_are_aliases(tmp_path):
     src = load_source(cfg)
     assert src.setup.tensor_parallel == 4 and src.origins["tensor_parallel"][-1] == "tensor_model_parallel_size"
     assert not [p for p in src.unknown if p.keys[-1] == "tensor_model_parallel_size"]
-    from msdoctor.checks.training_config.resolve import from_mindformers
+    from msdoctor.domain.run_plan import from_mindformers
     from msdoctor.docfile import load
 
     assert from_mindformers(load(cfg)).tensor_parallel.value == 4

@@ -21,8 +21,8 @@ from typing import Any, Optional
 
 import pytest
 from helpers import make_ctx, run_json, run_msdoctor
-from msdoctor.checks.training_config import TrainingConfigCheck, fill_shape, gather, gather_env
-from msdoctor.checks.training_config.resolve import Val, is_placeholder, read_directives, resolve
+from msdoctor.checks.training_config import TrainingConfigCheck, gather, gather_env
+from msdoctor.domain.run_plan import Val, is_placeholder, read_directives, resolve
 from msdoctor.checks.training_config.rules import Env, Fact, evaluate, stage_layers
 from msdoctor.training.config import ConfigError
 
@@ -129,16 +129,16 @@ MEMORY_ROWS = tomllib.loads((MEMORY_SET / "SOURCES.toml").read_text())["config"]
 def test_every_config_of_the_memory_set_has_no_failure_on_its_documented_hardware(row):
     """tests/data/memory/mindformers/SOURCES.toml: the devices its docs state; Atlas 800T A2 / 900 A2 nodes hold 8
     NPUs; a pretrained_model_dir placeholder is pointed at the config.json the memory tests use."""
-    from msdoctor.memory import Overrides, load_source
+    from msdoctor.domain.training_setup import read
+    from msdoctor.memory import Overrides
     from msdoctor.memory.estimator import total_params
 
     path = MEMORY_SET / row["file"]
     cfg = load_config(path)
-    res = resolve(cfg)
     pre = row.get("pretrained_model_dir")
-    src = load_source(cfg, Overrides(pretrained_model_dir=str(MEMORY_SET.parent / "hf" / Path(pre).name))
-                      if pre else None)
-    fill_shape(res, src)
+    setup = read(cfg, Overrides(pretrained_model_dir=str(MEMORY_SET.parent / "hf" / Path(pre).name)) if pre else None)
+    assert setup.ok, setup.problems
+    res, src = setup.run, setup.source  # heads and layers from pretrained_model_dir's config.json, one reading
     env = Env(devices=Fact(row["devices"], "docs"), devices_per_node=Fact(8, "Atlas 800T A2"),
               disk_free=Fact(ASSUMED_FREE, "assumed"), params=total_params(src.model),
               ckpt_size=gather.checkpoint_size(res, src, min(8, res.layout_product)),

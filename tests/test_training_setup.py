@@ -46,16 +46,42 @@ def test_memory_fit_and_training_config_share_one_reading(tmp_path, monkeypatch)
     cfg.write_text(MCORE.read_text().replace("  model_parallel: 1\n", "  tensor_model_parallel_size: 4\n")
                    .replace("  data_parallel: 8\n", "  data_parallel: 2\n"))
     calls = []
-    real = sources.load
-    monkeypatch.setattr(sources, "load", lambda *a, **k: calls.append(a) or real(*a, **k))
+    real = sources.from_mindformers
+    monkeypatch.setattr(sources, "from_mindformers", lambda *a, **k: calls.append(a) or real(*a, **k))
     ctx = make_ctx(facts={CONFIG.name: load_config(cfg)}, config_path=cfg, project_dir=tmp_path)
     fit = MemoryFitCheck().run(ctx)
     tc = TrainingConfigCheck().run(ctx)
     assert len(calls) == 1, "the file is read once per run"
-    assert ctx.get(TRAINING_SETUP).layout.tensor_parallel == 4
+    setup = ctx.get(TRAINING_SETUP)
+    assert setup.layout.tensor_parallel == 4
     assert fit[0].evidence and fit[0].evidence["components"]
-    # training-config resolves tensor_model_parallel_size as TP 4 as well (MindFormers' alias)
-    from msdoctor.checks.training_config.resolve import resolve
+    # training-config's values are the setup's, keys and lines included (MindFormers' alias, one reading)
+    res = setup.run
+    assert res.tensor_parallel.value == 4 and res.tensor_parallel.keys == setup.origin("tensor_parallel").keys
+    assert res.tensor_parallel.line == setup.origin("tensor_parallel").line
+    layout = next(f for f in tc if f.code == "layout-devices")
+    assert "tensor_model_parallel_size" in layout.detail + layout.title + str(layout.evidence)
 
-    assert resolve(load_config(cfg)).tensor_parallel.value == ctx.get(TRAINING_SETUP).layout.tensor_parallel
-    assert tc and all(f.status.value != "error" for f in tc)
+
+def test_the_run_is_read_with_its_keys_and_lines():
+    """lr, checkpoints and data paths are part of the setup, each with its key and line."""
+    path = FRESH / "v1.5.0__finetune_deepseek2_236B.yaml"
+    setup = read(load_config(path))
+    lines = path.read_text().splitlines()
+    run = setup.run
+    assert run.lr.value and run.lr.line and "learning_rate" in lines[run.lr.line - 1]
+    assert run.ckpt_keep.line and "keep_checkpoint_max" in lines[run.ckpt_keep.line - 1]
+    assert run.data_paths and all(v.line and v.keys[-1] in lines[v.line - 1] for v in run.data_paths
+                                  if not isinstance(v.keys[-1], int))
+    assert run.data_parallel.value == setup.layout.data_parallel and run.num_layers.value == setup.model.num_layers
+
+
+def test_a_placeholder_pretrained_dir_still_gives_the_layout():
+    """configs/qwen3/finetune_qwen3.yaml (MindFormers r1.7.0) names /path/to/Qwen3-32B: the shape is unknown (a
+    problem with its line), the layout and the run are read (training-config checks them)."""
+    path = DATA / "mindformers" / "r1.7.0" / "configs" / "qwen3" / "finetune_qwen3.yaml"
+    setup = read(load_config(path))
+    assert not setup.ok and setup.model is None
+    assert setup.problems[0].keys == ("pretrained_model_dir",) and setup.problems[0].line
+    assert setup.layout is not None and setup.run is not None
+    assert setup.run.data_parallel.value == setup.layout.data_parallel and setup.run.num_heads.value == 0

@@ -21,10 +21,12 @@ from msdoctor.context import Context
 from msdoctor.facts.config import CONFIG
 from msdoctor.model import Finding, Location
 
-from .resolve import Resolved, Val, resolve
+from msdoctor.domain.run_plan import Resolved, resolve
+from msdoctor.domain.training_setup import TRAINING_SETUP
+
 from .rules import DEFAULT_MAX_LOST_HOURS, Env, Fact, evaluate
 
-__all__ = ["TrainingConfigCheck", "Env", "Fact", "Resolved", "evaluate", "fill_shape", "gather_env", "resolve"]
+__all__ = ["TrainingConfigCheck", "Env", "Fact", "Resolved", "evaluate", "gather_env", "resolve"]
 
 
 def _option(ctx: Context, name: str) -> Any:
@@ -68,19 +70,7 @@ def _local_devices(ctx: Context) -> Optional[Fact]:
     return None
 
 
-def fill_shape(res: Resolved, source: Any) -> None:
-    """Heads and layers a MindFormers YAML takes from pretrained_model_dir's config.json (msdoctor.memory reads it)."""
-    if res.kind != "mindformers" or res.num_heads.value and res.num_layers.value:
-        return
-    keys = ("pretrained_model_dir",)
-    line = res.doc.lines.get(keys)
-    m = source.model
-    res.num_heads = Val(m.num_heads, keys, line)
-    res.num_kv_heads = Val(m.kv_heads, keys, line)
-    res.num_layers = Val(m.num_layers, keys, line)
-
-
-def gather_env(ctx: Context, cfg: Any, res: Resolved) -> Env:
+def gather_env(ctx: Context, cfg: Any, res: Resolved, setup: Any = None) -> Env:
     """Everything outside the file that the rules read (I/O happens here, not in the rules)."""
     from msdoctor.facts.config import requested_device_target
 
@@ -110,15 +100,14 @@ def gather_env(ctx: Context, cfg: Any, res: Resolved) -> Env:
     env.disk_free, env.ckpt_existing = gather.free_space(ckpt_dir)
     env.ckpt_writable = gather.writable(ckpt_dir)
     try:
-        from msdoctor.domain.training_setup import TRAINING_SETUP
         from msdoctor.memory.estimator import total_params
 
-        setup = ctx.get(TRAINING_SETUP)  # the one reading of the file, shared with memory-fit
+        if setup is None:
+            setup = ctx.get(TRAINING_SETUP)  # the one reading of the file, shared with memory-fit
         if setup is None or not setup.ok:
             raise ValueError("; ".join(p.message for p in (setup.problems if setup else [])) or "no setup")
         source = setup.source
         env.params = total_params(source.model)
-        fill_shape(res, source)
         total = res.layout_product
         dpn = env.devices_per_node
         ranks = min(total, int(dpn.value)) if dpn is not None else total
@@ -155,11 +144,18 @@ class TrainingConfigCheck:
             return [Finding.skipped(f"{Path(cfg.path).name} is a {cfg.kind} config",
                                     reason="a model config.json has no training setup to check; pass the training "
                                     "YAML (msdoctor or MindFormers)")]
-        res = resolve(cfg)
+        setup = ctx.get(TRAINING_SETUP)  # one reading of the file, shared with memory-fit
+        res = setup.run if setup is not None else None
+        if res is None:
+            problems = setup.problems if setup is not None else []
+            return [Finding.error(f"{Path(cfg.path).name}: the training setup could not be read",
+                                  detail="; ".join(p.render(cfg.path) for p in problems) or "no readable layout",
+                                  fix=f"correct the keys named in {cfg.path}",
+                                  location=Location(str(cfg.path), problems[0].line) if problems else None)]
         absurd = out_of_bounds(res)
         if absurd:
             return absurd
-        return evaluate(res, gather_env(ctx, cfg, res))
+        return evaluate(res, gather_env(ctx, cfg, res, setup))
 
 
 #: Resolved field -> the estimator's LIMITS name (the same bounds of physical sense for both checks)

@@ -21,7 +21,7 @@ from typing import Any, Optional
 from msdoctor.inputs import open_bounded
 from msdoctor.redact import URL_RE, mask_userinfo
 
-from .resolve import Resolved, Val, is_placeholder
+from msdoctor.domain.run_plan import Resolved, Val, is_placeholder
 from .rules import CheckpointSize, DataFacts, Fact
 
 MAX_FILES = 100_000

@@ -1,6 +1,6 @@
 """The training-config rules: pure functions of a resolved config and the facts around it.
 
-Each ``rule_*`` takes a :class:`~.resolve.Resolved` and an :class:`Env` (what the check found
+Each ``rule_*`` takes a :class:`msdoctor.domain.run_plan.Resolved` and an :class:`Env` (what the check found
 out: devices, free disk, the datasets, a throughput) and returns findings; :func:`evaluate`
 runs them all. Nothing here reads a file or the environment, so tests call them directly.
 Every finding points at the key's file:line and gives the exact edit. Sources of each rule
@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 from msdoctor.model import Finding, Location
 
-from .resolve import Resolved, Val
+from msdoctor.domain.run_plan import Resolved, Val
 
 #: the usual LLM-pretraining global batch, in sequences: GPT-3 (Brown et al. 2020, arXiv:2005.14165,
 #: Table 2.1) used 0.5M-3.2M tokens of 2048 = 256-1536 sequences; Llama 2 (Touvron et al. 2023,

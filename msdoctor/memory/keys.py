@@ -179,6 +179,8 @@ MF_MODEL_INTS = {
 }
 #: ChatGLM2Config: multi_query_group_num KV groups when multi_query_attention (default True, 2 groups)
 MF_GLM_KV = ("multi_query_attention", "multi_query_group_num")
+#: model_config.type of the ChatGLM configs (ChatGLM2Config, ChatGLM3Config, ChatGLM4Config: mindformers/models/glm2/)
+MF_GLM_TYPE = "chatglm"
 MF_BIAS_KEYS = ("add_bias_linear", "has_bias")  # every linear layer
 MF_QKV_BIAS_KEYS = ("qkv_has_bias", "add_qkv_bias", "attention_bias")  # Q, K, V projections
 MF_DTYPE_KEYS = {

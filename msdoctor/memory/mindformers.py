@@ -20,9 +20,9 @@ from typing import Any, Optional
 from msdoctor.docfile import Document
 from msdoctor.memory import keys as K
 from msdoctor.memory.reader import Reader, cap_of, target_of, unknown_keys
-from msdoctor.memory.source import Source
+from msdoctor.memory.source import Partial, Source, SourceError
 from msdoctor.memory.spec import ModelShape, Setup
-from msdoctor.training.config import ConfigError, Problem
+from msdoctor.training.config import Problem
 
 MC = ("model", "model_config")
 PC = ("parallel_config",)
@@ -231,9 +231,11 @@ def _model(r: Reader, doc: Document, fam: str, notes: list) -> Optional[ModelSha
             r.problems.append(Problem(MC + (hint.split(" ")[0],), f"is missing: the estimate needs {hint}",
                                       None, doc.line_of(*MC)))
     kv = ints["num_kv_heads"]
-    mqa, mqa_keys = r.find(MC, (K.MF_GLM_KV[0],))
-    if kv is None and mqa_keys and mqa is not False:
-        kv = r.int("num_kv_heads", MC, (K.MF_GLM_KV[1],), 2)  # ChatGLM2Config default: 2 groups
+    glm = _glm(r)
+    if kv is None and glm:
+        mqa, _ = r.find(MC, (K.MF_GLM_KV[0],))
+        if mqa is not False:  # ChatGLM2Config: multi_query_attention True, multi_query_group_num 2 by default
+            kv = r.int("num_kv_heads", MC, (K.MF_GLM_KV[1],), 2)
     ffn = ints["ffn_size"]
     if ffn is None and hidden:
         multiple_of = r.int("multiple_of", MC, ("multiple_of",), 256) or 256
@@ -263,10 +265,17 @@ def _model(r: Reader, doc: Document, fam: str, notes: list) -> Optional[ModelSha
         num_layers=layers, hidden_size=hidden, num_heads=heads, vocab_size=vocab, num_kv_heads=kv, ffn_size=ffn,
         activation=activation, head_dim=ints["head_dim"], tie_embeddings=tie, bias=bias, qkv_bias=qkv_bias,
         norm="layernorm" if norm_raw is not None and "layer" in str(norm_raw).lower() else "rmsnorm",
-        qk_norm=r.bool("qk_norm", MC, ("qk_layernorm",), False),
+        qk_norm=r.bool("qk_norm", MC, ("qk_layernorm",), False), fused_qkv=glm,
         dropout=r.number("dropout", MC, ("hidden_dropout",), 0.0) > 0,
         attention_dropout=r.number("attention_dropout", MC, ("attention_dropout",), 0.0) > 0,
     )
+
+
+def _glm(r: Reader) -> bool:
+    """A ChatGLM2/3/4 model config (ChatGLM2Config: multi_query_attention / multi_query_group_num, or the type named):
+    Q, K and V come from one fused query_key_value projection (mindformers/models/glm2/glm2_transformer.py)."""
+    typ, _ = r.find(MC, ("type",))
+    return bool(r.find(MC, K.MF_GLM_KV)[1]) or str(typ or "").lower().startswith(K.MF_GLM_TYPE)
 
 
 def _seq_length(r: Reader, doc: Document, defaults: dict, notes: list) -> int:
@@ -365,9 +374,9 @@ def from_mindformers(doc: Document, pretrained_model_dir: Optional[str] = None) 
     fam = family(r)
     defaults = K.MF_FAMILY_DEFAULTS[fam]
     hf = _pretrained(r, doc, pretrained_model_dir, notes)
-    if r.problems:
-        raise ConfigError(doc.path, r.problems)
-    model = hf.model if hf is not None else _model(r, doc, fam, notes)
+    model = None
+    if not r.problems:  # a placeholder pretrained_model_dir: no shape, but the layout is still read below
+        model = hf.model if hf is not None else _model(r, doc, fam, notes)
     seq = _seq_length(r, doc, defaults, notes)
     compute = r.dtype("precision", MC, K.MF_DTYPE_KEYS["precision"], defaults["precision"])
     param = r.dtype("param_dtype", MC, K.MF_DTYPE_KEYS["param_dtype"], defaults["param_dtype"])
@@ -382,15 +391,17 @@ def from_mindformers(doc: Document, pretrained_model_dir: Optional[str] = None) 
         r.origins["device_target"] = target_keys
     cap = cap_of(r, ("context",), ("max_device_memory",))
     model = _moe(r, model, notes)
-    if r.problems or model is None:
-        raise ConfigError(doc.path, r.problems)
     setup = Setup(seq_length=seq, precision=compute, param_dtype=param, optimizer=opt,
                   optimizer_state_dtype=state_dtype, flash_attention=flash and target != "CPU",
                   framework="mindspore", **layout)
-    origins = dict(hf.origins) if hf is not None else {}
+    # the shape a pretrained_model_dir's config.json gave is located at that key of this file
+    origins = {name: ("pretrained_model_dir",) + tuple(keys) for name, keys in hf.origins.items()} if hf else {}
     origins.update(r.origins)
+    if r.problems or model is None:
+        raise SourceError(doc.path, r.problems, Partial(setup, target, None, origins, dict(r.defaults),
+                                                        dict(doc.lines), notes, unknown))
     return Source(doc.path, "mindformers", model, setup, target, cap, None, origins, unknown, relevant, notes,
-                  dict(doc.lines))
+                  dict(doc.lines), dict(r.defaults))
 
 
 def _offsets(r: Reader, notes: list) -> Optional[tuple]:

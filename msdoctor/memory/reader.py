@@ -29,6 +29,8 @@ class Reader:
         self.doc = doc
         self.problems: list[Problem] = []
         self.origins: dict[str, tuple] = {}
+        #: field -> the key that would have set it, for fields that took their default (for messages)
+        self.defaults: dict[str, tuple] = {}
 
     def section(self, *path: str) -> dict:
         node: Any = self.doc.data
@@ -49,12 +51,17 @@ class Reader:
                 return sec[n], path + (n,)
         return None, None
 
+    def _absent(self, fieldname: str, path: tuple, names: tuple) -> None:
+        if fieldname not in self.origins and names:
+            self.defaults.setdefault(fieldname, path + (names[0],))
+
     def bad(self, keys: tuple, msg: str, value: Any) -> None:
         self.problems.append(Problem(keys, msg, value, self.doc.line_of(*keys)))
 
     def int(self, fieldname: str, path: tuple, names: tuple, default: Optional[int] = None) -> Optional[int]:
         value, keys = self.find(path, names)
         if keys is None:
+            self._absent(fieldname, path, names)
             return default
         self.origins[fieldname] = keys
         if isinstance(value, bool) or not isinstance(value, int):
@@ -67,6 +74,7 @@ class Reader:
     def bool(self, fieldname: str, path: tuple, names: tuple, default: bool = False) -> bool:
         value, keys = self.find(path, names)
         if keys is None:
+            self._absent(fieldname, path, names)
             return default
         self.origins[fieldname] = keys
         if isinstance(value, str) and value.strip().lower() in ("true", "false"):
@@ -79,6 +87,7 @@ class Reader:
     def number(self, fieldname: str, path: tuple, names: tuple, default: float = 0.0) -> float:
         value, keys = self.find(path, names)
         if keys is None:
+            self._absent(fieldname, path, names)
             return default
         self.origins[fieldname] = keys
         try:
@@ -92,6 +101,7 @@ class Reader:
     def dtype(self, fieldname: str, path: tuple, names: tuple, default: str) -> str:
         value, keys = self.find(path, names)
         if keys is None:
+            self._absent(fieldname, path, names)
             return default
         self.origins[fieldname] = keys
         got = DTYPE_NAMES.get(str(value).strip().lower())

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from msdoctor.docfile import Document
-from msdoctor.memory.source import DeviceCap, Source
+from msdoctor.memory.source import DeviceCap, Partial, Source, SourceError
 from msdoctor.memory.spec import ModelShape, Setup
 from msdoctor.memory.units import SizeError, parse_size
-from msdoctor.training.config import ConfigError, Problem
+from msdoctor.training.config import Problem
 
 MSDOCTOR_ORIGINS = {
     "num_layers": ("model", "num_layers"), "hidden_size": ("model", "hidden_size"),
@@ -23,6 +23,7 @@ MSDOCTOR_ORIGINS = {
     "precision": ("train", "precision"), "param_dtype": ("train", "param_dtype"),
     "recompute": ("train", "recompute"), "flash_attention": ("train", "flash_attention"),
     "device_target": ("runtime", "device_target"), "devices": ("runtime", "device_num"),
+    "optimizer": ("train", "optimizer"),
     "device_memory": ("runtime", "device_memory"),
 }
 
@@ -62,7 +63,8 @@ def from_run_config(run: Any, doc: Optional[Document] = None) -> Source:
             cap = DeviceCap(parse_size(rt.device_memory, gb_is_gib=True), str(rt.device_memory),
                             "runtime.device_memory", lines.get(keys))
         except SizeError as exc:
-            raise ConfigError(doc.path if doc else None,
-                              [Problem(keys, str(exc), None, lines.get(keys))]) from None
+            raise SourceError(doc.path if doc else None, [Problem(keys, str(exc), None, lines.get(keys))],
+                              Partial(setup, rt.device_target, rt.device_num, dict(MSDOCTOR_ORIGINS), {}, lines,
+                                      notes)) from None
     return Source(doc.path if doc else None, "msdoctor", model, setup, rt.device_target, cap, rt.device_num,
                   dict(MSDOCTOR_ORIGINS), [], [], notes, lines)

@@ -14,11 +14,11 @@ from typing import Any, Optional
 from msdoctor.memory.hf import from_hf
 from msdoctor.memory.mindformers import from_mindformers
 from msdoctor.memory.runconfig import MSDOCTOR_ORIGINS, from_run_config
-from msdoctor.memory.source import DeviceCap, Overrides, Source
+from msdoctor.memory.source import DeviceCap, Overrides, Partial, Source, SourceError
 from msdoctor.memory.validate import OPTION_OF, apply_overrides, check, validate
 
-__all__ = ["MSDOCTOR_ORIGINS", "OPTION_OF", "DeviceCap", "Overrides", "Source", "apply_overrides", "check",
-           "from_hf", "from_mindformers", "from_run_config", "load", "validate"]
+__all__ = ["MSDOCTOR_ORIGINS", "OPTION_OF", "DeviceCap", "Overrides", "Partial", "Source", "SourceError",
+           "apply_overrides", "check", "from_hf", "from_mindformers", "from_run_config", "load", "read", "validate"]
 
 
 def load(config: Any, overrides: Optional[Overrides] = None) -> Source:
@@ -26,6 +26,16 @@ def load(config: Any, overrides: Optional[Overrides] = None) -> Source:
 
     Raises:
         ConfigError: impossible values or unreadable fields, each with file:line.
+        msdoctor.errors.UserError: the file is missing or malformed.
+    """
+    return check(read(config, overrides))
+
+
+def read(config: Any, overrides: Optional[Overrides] = None) -> Source:
+    """The Source of a config with the options applied, not yet validated (:func:`load` validates).
+
+    Raises:
+        SourceError: unreadable fields, each with file:line, and the part of the file that could be read.
         msdoctor.errors.UserError: the file is missing or malformed.
     """
     if not hasattr(config, "kind"):
@@ -38,4 +48,4 @@ def load(config: Any, overrides: Optional[Overrides] = None) -> Source:
         src = from_mindformers(config.doc, overrides.pretrained_model_dir if overrides else None)
     else:
         src = from_hf(config.doc)
-    return check(apply_overrides(src, overrides))
+    return apply_overrides(src, overrides)

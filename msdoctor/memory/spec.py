@@ -53,6 +53,9 @@ class ModelShape:
         q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim: multi-head latent
             attention (DeepSeek-V2/V3), on when kv_lora_rank > 0; q_lora_rank 0 projects Q directly.
         mtp_layers: multi-token-prediction modules after the last layer (DeepSeek-V3 ``num_nextn_predict_layers``).
+        fused_qkv: Q, K and V come from one projection sharded as a whole over tensor parallel (ChatGLM's
+            ``query_key_value``, mindformers/models/glm2/glm2_transformer.py), so tensor parallel need not divide
+            the KV heads (MindSpore redistributes them).
     """
 
     num_layers: int
@@ -85,6 +88,7 @@ class ModelShape:
     qk_nope_head_dim: int = 0
     v_head_dim: int = 0
     mtp_layers: int = 0
+    fused_qkv: bool = False
 
     @property
     def mla(self) -> bool:

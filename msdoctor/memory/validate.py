@@ -144,7 +144,7 @@ def _head_problems(src: Source) -> list[Problem]:
                             m.hidden_size))
     if m.num_heads % t:
         out.append(_problem(src, "tensor_parallel", f"must divide the attention heads ({m.num_heads})", t))
-    elif m.kv_heads % t:
+    elif m.kv_heads % t and not m.fused_qkv:
         out.append(_problem(src, "tensor_parallel", f"must divide the KV heads ({m.kv_heads})", t))
     elif m.ffn % t:
         out.append(_problem(src, "tensor_parallel", f"must divide the FFN size ({m.ffn})", t))

@@ -1,9 +1,12 @@
-"""A training config, resolved: every number the rules need, each with the key it came from.
+"""The run around the model, resolved: global batch, learning-rate schedule, loss scaling, checkpoints and data,
+each value with the key it came from (the training-config rules read it).
 
-Two readers fill the same :class:`Resolved`: :func:`from_msdoctor` (msdoctor's training YAML,
-``training/config.py``) and :func:`from_mindformers` (a MindFormers YAML, with the keys as
-MindFormers names them). Neither imports a framework or runs anything; both are pure
-functions of the parsed document (``msdoctor.docfile.Document`` knows the line of every key).
+Part of the training setup (:mod:`msdoctor.domain.training_setup`): the batch, parallel layout, model shape,
+dtypes and device target are the setup's values (one reading of the file, with MindFormers' aliases and
+defaults); this module reads what the setup does not model, for msdoctor's training YAML (:func:`from_msdoctor`,
+``training/config.py``) and a MindFormers YAML (:func:`from_mindformers`), and resolves what the framework
+derives from them. Neither imports a framework or runs anything; both are pure functions of the parsed
+document (``msdoctor.docfile.Document`` knows the line of every key) and the setup.
 
 How MindFormers resolves the batch, from ``mindformers/trainer/base_trainer.py``
 (``_check_global_batch_size_for_auto_parallel`` and ``_check_grad_accumulation_steps``,
@@ -260,12 +263,49 @@ def _ms_line(doc: Document, keys: tuple) -> Optional[int]:
     return line
 
 
-def from_msdoctor(run: Any, doc: Document, text: Optional[str] = None) -> Resolved:
-    """msdoctor's training YAML, validated into ``run`` (a ``msdoctor.training.config.RunConfig``)."""
+#: Resolved field -> the training setup's field (layout, model or target) it is
+SHARED = {
+    "micro_batch": "micro_batch_size", "data_parallel": "data_parallel", "tensor_parallel": "tensor_parallel",
+    "pipeline_stages": "pipeline_stages", "context_parallel": "context_parallel", "micro_batch_num": "micro_batch_num",
+    "grad_accumulation": "grad_accumulation", "seq_length": "seq_length", "compute_dtype": "precision",
+    "param_dtype": "param_dtype", "vpp": "virtual_pipeline_chunks", "optimizer": "optimizer",
+    "device_target": "device_target", "num_heads": "num_heads", "num_kv_heads": "num_kv_heads",
+    "num_layers": "num_layers", "mtp_depth": "mtp_layers",
+}
+_MODEL_FIELDS = ("num_heads", "num_kv_heads", "num_layers", "mtp_layers")
+
+
+def _setup_value(setup: Any, name: str) -> Any:
+    if name == "device_target":
+        return setup.target
+    if name in _MODEL_FIELDS:
+        if setup.model is None:
+            return None
+        return setup.model.kv_heads if name == "num_kv_heads" else getattr(setup.model, name)
+    return getattr(setup.layout, name)
+
+
+def _shared_msdoctor(setup: Any, doc: Document) -> dict[str, Val]:
+    """The setup's values with msdoctor's keys (every field's key is known; its line when the file has it)."""
+    out = {}
+    for name, fieldname in SHARED.items():
+        keys = tuple(setup.origins.get(fieldname) or ("parallel", fieldname))
+        line = None if str(keys[0]).startswith("--") else _ms_line(doc, keys)
+        out[name] = Val(_setup_value(setup, fieldname), keys, line, line is not None)
+    return out
+
+
+def from_msdoctor(run: Any, doc: Document, text: Optional[str] = None, setup: Any = None) -> Resolved:
+    """msdoctor's training YAML, validated into ``run`` (a ``msdoctor.training.config.RunConfig``); the batch,
+    layout, shape and dtypes are ``setup``'s (the TrainingSetup read from the same file)."""
     def v(section: str, key: str, value: Any) -> Val:
         keys = (section, key)
         line = _ms_line(doc, keys)
         return Val(value, keys, line, line is not None)
+
+    if setup is None:
+        return _setup_of(run, doc, text).run
+    sv = _shared_msdoctor(setup, doc)
 
     m, p, t, rt, c = run.model, run.parallel, run.train, run.runtime, run.checkpoint
     directives, dproblems = read_directives(doc.path, text)
@@ -282,25 +322,17 @@ def from_msdoctor(run: Any, doc: Document, text: Optional[str] = None) -> Resolv
         base = directives["base_global_batch"]
     res = Resolved(
         path=doc.path, kind="msdoctor", doc=doc,
-        micro_batch=v("train", "micro_batch_size", t.micro_batch_size),
-        data_parallel=v("parallel", "data_parallel", p.data_parallel),
-        tensor_parallel=v("parallel", "tensor_parallel", p.tensor_parallel),
-        pipeline_stages=v("parallel", "pipeline_stages", p.pipeline_stages),
-        micro_batch_num=v("parallel", "micro_batch_num", p.micro_batch_num),
-        grad_accumulation=v("train", "grad_accumulation", t.grad_accumulation),
-        seq_length=v("train", "seq_length", t.seq_length),
+        micro_batch=sv["micro_batch"], data_parallel=sv["data_parallel"], tensor_parallel=sv["tensor_parallel"],
+        pipeline_stages=sv["pipeline_stages"], micro_batch_num=sv["micro_batch_num"],
+        grad_accumulation=sv["grad_accumulation"], seq_length=sv["seq_length"],
         lr=v("train", "lr", t.lr),
-        optimizer=v("train", "optimizer", t.optimizer),
-        compute_dtype=v("train", "precision", t.precision),
-        param_dtype=v("train", "param_dtype", t.param_dtype),
+        optimizer=sv["optimizer"], compute_dtype=sv["compute_dtype"], param_dtype=sv["param_dtype"],
         loss_scale=v("train", "loss_scale", loss),
-        device_target=v("runtime", "device_target", rt.device_target),
-        num_heads=v("model", "num_heads", m.num_heads),
-        num_kv_heads=v("model", "num_kv_heads", m.kv_heads),
-        num_layers=v("model", "num_layers", m.num_layers),
+        device_target=sv["device_target"], num_heads=sv["num_heads"], num_kv_heads=sv["num_kv_heads"],
+        num_layers=sv["num_layers"],
         ckpt_keep=v("checkpoint", "keep_last", c.keep_last),
         ckpt_dir=ckpt_dir,
-        vpp=v("parallel", "virtual_pipeline_chunks", p.virtual_pipeline_chunks),
+        vpp=sv["vpp"],
         total_steps=v("train", "max_steps", t.max_steps),
         warmup_steps=v("train", "warmup_steps", t.warmup_steps),
         base_global_batch=base,
@@ -315,8 +347,8 @@ def from_msdoctor(run: Any, doc: Document, text: Optional[str] = None) -> Resolv
     # training/train.py: global batch = micro_batch_size x data_parallel x grad_accumulation
     res.batch_terms = [res.micro_batch, res.data_parallel, res.grad_accumulation]
     if rt.device_target == "CPU" and t.precision != "fp32" and not t.half_on_cpu:
+        # the setup counts it as fp32 already (msdoctor.memory.runconfig); said here for the rules' readers
         res.notes.append(f"train.precision = {t.precision} runs as fp32 on CPU (train.half_on_cpu is false)")
-        res.compute_dtype = Val("fp32", ("train", "precision"), res.compute_dtype.line)
     return res
 
 
@@ -400,33 +432,14 @@ class _ByNaming:
     mcore: Any
 
 
-#: keys whose presence marks a legacy-named MindFormers model_config
-MINDFORMERS_LEGACY_MARKERS = (_MC + ("param_init_type",), _MC + ("num_layers",))
-
-#: what from_mindformers reads, in the order it reads it: name -> (key paths, the first present wins
-#: (legacy names before mcore ones); the default when none is; how the value reads (see _Reader.val))
+#: what from_mindformers reads beyond the training setup, in the order it reads it: name -> (key paths, the first
+#: present wins; the default when none is; how the value reads (see _Reader.val)). The batch, layout, shape,
+#: dtypes and device target are the setup's (SHARED), read with MindFormers' aliases by msdoctor.memory.mindformers.
 MINDFORMERS_KEYS: dict[str, tuple[tuple[tuple, ...], Any, str]] = {
-    "micro_batch": ((_RN + ("batch_size",),), 1, "int"),
-    "data_parallel": ((_PC + ("data_parallel",), _PC + ("data_parallel_size",)), 1, "int"),
-    "tensor_parallel": ((_PC + ("model_parallel",), _PC + ("tensor_model_parallel_size",)), 1, "int"),
-    "pipeline_stages": ((_PC + ("pipeline_stage",), _PC + ("pipeline_model_parallel_size",)), 1, "int"),
-    "context_parallel": ((_PC + ("context_parallel",), _PC + ("context_parallel_size",)), 1, "int"),
-    "micro_batch_num": ((_PC + ("micro_batch_num",),), 1, "int"),
-    "grad_accumulation": ((_RN + ("gradient_accumulation_steps",),), 1, "int"),
     "interleave": ((("micro_batch_interleave_num",),), 1, "int"),
-    "num_heads": ((_MC + ("num_heads",), _MC + ("num_attention_heads",)), 0, "int"),
-    "num_kv_heads": ((_MC + ("n_kv_heads",), _MC + ("num_key_value_heads",), _MC + ("multi_query_group_num",)),
-                     None, "int"),
-    "num_layers": ((_MC + ("num_layers",), _MC + ("num_hidden_layers",)), 0, "int"),
-    "compute_dtype": ((_MC + ("compute_dtype",),), _ByNaming("fp16", "bf16"), "dtype"),
-    "param_dtype": ((_MC + ("param_init_type",), _MC + ("params_dtype",)), _ByNaming("fp16", "fp32"), "dtype"),
-    "seq_length": ((_MC + ("seq_length",), _MC + ("max_position_embeddings",)), 0, "int"),
     "lr": ((_LRS + ("learning_rate",), ("optimizer", "learning_rate")), None, "num"),
-    "optimizer": ((("optimizer", "type"),), "AdamWeightDecay", "str"),
     "use_parallel": ((("use_parallel",),), False, "bool"),
     "parallel_mode": ((("parallel", "parallel_mode"),), 1, "int"),
-    "device_target": ((("context", "device_target"),), "Ascend", "str"),
-    "vpp": ((_MC + ("pp_interleave_num",),), 1, "int"),
     "total_steps": ((_LRS + ("total_steps",),), None, "int"),
     "warmup_ratio": ((_LRS + ("warmup_ratio",),), None, "num"),
     "warmup_steps": ((_LRS + ("warmup_steps",),), None, "int"),
@@ -435,6 +448,37 @@ MINDFORMERS_KEYS: dict[str, tuple[tuple[tuple, ...], Any, str]] = {
     "lr_scale": ((("lr_scale",),), False, "bool"),
     "lr_scale_factor": ((("lr_scale_factor",),), 256, "num"),
 }
+
+#: the key a defaulted setup field is named by in messages when the setup reader names none
+_MF_DEFAULT_KEYS = {"optimizer": ("optimizer", "type"), "device_target": ("context", "device_target")}
+#: MindFormers' values for setup fields the file leaves unset, where the setup has none: the optimizer
+#: (AdamWeightDecay, every shipped config's) and the device (MindFormers' context default: Ascend)
+_MF_DEFAULTS = {"optimizer": "AdamWeightDecay", "device_target": "Ascend", "num_heads": 0, "num_layers": 0}
+
+
+def _shared_mindformers(setup: Any, doc: Document) -> dict[str, Any]:
+    """The setup's values with the keys they came from (or would have); the optimizer and an unknown device
+    target as written (the rules read their names)."""
+    out: dict[str, Any] = {}
+    for name, fieldname in SHARED.items():
+        value = _setup_value(setup, fieldname)
+        o = setup.origin(fieldname)
+        if o is not None and fieldname in ("optimizer", "device_target"):
+            raw = _get(doc.data, o.keys)[1] if not str(o.keys[0]).startswith("--") else None
+            value = raw if raw is not None and (fieldname == "optimizer" or value is None) else value
+        if o is not None:
+            out[name] = Val(value, o.keys, o.line)
+            continue
+        keys = setup.default_key(fieldname) or _MF_DEFAULT_KEYS.get(fieldname) or (fieldname,)
+        if value is None or fieldname == "optimizer":
+            value = _MF_DEFAULTS.get(fieldname)
+        out[name] = Val(value, keys, None, False)
+    if out["num_kv_heads"].value is None:  # no key-value heads given: as many as attention heads
+        out["num_kv_heads"] = Val(out["num_heads"].value, out["num_kv_heads"].keys, None, False)
+    if not out["mtp_depth"].given:
+        out["mtp_depth"] = None
+    return out
+
 
 #: CheckpointMonitor's keys (under its entry in callbacks): name -> (key, CheckpointMonitor's default, kind)
 MINDFORMERS_CHECKPOINT_KEYS: dict[str, tuple[str, Any, str]] = {
@@ -451,14 +495,9 @@ _MINDFORMERS_OPTIONAL = ("total_steps", "warmup_steps", "warmup_ratio", "warmup_
 
 def _mindformers_values(r: _Reader) -> dict[str, Any]:
     """MINDFORMERS_KEYS read from the file, with the values MindFormers derives when a key is absent."""
-    legacy = any(_get(r.doc.data, keys)[0] for keys in MINDFORMERS_LEGACY_MARKERS)
     v: dict[str, Any] = {}
     for name, (paths, default, kind) in MINDFORMERS_KEYS.items():
-        if isinstance(default, _ByNaming):
-            default = default.legacy if legacy else default.mcore
         v[name] = r.val(paths[0], default, kind, alts=paths[1:])
-    if v["num_kv_heads"].value is None:  # no key-value heads given: as many as attention heads
-        v["num_kv_heads"] = Val(v["num_heads"].value, v["num_kv_heads"].keys, None, False)
     if v["lr"].value is None:
         v["lr"] = Val(None, MINDFORMERS_KEYS["lr"][0][0], None, False)
     total = v["total_steps"]
@@ -480,12 +519,16 @@ def _mindformers_checkpoints(r: _Reader) -> dict[str, Optional[Val]]:
             for name, (key, default, kind) in MINDFORMERS_CHECKPOINT_KEYS.items()}
 
 
-def from_mindformers(doc: Document, text: Optional[str] = None) -> Resolved:
+def from_mindformers(doc: Document, text: Optional[str] = None, setup: Any = None) -> Resolved:
     """A MindFormers YAML: legacy (``num_layers``, ``param_init_type``) or mcore (``num_hidden_layers``,
-    ``params_dtype``) names (the keys: MINDFORMERS_KEYS)."""
+    ``params_dtype``) names; the batch, layout, shape and dtypes are ``setup``'s (the TrainingSetup read from the
+    same file), the rest MINDFORMERS_KEYS."""
+    if setup is None:
+        return _setup_of(None, doc, text).run
     r = _Reader(doc)
     directives, dproblems = read_directives(doc.path, text)
     v = _mindformers_values(r)
+    v.update(_shared_mindformers(setup, doc))
     use_parallel, pmode = v.pop("use_parallel"), v.pop("parallel_mode")
     off_found, off_raw = _get(doc.data, _MC + ("offset",))
     offset = Val(off_raw, _MC + ("offset",), doc.lines.get(_MC + ("offset",))) if off_found else None
@@ -497,7 +540,6 @@ def from_mindformers(doc: Document, text: Optional[str] = None) -> Resolved:
     else:
         ckpt_dir = Val(str(Path(str(out_dir.value)) / "checkpoint"), out_dir.keys, out_dir.line, out_dir.given)
     paths, data_kind = _data_paths(r)
-    mtp = r.val(_MC + ("mtp_depth",), 0)
     res = Resolved(
         path=doc.path, kind="mindformers", doc=doc, **v, offset=offset, loss_scale=_loss_scale(r),
         ckpt_keep=keep if keep is not None else Val(0, ("callbacks",), doc.lines.get(("callbacks",)), False),
@@ -506,7 +548,6 @@ def from_mindformers(doc: Document, text: Optional[str] = None) -> Resolved:
         ckpt_network_copy=bool(cb["network_copy"].value) if cb["network_copy"] is not None else False,
         ckpt_per_rank=True, ckpt_dedup=bool(cb["dedup"].value) if cb["dedup"] is not None else False,
         data_paths=paths, data_kind=data_kind, directives=directives, directive_problems=dproblems,
-        mtp_depth=mtp if mtp.given else None,
         model_type=str(_get(doc.data, _MC + ("type",))[1] or _get(doc.data, ("model", "arch", "type"))[1] or ""),
     )
     res.finetune = finetune_reason(doc)
@@ -561,13 +602,29 @@ def _mindformers_batch(res: Resolved, use_parallel: Val, pmode: Val) -> None:
                              "accumulation needs semi_auto_parallel (parallel_mode: 1)")
 
 
-def resolve(config: Any) -> Resolved:
-    """A ``msdoctor.facts.config.ConfigFacts`` (kind msdoctor or mindformers) resolved."""
+def resolve(config: Any, setup: Any = None) -> Resolved:
+    """A ``msdoctor.facts.config.ConfigFacts`` (kind msdoctor or mindformers) resolved, with its training setup
+    (``msdoctor.domain.training_setup.read(config)`` when not given; that reader calls this one)."""
+    if setup is None:
+        from msdoctor.domain.training_setup import read
+
+        got = read(config).run
+        if got is None:
+            raise ValueError(f"{config.path}: not a training YAML whose layout could be read")
+        return got  # type: ignore[no-any-return]
     text = None
     try:
         text = config.path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         pass
     if config.kind == "msdoctor":
-        return from_msdoctor(config.run, config.doc, text)
-    return from_mindformers(config.doc, text)
+        return from_msdoctor(config.run, config.doc, text, setup)
+    return from_mindformers(config.doc, text, setup)
+
+
+def _setup_of(run: Any, doc: Document, text: Optional[str]) -> Any:
+    """The training setup of a parsed document (for callers that hold a Document, not a loaded config)."""
+    from msdoctor.domain.training_setup import read
+    from msdoctor.facts.config import ConfigFacts
+
+    return read(ConfigFacts(doc.path, doc, "msdoctor" if run is not None else "mindformers", run))
