@@ -450,7 +450,9 @@ MINDFORMERS_KEYS: dict[str, tuple[tuple[tuple, ...], Any, str]] = {
 }
 
 #: the key a defaulted setup field is named by in messages when the setup reader names none
-_MF_DEFAULT_KEYS = {"optimizer": ("optimizer", "type"), "device_target": ("context", "device_target")}
+_MF_DEFAULT_KEYS = {"optimizer": ("optimizer", "type"), "device_target": ("context", "device_target"),
+                    "num_heads": _MC + ("num_heads",), "num_kv_heads": _MC + ("n_kv_heads",),
+                    "num_layers": _MC + ("num_layers",)}
 #: MindFormers' values for setup fields the file leaves unset, where the setup has none: the optimizer
 #: (AdamWeightDecay, every shipped config's) and the device (MindFormers' context default: Ascend)
 _MF_DEFAULTS = {"optimizer": "AdamWeightDecay", "device_target": "Ascend", "num_heads": 0, "num_layers": 0}

@@ -42,7 +42,7 @@ intermediate_size rms_norm_eps bos_token_id eos_token_id pad_token_id ignore_tok
 layernorm_compute_type softmax_compute_type rotary_dtype param_init_type embedding_init_type residual_dtype
 use_past scaling_factor extend_method use_flash_attention use_attn_mask_compression use_ring_attention
 use_eod_attn_mask_compression offset checkpoint_name_or_path repetition_penalty max_decode_length top_k top_p
-do_sample pp_interleave_num qkv_concat qkv_has_bias use_rope_slice fine_grain_interleave parallel_decoding_params
+do_sample pp_interleave_num virtual_pipeline_model_parallel_size qkv_concat qkv_has_bias use_rope_slice fine_grain_interleave parallel_decoding_params
 block_size num_blocks is_dynamic theta max_position_embedding tie_word_embeddings init_method_std fused_rms_norm
 use_fused_swiglu use_fused_rope use_rope_self_define rotary_pct use_past_shard is_flash_attention_seq_parallel
 output_hidden_states return_dict_in_generate chunk_prefill quant_config post_process num_experts
@@ -68,7 +68,7 @@ data_parallel model_parallel pipeline_stage context_parallel micro_batch_num use
 gradient_aggregation_group optimizer_shard expert_parallel context_parallel_algo ulysses_degree_in_cp mem_coeff
 seq_split_num select_recompute recompute use_sep_parallel
 data_parallel_size tensor_model_parallel_size pipeline_model_parallel_size context_parallel_size
-expert_model_parallel_size
+expert_model_parallel_size virtual_pipeline_model_parallel_size sequence_parallel
 """.split())
 
 MF_PARALLEL = frozenset("""
@@ -278,6 +278,9 @@ MF_PARALLEL_ALIASES = {
     "context_parallel": ("context_parallel", "context_parallel_size"),
     "expert_parallel": ("expert_parallel", "expert_model_parallel_size"),
 }
+#: virtual pipeline chunks and sequence parallel under their legacy and mcore names (COMMON_CONFIG_MAPPING)
+MF_VPP_ALIASES = ("pp_interleave_num", "virtual_pipeline_model_parallel_size")
+MF_SEQ_PARALLEL_ALIASES = ("use_seq_parallel", "sequence_parallel")
 #: Hugging Face config.json spellings (transformers configuration_deepseek_v3.py, configuration_qwen2_moe.py,
 #: configuration_qwen3_moe.py, configuration_mixtral.py)
 HF_MOE_ALIASES = {

@@ -350,10 +350,11 @@ def _layout(r: Reader, fam: str, defaults: dict, flash: bool, notes: list) -> di
     if sched == "seqpipe" and (par["seq_split_num"] or 1) > 1 and not flash:
         notes.append("SeqPipe needs flash attention (MindFormers raises 'Seq pipe must using flash attention')")
     out = dict(par, seq_split_num=par["seq_split_num"] or 1, pipeline_scheduler=sched,
-               sequence_parallel=r.bool("sequence_parallel", PC, ("use_seq_parallel",), False),
+               sequence_parallel=r.bool("sequence_parallel", PC, K.MF_SEQ_PARALLEL_ALIASES, False),
                embedding_tp_sharded=not vocab_dp,
                expert_parallel=r.int("expert_parallel", PC, K.MF_PARALLEL_ALIASES["expert_parallel"], 1) or 1,
-               virtual_pipeline_chunks=r.int("virtual_pipeline_chunks", MC, ("pp_interleave_num",), 1) or 1,
+               virtual_pipeline_chunks=(r.int("virtual_pipeline_chunks", MC, K.MF_VPP_ALIASES, None)
+                                        or r.int("virtual_pipeline_chunks", PC, K.MF_VPP_ALIASES, 1) or 1),
                stage_offsets=_offsets(r, notes),
                micro_batch_size=r.int("micro_batch_size", ("runner_config",), ("batch_size",), 1),
                grad_accumulation=r.int("grad_accumulation", ("runner_config",), ("gradient_accumulation_steps",), 1))
