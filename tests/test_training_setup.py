@@ -85,3 +85,26 @@ def test_a_placeholder_pretrained_dir_still_gives_the_layout():
     assert setup.problems[0].keys == ("pretrained_model_dir",) and setup.problems[0].line
     assert setup.layout is not None and setup.run is not None
     assert setup.run.data_parallel.value == setup.layout.data_parallel and setup.run.num_heads.value == 0
+
+
+def test_preflight_collectives_come_from_the_setup_for_a_mindformers_yaml():
+    """The preflight's required dtypes are the setup's: a MindFormers YAML's compute_dtype and parallel optimizer
+    (before, only an msdoctor YAML's train.precision was read and a MindFormers job was checked as fp32)."""
+    from msdoctor.preflight.ranktask import required_collectives
+
+    path = FRESH / "v1.5.0__finetune_deepseek2_236B.yaml"
+    setup = read(load_config(path))
+    assert setup.layout.precision == "bf16" and setup.layout.optimizer_sharding != "none"
+    need = {(op, dtype): (req, why) for op, dtype, req, why in required_collectives(path, 8)}
+    assert need[("AllReduce", "bfloat16")][0] and "compute_dtype" in need[("AllReduce", "bfloat16")][1]
+    assert need[("ReduceScatter", "bfloat16")][0]
+
+
+def test_train_announces_the_batch_the_check_resolved(tmp_path, capsys):
+    from msdoctor.commands.train import _announce
+
+    facts = load_config(Path(__file__).parent.parent / "training" / "configs" / "tiny-cpu.yaml")
+    _announce(facts.run, facts, tmp_path, None)
+    text = capsys.readouterr().out
+    run = read(facts).run
+    assert f"global batch {run.global_batch} sequences = {run.micro_batch.key} {run.micro_batch.value} x" in text

@@ -117,18 +117,17 @@ def _check_size(device_memory: Optional[str]) -> None:
 
 
 def _load(config: Path, overrides: Any) -> Any:
-    """The config read with the command line's overrides; every problem in it listed at once."""
+    """The config's training setup (the one reading ``msdoctor check`` makes too) with the command line's
+    overrides; every problem in it listed at once."""
+    from msdoctor.domain.training_setup import read
     from msdoctor.facts.config import load_config
-    from msdoctor.memory.sources import load as load_source
-    from msdoctor.training.config import ConfigError
 
-    facts = load_config(config)
-    try:
-        return load_source(facts, overrides)
-    except ConfigError as exc:
-        listing = "\n  ".join(p.render(exc.path) for p in exc.problems)
-        raise UserError(f"{len(exc.problems)} problem(s) in {exc.path or config}:\n  {listing}",
-                        "correct the keys above (or the command-line options named)") from None
+    setup = read(load_config(config), overrides)
+    if not setup.ok:
+        listing = "\n  ".join(p.render(setup.path) for p in setup.problems)
+        raise UserError(f"{len(setup.problems)} problem(s) in {setup.path or config}:\n  {listing}",
+                        "correct the keys above (or the command-line options named)")
+    return setup.source
 
 
 def _show(plan: Any, fmt: str, verbose: bool) -> None:

@@ -320,13 +320,15 @@ def _train(cfg: Any, facts: "ConfigFacts", config: Path, target: str, run_dir: P
 
 def _announce(cfg: Any, facts: "ConfigFacts", run_dir: Path, red: Any) -> None:
     """The run's name, where it writes, its batch arithmetic, and the config's warnings."""
+    from msdoctor.domain.training_setup import read
     from msdoctor.training.config import warnings
 
     show = red.text if red is not None else str
     click.echo(f"msdoctor train: {cfg.name} ({facts.path}) -> {run_dir}")
-    click.echo(f"  global batch {cfg.global_batch} sequences = micro {cfg.train.micro_batch_size} x data parallel "
-               f"{cfg.parallel.data_parallel} x accumulation {cfg.train.grad_accumulation}; "
-               f"{cfg.train.max_steps} optimizer steps, warmup {cfg.train.warmup_steps}")
+    run = read(facts).run  # the batch as the training-config check resolved it (one reading of the config)
+    batch = (f"{run.global_batch} sequences = {run.batch_formula().rsplit(' = ', 1)[0]}" if run is not None
+             else f"{cfg.global_batch} sequences")
+    click.echo(f"  global batch {batch}; {cfg.train.max_steps} optimizer steps, warmup {cfg.train.warmup_steps}")
     for w in warnings(cfg):
         click.echo(f"  warning: {show(w)}")
 

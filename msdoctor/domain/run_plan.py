@@ -307,7 +307,7 @@ def from_msdoctor(run: Any, doc: Document, text: Optional[str] = None, setup: An
         return _setup_of(run, doc, text).run
     sv = _shared_msdoctor(setup, doc)
 
-    m, p, t, rt, c = run.model, run.parallel, run.train, run.runtime, run.checkpoint
+    t, rt, c = run.train, run.runtime, run.checkpoint
     directives, dproblems = read_directives(doc.path, text)
     loss = t.loss_scale
     out_dir = rt.output_dir or str(Path("runs") / run.name)

@@ -19,8 +19,8 @@ from typing import Any, Optional
 
 from msdoctor.docfile import Document
 from msdoctor.memory import keys as K
-from msdoctor.memory.reader import Reader, cap_of, target_of, unknown_keys
-from msdoctor.memory.source import Partial, Source, SourceError
+from msdoctor.memory.reader import Partial, Reader, SourceError, cap_of, target_of, unknown_keys
+from msdoctor.memory.source import Source
 from msdoctor.memory.spec import ModelShape, Setup
 from msdoctor.training.config import Problem
 

@@ -7,13 +7,39 @@ did-you-mean. Shared by the MindFormers, Hugging Face and msdoctor readers.
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 from msdoctor.docfile import Document
 from msdoctor.memory.source import DeviceCap
-from msdoctor.memory.spec import TARGETS
+from msdoctor.memory.spec import TARGETS, Setup
 from msdoctor.memory.units import SizeError, parse_size
-from msdoctor.training.config import Problem
+from msdoctor.training.config import ConfigError, Problem
+
+@dataclass
+class Partial:
+    """What a reader could read of a file it could not read whole: the layout (batch, parallel degrees,
+    precision, optimizer, recompute) does not depend on the model shape, so the training-config rules can
+    still use it. ``setup`` is None when not even that could be read."""
+
+    setup: Optional[Setup]
+    target: Optional[str] = None
+    devices: Optional[int] = None
+    origins: dict = field(default_factory=dict)
+    defaults: dict = field(default_factory=dict)
+    lines: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    unknown: list = field(default_factory=list)
+
+
+class SourceError(ConfigError):
+    """A file the reader could not read whole: the problems (each with file:line) and what it did read."""
+
+    def __init__(self, path: Optional[Path], problems: list, partial: Optional[Partial] = None) -> None:
+        super().__init__(path, problems)
+        self.partial = partial
+
 
 DTYPE_NAMES = {
     "float16": "fp16", "fp16": "fp16", "half": "fp16",

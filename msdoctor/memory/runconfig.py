@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from msdoctor.docfile import Document
-from msdoctor.memory.source import DeviceCap, Partial, Source, SourceError
+from msdoctor.memory.reader import Partial, SourceError
+from msdoctor.memory.source import DeviceCap, Source
 from msdoctor.memory.spec import ModelShape, Setup
 from msdoctor.memory.units import SizeError, parse_size
 from msdoctor.training.config import Problem

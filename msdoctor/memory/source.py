@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Optional
 
 from msdoctor.memory.spec import ModelShape, Setup
-from msdoctor.training.config import ConfigError
 
 
 @dataclass(frozen=True)
@@ -56,30 +55,6 @@ class Source:
 
     def key_of(self, fieldname: str) -> tuple:
         return tuple(self.origins.get(fieldname, (fieldname,)))
-
-
-@dataclass
-class Partial:
-    """What a reader could read of a file it could not read whole: the layout (batch, parallel degrees,
-    precision, optimizer, recompute) does not depend on the model shape, so the training-config rules can
-    still use it. ``setup`` is None when not even that could be read."""
-
-    setup: Optional[Setup]
-    target: Optional[str] = None
-    devices: Optional[int] = None
-    origins: dict = field(default_factory=dict)
-    defaults: dict = field(default_factory=dict)
-    lines: dict = field(default_factory=dict)
-    notes: list = field(default_factory=list)
-    unknown: list = field(default_factory=list)
-
-
-class SourceError(ConfigError):
-    """A file the reader could not read whole: the problems (each with file:line) and what it did read."""
-
-    def __init__(self, path: Optional[Path], problems: list, partial: Optional[Partial] = None) -> None:
-        super().__init__(path, problems)
-        self.partial = partial
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from typing import Any, Optional
 from msdoctor.memory.hf import from_hf
 from msdoctor.memory.mindformers import from_mindformers
 from msdoctor.memory.runconfig import MSDOCTOR_ORIGINS, from_run_config
-from msdoctor.memory.source import DeviceCap, Overrides, Partial, Source, SourceError
+from msdoctor.memory.reader import Partial, SourceError
+from msdoctor.memory.source import DeviceCap, Overrides, Source
 from msdoctor.memory.validate import OPTION_OF, apply_overrides, check, validate
 
 __all__ = ["MSDOCTOR_ORIGINS", "OPTION_OF", "DeviceCap", "Overrides", "Partial", "Source", "SourceError",

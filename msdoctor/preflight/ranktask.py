@@ -157,25 +157,29 @@ def required_collectives(config: Optional[Path], world: int) -> list[tuple[str, 
         ("AllGather", "float32", True, "parameter/statistics gather"),
         ("Broadcast", "float32", True, "initial weights from rank 0"),
     ]
-    precision, sharding = "fp32", "none"
+    precision, sharding, where = "fp32", "none", {"precision": "train.precision", "sharding": "optimizer_sharding"}
     if config is not None:
         try:
+            from msdoctor.domain.training_setup import read
             from msdoctor.facts.config import load_config
 
-            cfg = load_config(config).run
-            if cfg is not None:
-                precision, sharding = cfg.train.precision, cfg.parallel.optimizer_sharding
+            setup = read(load_config(config))  # the training setup `msdoctor check` reads (msdoctor or MindFormers)
+            if setup.layout is not None:
+                precision, sharding = setup.layout.precision, setup.layout.optimizer_sharding
+                for name, fieldname in (("precision", "precision"), ("sharding", "optimizer_sharding")):
+                    o = setup.origin(fieldname)
+                    where[name] = o.key if o is not None else where[name]
         except Exception:  # noqa: BLE001 - a config the trainer cannot read is checked by `msdoctor check --config`
             pass
     half = {"bf16": "bfloat16", "fp16": "float16"}.get(precision)
     for dtype in ("float16", "bfloat16"):
         required = dtype == half
-        why = f"train.precision = {precision}" if required else "informational"
+        why = f"{where['precision']} = {precision}" if required else "informational"
         need.append(("AllReduce", dtype, required, why))
         need.append(("AllGather", dtype, required, why))
     shard = sharding != "none"
     need.append(("ReduceScatter", "float32", shard,
-                 f"parallel.optimizer_sharding = {sharding}" if shard else "informational"))
+                 f"{where['sharding']} = {sharding}" if shard else "informational"))
     if shard and half:
         need.append(("ReduceScatter", half, True, f"optimizer_sharding = {sharding} with {precision}"))
     return need
