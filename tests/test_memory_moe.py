@@ -135,3 +135,21 @@ def test_expert_parallel_option_for_config_json(tmp_path):
     assert eight["total_bytes"] < one["total_bytes"] / 3, (one["total_bytes"], eight["total_bytes"], p1)
     bad = run_msdoctor(*base, "--expert-parallel", "3")
     assert bad.returncode == 2 and "--expert-parallel" in bad.stderr and "must divide the experts" in bad.stderr
+
+
+def test_experts_without_a_data_parallel_replica_are_not_gathered():
+    """Mixtral 8x7B as MindFormers v1.6.0 finetunes it (dp 2, ep 2, tp 4, pp 2, parallel optimizer): every expert
+    weight lives on one device of its data-parallel group, so the parallel optimizer neither shards nor all-gathers
+    it; only the dense weights are gathered (before: all 2.99B params of the stage were counted gathered)."""
+    m = ModelShape(num_layers=32, hidden_size=4096, num_heads=32, vocab_size=32000, num_kv_heads=8, ffn_size=14336,
+                   num_experts=8, experts_per_token=2)
+    s = Setup(4096, data_parallel=2, tensor_parallel=4, pipeline_stages=2, micro_batch_num=16, expert_parallel=2,
+              optimizer_sharding="optimizer", precision="fp16", recompute="full")
+    est = estimate(m, s, make_device("Ascend", Detected(), None))
+    assert expert_shard_degree(s) == 1
+    expert = 16 * 8 * 3 * 4096 * 14336 / (4 * 2)  # the stage's expert weights on this device
+    gathered = est.component("gathered_parameters").bytes
+    assert gathered < (est.params_on_device - expert) * 2 * 1.01 and gathered > 0
+    # with a replica (dp 4, ep 2) the experts are sharded over 2 and gathered again
+    est4 = estimate(m, s.with_(data_parallel=4), make_device("Ascend", Detected(), None))
+    assert est4.component("gathered_parameters").bytes > expert * 2

@@ -42,8 +42,18 @@ def _suggestions(plan: Any) -> Optional[str]:
 
 
 def _location(plan: Any) -> Optional[Location]:
+    """The file, at the key the largest term scales with most directly (runner_config.batch_size for activations)."""
     src = plan.source
-    return Location(str(src.path)) if src.path else None
+    if not src.path:
+        return None
+    line = next((d.line for d in plan.drivers() if d.line), None)
+    return Location(str(src.path), line)
+
+
+def _drivers(plan: Any) -> str:
+    kind = "activations" if plan.largest_kind == "activation" else "model states"
+    got = [f"{d.key} = {d.value}" + (f" (line {d.line})" if d.line else "") for d in plan.drivers()]
+    return f"{kind} weigh most; they scale with {', '.join(got)}. " if got else ""
 
 
 def evaluate(plan: Any, config_arg: str) -> list[Finding]:
@@ -95,7 +105,7 @@ def evaluate(plan: Any, config_arg: str) -> list[Finding]:
         if fix:
             fix = f"smallest changes that fit:\n{fix}\n({more})"
         maker = Finding.warn if tight else Finding.fail
-        out.append(maker(title, detail=f"{detail}. {why}", fix=fix or more, location=_location(plan),
+        out.append(maker(title, detail=f"{detail}. {_drivers(plan)}{why}", fix=fix or more, location=_location(plan),
                          evidence=evidence, code="tight" if tight else "does-not-fit"))
     for p in src.relevant_unknown:
         keys = ".".join(str(k) for k in p.keys)

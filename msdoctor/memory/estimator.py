@@ -314,9 +314,13 @@ def gather_dtype_bytes(s: Setup) -> int:
     return DTYPE_BYTES[s.param_dtype]
 
 
-def _gathered(s: Setup, sp: StageParams, level: int, small: float, weight_bytes: int) -> tuple[float, str]:
-    """What the all-gathers hold next to the own shards (the AllGather's output is a whole tensor)."""
-    fw, n = s.framework, sp.params
+def _gathered(s: Setup, sp: StageParams, level: int, small: float, weight_bytes: int,
+              unsharded: float = 0.0) -> tuple[float, str]:
+    """What the all-gathers hold next to the own shards (the AllGather's output is a whole tensor).
+
+    ``unsharded``: params the parallel optimizer leaves whole besides the small ones (expert weights with no
+    data-parallel replica: expert_parallel = data x context parallel), which are not all-gathered either."""
+    fw, n = s.framework, sp.params - unsharded
     ms = fw == "mindspore"
     gb = gather_dtype_bytes(s)
     gdt = {2: "16-bit", 4: "fp32"}.get(gb, f"{gb} B")
@@ -366,7 +370,10 @@ def state_components(m: ModelShape, s: Setup, sp: StageParams) -> list[Component
     b, note = part(wd.weights, level >= 3 or (ms and level >= 1))
     src = f"; {MS_LEVEL_SOURCE[level]}" if ms and level else ""
     out.append(Component("parameters", "parameters", round(b), f"{pn} x {wd.weights} B ({s.param_dtype}){note}{src}"))
-    gathered, gwhy = _gathered(s, sp, level, small, wd.weights)
+    gathered, gwhy = _gathered(s, sp, level, small, wd.weights, expert if de == 1 else 0.0)
+    if gathered and expert and de == 1:
+        gwhy += (f"; the {round(expert):,} expert params have no data-parallel replica (expert_parallel = data x "
+                 "context parallel), so they are neither sharded nor gathered")
     if gathered:
         out.append(Component("gathered_parameters", "gathered weights", round(gathered), gwhy))
     # gradients: a sliced MindSpore weight's gradient is its slice (the AllGather's backward is a
@@ -587,7 +594,16 @@ def activation_components(m: ModelShape, s: Setup, stage: int, layers: int,
         sched = f"; scheduler {s.pipeline_scheduler}" + (f", {u} chunks of {unit.seq_length} tokens" if u > 1 else "")
     why = f"{flight_txt} x (" + " + ".join(f"{n} layers x {fmt_bytes(a.bytes)} ({name}: {a.why})"
                                             for n, a, name in groups) + ")" + sched
-    out: list[Component] = [Component("activations", "activations", round(stored), why, "activation")]
+    # sequence parallel in MindSpore graph mode: the all-gathered QKV / FC1 inputs are kept whole where Megatron
+    # keeps the sequence shard (layer_activation's r_full); counted apart, as an unconfirmed term of the band
+    sp_kept = flight * sum(n * (a.bytes - act(name.split("+")[0], True).bytes)
+                           for n, a, name in groups if name in ("selective", "none"))
+    out: list[Component] = [Component("activations", "activations", round(stored - sp_kept), why, "activation")]
+    if sp_kept > 0:
+        out.append(Component("sp_gathered_inputs", "sequence-parallel gathered inputs", round(sp_kept),
+                             f"{flight_txt} x the all-gathered QKV and FC1 inputs (4*s*b*h*(1 - 1/t) per layer) "
+                             "kept whole from forward to backward (MindSpore graph mode without "
+                             "select_comm_recompute)", "activation"))
     # while one layer is recomputed in backward, it briefly holds what the recompute had dropped
     kept = min((a.bytes for n, a, name in groups if name != "none"), default=None)
     if kept is not None and act("none").bytes > kept:

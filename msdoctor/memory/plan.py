@@ -13,6 +13,27 @@ from msdoctor.memory.spec import Estimate
 from msdoctor.memory.units import parse_size
 
 
+#: the setup fields each kind of term scales with (estimator formulas): activations grow with the micro-batch,
+#: the sequence and the micro-batches in flight, and shrink with tensor / context parallel and recompute; model
+#: states shrink with tensor, pipeline and expert parallel and the parallel optimizer's group
+DRIVERS = {
+    "activation": ("micro_batch_size", "seq_length", "recompute", "micro_batch_num", "tensor_parallel",
+                   "context_parallel"),
+    "state": ("tensor_parallel", "pipeline_stages", "expert_parallel", "optimizer_sharding", "data_parallel",
+              "param_dtype"),
+}
+
+
+@dataclass(frozen=True)
+class Driver:
+    """A config value the estimate's largest term scales with, and where it is set."""
+
+    fieldname: str
+    key: str
+    line: Optional[int]
+    value: Any
+
+
 @dataclass
 class Plan:
     source: Source
@@ -23,6 +44,25 @@ class Plan:
     @property
     def verdict(self) -> str:
         return self.estimate.verdict
+
+    @property
+    def largest_kind(self) -> str:
+        """activation | state: the kind of term that weighs most on the device."""
+        by = {k: sum(c.bytes for c in self.estimate.components if c.kind == k) for k in DRIVERS}
+        return max(by, key=lambda k: by[k])
+
+    def drivers(self) -> list[Driver]:
+        """The values set in the config (key and line) that the largest kind of term scales with, first the
+        one that scales it most directly: the keys to change when it does not fit."""
+        src, out = self.source, []
+        for name in DRIVERS[self.largest_kind]:
+            keys = src.origins.get(name)
+            if not keys:
+                continue
+            keys = tuple(keys)
+            line = None if str(keys[0]).startswith("--") else src.line_of(keys)
+            out.append(Driver(name, ".".join(str(k) for k in keys), line, getattr(src.setup, name)))
+        return out
 
 
 def _default_target(ctx: Any, device_memory: Optional[str], probe: bool, notes: list) -> str:

@@ -94,6 +94,8 @@ def to_json(plan: Plan) -> dict:
         "headroom_fraction": None if est.headroom_fraction is None else round(est.headroom_fraction, 4),
         "verdict": est.verdict, "may_not_fit": est.may_not_fit, "low_bytes": est.low,
         "unconfirmed": [{"key": k, "label": lab, "bytes": b, "why": why} for k, lab, b, why in est.unconfirmed],
+        "largest": plan.largest_kind,
+        "drivers": [{"field": d.fieldname, "key": d.key, "line": d.line, "value": d.value} for d in plan.drivers()],
         "suggestions": [
             {
                 "changes": [{"kind": c.kind, "text": c.text, "cost": c.cost,
@@ -123,7 +125,14 @@ def verdict_line(plan: Plan) -> str:
     room = f"{frac:.1%} headroom" if frac >= 0 else f"{fmt_gib(est.total - est.capacity)} over"
     line = (f"{est.verdict}{': may not fit' if est.may_not_fit else ''}: {fmt_gib(est.total)} of "
             f"{fmt_gib(est.capacity)} per device ({room}; capacity from {est.device.source})")
-    return line + "\n" + band_lines(est)
+    return line + "\n" + band_lines(est) + ("\n" + driver_line(plan) if est.verdict != "fits" else "")
+
+
+def driver_line(plan: Plan) -> str:
+    """The config values the largest kind of term scales with, each with its key and line."""
+    kind = "activations" if plan.largest_kind == "activation" else "model states"
+    got = [f"{d.key} = {d.value}" + (f" (line {d.line})" if d.line else "") for d in plan.drivers()]
+    return f"  {kind} weigh most; they scale with: " + (", ".join(got) if got else "(defaults only)")
 
 
 def band_lines(est: Any) -> str:

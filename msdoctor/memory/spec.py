@@ -386,6 +386,8 @@ UNCONFIRMED = {
     "accumulation": "a full-size accumulation buffer resident next to full-size gradients (MindSpore may "
                     "accumulate into the gradients in place)",
     "recompute_working_set": "one recomputed layer's working set on top of the stored activations",
+    "sp_gathered_inputs": "sequence parallel's all-gathered layer inputs kept whole until backward (MindSpore graph "
+                          "mode may free them and gather again, as Megatron does)",
     "fragmentation": "the allocator fragmentation margin",
 }
 
