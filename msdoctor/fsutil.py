@@ -60,6 +60,20 @@ def _why(exc: OSError, path: Path) -> tuple[str, str]:
     return (exc.strerror or str(exc)), "check the path and the file system"
 
 
+def why_unwritable(directory: Union[str, Path]) -> Optional[tuple[str, str]]:
+    """Why msdoctor cannot create files in the existing ``directory`` (the reason and the fix, as a failed
+    write would say them: a read-only file system, permission denied), or None when it can."""
+    directory = Path(directory)
+    if os.access(directory, os.W_OK | os.X_OK):
+        return None
+    try:
+        read_only = bool(os.statvfs(directory).f_flag & getattr(os, "ST_RDONLY", 1))
+    except OSError:
+        read_only = False
+    code = errno.EROFS if read_only else errno.EACCES
+    return _why(OSError(code, os.strerror(code)), directory / "x")
+
+
 def make_dirs(path: Union[str, Path], flag: str = "") -> Path:
     """``mkdir -p`` of a directory msdoctor writes into (--out, --log-dir, a run directory); WriteError (exit 2)
     naming the option, the path and the fix when it cannot be made (under a file, read-only, no space)."""

@@ -118,9 +118,16 @@ def write_manifest(run_dir: Path, name: str) -> None:
         fd = open_fd(run_dir / RUN_MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     except FileExistsError:
         return
-    with os.fdopen(fd, "w") as f:
-        f.write(json.dumps({"run_directory_of": "msdoctor train", "name": name,
-                            "created": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}) + "\n")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps({"run_directory_of": "msdoctor train", "name": name,
+                                "created": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}) + "\n")
+    except BaseException:  # a full disk: no empty manifest left to mark the directory as a run's
+        try:
+            os.unlink(run_dir / RUN_MANIFEST)
+        except OSError:
+            pass
+        raise
 
 
 def acquire(run_dir: Path, what: str) -> RunLock:

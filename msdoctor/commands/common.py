@@ -99,7 +99,12 @@ def ensure_writable(path: Path, flag: str = "--output") -> Path:
         raise UserError(f"{flag} {path}: is a directory", "name a file inside it, e.g. " + str(path / "report.json"))
     if not parent.is_dir():
         raise UserError(f"{flag} {path}: the directory {parent} does not exist", f"create it first: mkdir -p {parent}")
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+    from msdoctor.fsutil import why_unwritable
+
+    problem = why_unwritable(parent)
+    if problem is not None:
+        raise UserError(f"{flag} {path}: {parent} is not writable: {problem[0]}", problem[1])
+    if path.exists() and not os.access(path, os.W_OK):
         raise UserError(f"{flag} {path}: not writable", "choose a path you can write to")
     return path
 
@@ -109,7 +114,4 @@ def write_output(path: Path, text: str) -> None:
     a report is regenerated, not edited)."""
     from msdoctor.fsutil import atomic_write
 
-    try:
-        atomic_write(path, text, backup=False)
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}", "choose a path you can write to") from None
+    atomic_write(path, text, backup=False)  # a failure is WriteError: exit 2 with the path, the reason and the fix

@@ -15,6 +15,7 @@ import click
 from msdoctor import options
 from msdoctor.commands.common import project_option, resolve_target, split_ids, target_options, timeout_options
 from msdoctor.errors import UserError
+from msdoctor.fsutil import why_unwritable
 from msdoctor.gate import chip_name, gate, gate_notes, write_config, write_report
 if TYPE_CHECKING:  # pragma: no cover
     from msdoctor.doctor import Diagnosis
@@ -73,8 +74,9 @@ def refuse_unwritable(run_dir: Path) -> None:
     if probe.exists() and not probe.is_dir():
         raise UserError(f"--output-dir {run_dir}: {probe} is a file, not a directory",
                         "choose an output directory whose parents are directories")
-    if probe.is_dir() and not os.access(probe, os.W_OK | os.X_OK):
-        raise UserError(f"--output-dir {run_dir}: {probe} is not writable", "choose a directory you can write to")
+    problem = why_unwritable(probe) if probe.is_dir() else None
+    if problem is not None:
+        raise UserError(f"--output-dir {run_dir}: {probe} is not writable: {problem[0]}", problem[1])
 
 
 def refuse_foreign(run_dir: Path) -> None:
@@ -263,8 +265,13 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
     refuse_unwritable(run_dir)
     refuse_foreign(run_dir)
     lock = lock_run_directory(run_dir)
-    runlock.write_manifest(run_dir, cfg.name)
     try:
+        try:
+            runlock.write_manifest(run_dir, cfg.name)
+        except OSError as exc:  # a full disk after the lock was taken
+            from msdoctor.fsutil import WriteError
+
+            raise WriteError(run_dir / runlock.RUN_MANIFEST, exc) from None
         return _train(cfg, facts, config, target, run_dir, lock, red, resume, output_dir, verbose, probe_timeout,
                       live_timeout, strict=strict, plugins=not no_plugins, project=project,
                       device_target=device_target, quick=quick, skip=tuple(split_ids(skip)))

@@ -170,7 +170,7 @@ def init(python: Optional[str], conda_env: Optional[str], project: Optional[Path
     Run the tasks from the Command Palette: "Tasks: Run Task" -> "msdoctor: check".
     """
     from msdoctor.context import Context, FactUnavailable, Options
-    from msdoctor.fsutil import atomic_write, read_text_newlines, with_newlines
+    from msdoctor.fsutil import atomic_write, make_dirs, read_text_newlines, with_newlines
 
     project = (project or Path.cwd()).expanduser()
     if not project.is_dir():
@@ -206,11 +206,8 @@ def init(python: Optional[str], conda_env: Optional[str], project: Optional[Path
         click.echo("".join(diff), nl=False)
         click.echo(f"\n--dry-run: would {'update' if old is not None else 'create'} {path} ({how}); nothing written.")
         return int(ExitCode.OK)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        backup = atomic_write(path, new, backup=True)
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}", "check the folder's permissions") from None
+    make_dirs(path.parent)  # a failure here or in the write is WriteError: exit 2 with the path and the fix
+    backup = atomic_write(path, new, backup=True)
     click.echo(f"{'updated' if old is not None else 'created'} {path}: tasks "
                f"\"{LABEL_CHECK}\", \"{LABEL_FIX}\", \"{LABEL_TRAIN}\" for {target} ({how})")
     if backup is not None:

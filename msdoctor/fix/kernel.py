@@ -30,7 +30,7 @@ from msdoctor import jsonc, proc
 from msdoctor.facts.interpreters import InterpInfo, same_bin_dir
 from msdoctor.facts.jupyter import KERNEL_NAME_RE, JupyterFacts, KernelSpec, user_kernels_dir
 from msdoctor.facts.vscode import DEFAULT_KEY, LEGACY_KEY, resolve
-from msdoctor.fsutil import atomic_write, make_backup, read_text_newlines, with_newlines
+from msdoctor.fsutil import WriteError, atomic_write, make_backup, make_dirs, read_text_newlines, with_newlines
 from msdoctor.probe import default_env, safe_env, scratch_dir
 
 GENERIC_ENV_NAMES = ("venv", ".venv", "env", ".env", "virtualenv", ".virtualenv")
@@ -394,11 +394,10 @@ def _apply_vscode(step: Step, env: Mapping[str, str], echo: Callable[[str], None
         raise FixFailed(f"{path} changed while fix-kernel was running; nothing was written to it",
                         "rerun fix-kernel")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent)
         backup = atomic_write(path, step.data["new"], backup=True)
-    except OSError as exc:
-        raise FixFailed(f"cannot write {path}: {exc.strerror or exc}",
-                        f"free space or fix the permissions of {path.parent}, or rerun with --no-vscode") from None
+    except WriteError as exc:  # the shared writer's reason and fix (read-only, full, under a file, a link)
+        raise FixFailed(exc.message, f"{exc.fix}, or rerun with --no-vscode") from None
     return f"wrote {path}" + (f" (backup: {backup})" if backup else "")
 
 
