@@ -112,3 +112,20 @@ def test_a_read_only_file_system_is_exit_2_naming_the_path_and_the_fix(tmp_path:
     _assert_said_once(res, "read-only", mnt)
     assert "writable file system" in res.stderr
     assert list(src.iterdir()) == []  # nothing reached the directory under the mount
+
+
+def test_fix_kernel_vscode_on_a_read_only_workspace_says_why_once(tmp_path: Path) -> None:
+    """The kernel is registered (its folder is writable); the workspace's .vscode cannot be made: fix-kernel's
+    failed step (exit 1, what was done listed) carries the shared writer's reason and fix, said once."""
+    src = tmp_path / "src"
+    src.mkdir()
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    script = f'set -e; {READ_ONLY}; cd "$1"; shift 2; exec "$@"'
+    res = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", str(mnt), str(src),
+                          msdoctor_exe(), "fix-kernel", "--yes", "--vscode"], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=300, env=env_with({"JUPYTER_DATA_DIR": str(tmp_path / "jupyter")}))
+    assert res.returncode == 1, (res.returncode, res.stderr[-2000:])
+    assert "the file system is read-only" in res.stderr and str(mnt / ".vscode") in res.stderr, res.stderr
+    assert res.stderr.count("error:") == 1 and "rerun with --no-vscode" in res.stderr
+    assert list(src.iterdir()) == []
