@@ -171,17 +171,20 @@ def _main(argv: Optional[list[str]]) -> Any:
     from msdoctor.errors import UserError
     from msdoctor.model import ExitCode
 
+    from msdoctor.redact import shown_value  # a message echoes the user's input: no escapes, no secrets
+
     try:
         rv = cli.main(args=argv, prog_name="msdoctor", standalone_mode=False)
     except UserError as exc:
-        _err(f"error: {exc.message}")
+        _err(f"error: {shown_value(exc.message)}")
         if exc.fix:
-            _err(f"  fix: {exc.fix}")
+            _err(f"  fix: {shown_value(exc.fix)}")
         sys.exit(int(exc.exit_code))
     except click.exceptions.Abort:
         _err("aborted")
         sys.exit(130)
     except click.ClickException as exc:
+        exc.message = shown_value(exc.message)
         exc.show()
         sys.exit(int(ExitCode.USAGE))
     except (KeyboardInterrupt, EOFError):
@@ -195,7 +198,7 @@ def _main(argv: Optional[list[str]]) -> Any:
     except Exception as exc:  # the last line of defence: no traceback for users
         if os.environ.get("MSDOCTOR_DEBUG"):
             raise
-        _err(f"msdoctor internal error: {type(exc).__name__}: {exc}")
+        _err(f"msdoctor internal error: {type(exc).__name__}: {shown_value(str(exc))}")
         _err("  this is a bug in msdoctor; rerun with MSDOCTOR_DEBUG=1 for the traceback and report it")
         sys.exit(int(ExitCode.NO_VERDICT))
     if isinstance(rv, int):

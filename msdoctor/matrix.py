@@ -130,11 +130,11 @@ def _vkey(v: str) -> Any:
 
 def _public(v: str) -> str:
     """The version without a local part (2.7.0+cpu -> 2.7.0); unparseable strings unchanged."""
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     try:
         return Version(v).public
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a release part past int's digit limit (ValueError)
         return v
 
 
@@ -206,11 +206,9 @@ class Matrix:
     def is_newer(self, kind: str, version: str) -> bool:
         """True when version is newer than every row of kind (mindspore, mindnlp, mindformers)."""
         rows = self._rows(kind)
-        from packaging.version import InvalidVersion
-
         try:
             return all(_vkey(version) > _vkey(r.version) for r in rows)
-        except InvalidVersion:  # an unparseable installed version is not "newer"; the caller reports it as unknown
+        except ValueError:  # InvalidVersion or a part past int's digit limit: not "newer"; the caller says unknown
             return False
 
     def newest(self, kind: str) -> str:
@@ -230,11 +228,11 @@ class Matrix:
 
 
 def _same_pep440(a: str, b: str) -> bool:
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     try:
         return Version(a) == Version(b)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a release part past int's digit limit (ValueError)
         return False
 
 
@@ -247,14 +245,13 @@ def _find(rows: Sequence[Any], version: Optional[str]) -> Any:
 
 def spec_contains(spec: str, version: str) -> bool:
     """PEP 440 membership with pre-releases allowed (pip check semantics); "" matches everything."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion
+    from packaging.specifiers import SpecifierSet
 
     if not spec:
         return True
     try:
         return SpecifierSet(spec).contains(version, prereleases=True)
-    except (InvalidSpecifier, InvalidVersion):
+    except ValueError:  # InvalidSpecifier, InvalidVersion, and a part past int's digit limit
         return False
 
 

@@ -111,6 +111,21 @@ def command_line(argv: Sequence[str], limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + " …"
 
 
+def shown_value(s: str, environ: Optional[Mapping[str, str]] = None) -> str:
+    """Text that echoes what a user or a file gave (an error message, a value read back), safe for a terminal
+    and a CI log: terminal escapes and control characters removed, URL credentials, NAME=secret assignments,
+    token shapes and the values of secret-named environment variables masked. Paths and names are kept: the
+    message must name the file to fix."""
+    if not s:
+        return s
+    s = clean_text(s)
+    env = os.environ if environ is None else environ
+    for key, value in env.items():
+        if isinstance(value, str) and len(value) >= MIN_SECRET and value in s and is_secret_name(str(key)):
+            s = s.replace(value, MASK)
+    return _TOKENS.sub(MASK, _ASSIGN.sub(lambda m: m.group(1) + "=" + MASK, mask_userinfo(s)))
+
+
 def one_line(s: str) -> str:
     """:func:`clean_text`, and newlines shown as ``\\n``: for line-based formats (vscode) and single-line fields."""
     return clean_text(s).replace("\n", "\\n").replace("\t", " ") if s else s

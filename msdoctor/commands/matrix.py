@@ -137,6 +137,10 @@ def matrix_cmd(python: Optional[str], conda_env: Optional[str], mindspore: Optio
     """
     from msdoctor import matrix
     from msdoctor.commands.common import resolve_target
+    from msdoctor.redact import shown_value
+
+    # the queries are echoed in every format: no terminal escapes, no credential pasted by mistake
+    mindspore, cann, mindnlp = (shown_value(v) if v else v for v in (mindspore, cann, mindnlp))
 
     try:
         m = matrix.load()

@@ -56,8 +56,11 @@ def preload(formats: Sequence[str]) -> None:
 def render(fmt: str, report: Report, stream: IO[str], opts: Optional[RenderOptions] = None) -> None:
     if fmt not in FORMATS:
         raise KeyError(fmt)
+    from msdoctor.redact import sanitize
+
     module = importlib.import_module(FORMATS[fmt])
-    module.render(report, stream, opts or RenderOptions())
+    # terminal control from outside text removed whoever calls (prepare() does it too; redaction stays the caller's)
+    module.render(sanitize(report), stream, opts or RenderOptions())
 
 
 def prepare(report: Report, fmt: str, *, redact: bool) -> Report:
