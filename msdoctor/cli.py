@@ -184,7 +184,7 @@ def _main(argv: Optional[list[str]]) -> Any:
         _err("aborted")
         sys.exit(130)
     except click.ClickException as exc:
-        exc.message = shown_value(exc.message)
+        exc.message = shown_value(exc.message)  # type: ignore[misc]  # click declares it Final; it is a plain attribute
         exc.show()
         sys.exit(int(ExitCode.USAGE))
     except (KeyboardInterrupt, EOFError):
