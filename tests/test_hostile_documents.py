@@ -1,4 +1,4 @@
-"""Issue 31 item 11: msdoctor.toml through the bounded reader and the depth/entry caps (exit 2 with the file),
+"""Hostile user documents: msdoctor.toml through the bounded reader and the depth/entry caps (exit 2 with the file),
 and the TOML document loader's depth cap."""
 
 from __future__ import annotations
@@ -104,3 +104,64 @@ def test_the_shape_checker_walks_deep_lists_without_recursion():
     object.__setattr__(nested, "items", nested)  # a list of lists of ... of integers
     assert problem(deep, nested) is None
     assert problem([[["s"]]], nested) == ((0, 0, 0), "[0][0][0] is a string ('s'), expected a list or an integer")
+
+
+@pytest.fixture(scope="module")
+def real_report(tmp_path_factory) -> dict:
+    """A real ``msdoctor check --quick --format json`` report of the test interpreter."""
+    import json
+
+    path = tmp_path_factory.mktemp("report") / "node-a.json"
+    res = run_msdoctor("check", "--quick", "--only", "python-env,duplicate-installs", "--format", "json",
+                       "--output", str(path), env=env_with())
+    assert res.returncode in (0, 1), res.stderr
+    return json.loads(path.read_text())
+
+
+def _edit(report: dict, how: str) -> dict:
+    import copy
+
+    doc = copy.deepcopy(report)
+    first = doc["checks"][0]
+    if how == "findings-string":
+        first["findings"] = "x"
+    elif how == "evidence-list":
+        first["findings"][0]["evidence"] = [1, 2]
+    elif how == "status-number":
+        first["status"] = 7
+    elif how == "title-null":
+        first["findings"][0]["title"] = None
+    elif how == "facts-section-list":
+        doc["facts"]["packages"] = ["mindspore==2.7.0"]
+    elif how == "target-string":
+        doc["target"] = "/usr/bin/python3"
+    elif how == "check-string":
+        doc["checks"][0] = "python-env"
+    elif how == "schema-bool":
+        doc["schema_version"] = True
+    return doc
+
+
+@pytest.mark.parametrize("how, why", [
+    ("findings-string", "checks[0].findings is a string ('x'), expected a list or null"),
+    ("evidence-list", "checks[0].findings[0].evidence is a list, expected an object or null"),
+    ("status-number", "checks[0].status is an integer (7), expected a string"),
+    ("title-null", "checks[0].findings[0].title is null, expected a string"),
+    ("facts-section-list", "facts.packages is a list, expected an object or null"),
+    ("target-string", "target is a string ('/usr/bin/python3'), expected an object or null"),
+    ("check-string", "checks[0] is a string ('python-env'), expected an object"),
+    ("schema-bool", "schema_version is a boolean (True), expected an integer"),
+])
+def test_diff_of_a_report_with_wrong_field_types_is_exit_2_naming_line_and_field(tmp_path, real_report, how, why):
+    """A hand-edited report (node B's, pasted into a ticket): each wrong field type is exit 2 with file:line and
+    the field, never a TypeError / AttributeError inside the comparison (exit 3)."""
+    import json
+    import re
+
+    good, bad = tmp_path / "node-a.json", tmp_path / "node-b.json"
+    good.write_text(json.dumps(real_report, indent=1))
+    bad.write_text(json.dumps(_edit(real_report, how), indent=1))
+    res = run_msdoctor("diff", str(good), str(bad), env=env_with())
+    assert res.returncode == 2, (res.returncode, res.stdout[-1000:], res.stderr)
+    assert "Traceback" not in res.stderr and "internal error" not in res.stderr, res.stderr
+    assert re.search(r"node-b\.json:\d+: not an msdoctor JSON report: " + re.escape(why), res.stderr), res.stderr
