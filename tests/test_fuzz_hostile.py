@@ -1,10 +1,18 @@
-"""Issue 31, the fuzz test: every command that reads user input runs on a corpus of hostile inputs.
+"""The fuzz test: every command runs on a corpus of hostile inputs.
+
+Four axes: hostile files given as options (``--config``, ``--log``, ``diff``'s reports, plans), the same kinds
+placed as a cloned project's own files (msdoctor.toml, .vscode/settings.json and tasks.json, planted ``.bak``
+names, a module), hostile ``--python`` targets (special files, scripts that answer the probe with junk, deep
+JSON, a flood, a signal), and hostile command-line values (huge, terminal escapes, a credential, a traversal,
+non-UTF-8 bytes). Commands: check, report, diff, explain, memory, matrix, train (on a config the gate refuses:
+it reads what it reads and stops before any training), preflight --plan / --compare-plans, fix-kernel
+(--dry-run and --yes), fix-stack --dry-run and vscode init (--dry-run and real).
 
 Each case runs in-process through msdoctor.cli.main (the real exit-code mapping, no interpreter start per case)
-under an alarm (bounded time), and asserts: exit 0, 1 or 2 (never 3, never a traceback), no child process left,
-no file created outside the directory the command owns (a dangling link's target, the corpus folder), no secret
-in the output, and a bounded peak RSS of this process (ru_maxrss). No MindSpore is imported and no training
-starts: train only ever sees inputs that fail before the gate.
+under an alarm (bounded time), and asserts: exit 0, 1 or 2 (3 only for a broken --python, as "no verdict" naming
+it), no traceback, no child process running afterwards (psutil), nothing created, changed or removed outside
+the folders the command owns, nothing written through a dangling link, no secret and no terminal escape in the
+output, and a bounded peak RSS of this process (ru_maxrss). No MindSpore is imported and no training starts.
 """
 
 from __future__ import annotations
