@@ -345,7 +345,7 @@ def test_hostile_output_paths(target, tmp_path, monkeypatch):
     ro.mkdir()
     ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
     if os.geteuid() == 0 and target == "read-only":
-        pytest.skip("root writes into a read-only directory; the read-only file system case needs a mount")
+        pytest.skip("root writes into a read-only directory: tests/test_hostile_fs.py mounts a read-only file system")
     dest = tmp_path / "file" / "out" if target == "under-a-file" else ro / "out"
     for argv in (["check", "--quick", "--only", "python-env", "--output", str(dest / "r.json"), "--format", "json"],
                  ["report", "--output", str(dest / "r.md")]):

@@ -271,10 +271,17 @@ def test_a_wrong_optional_member_is_that_checks_error_result(members: dict, word
     assert failure.id == "good-check"  # the row carries the check's own id: --only good-check selects it
 
 
-def test_an_id_property_that_raises_is_a_failure_named_after_the_distribution() -> None:
-    reg = load_registry(entry_points=[FakeEP("p", "m:P", _with(id=property(lambda self: {}["x"])), dist="raising")])
+@pytest.mark.parametrize("ident, words", [
+    (property(lambda self: {}["x"]), "reading its 'id' raised KeyError"),
+    (7, "has no 'id' string"),
+    (b"good-check", "has no 'id' string"),
+    ("Good Check", "is not kebab-case"),
+])
+def test_an_id_that_raises_or_is_not_a_kebab_string_is_a_failure_named_after_the_distribution(ident, words) -> None:
+    reg = load_registry(entry_points=[FakeEP("p", "m:P", _with(id=ident), dist="raising"), FakeEP("g", "m:G", Good)])
+    assert reg.ids() == ["good-check"]  # the other plugin's check still runs
     (failure,) = reg.failures
-    assert failure.id == "plugin-raising" and "reading its 'id' raised KeyError" in failure.message
+    assert failure.id == "plugin-raising" and words in failure.message
 
 
 def test_valid_optional_members_are_read_once_at_registration() -> None:
