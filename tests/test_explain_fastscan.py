@@ -1,7 +1,8 @@
-"""The block prefilter of `explain --log` (msdoctor/explain/fastscan.py, issue 28 section 2) gives the same
-answers as the line-by-line text reader: every real report of tests/data/explain/real_cases.toml, placed in a
-long synthetic training log, plain and mangled the way logs arrive (CRLF, tabs, colour codes, indentation,
-HTML escapes, a UTF-8 BOM, Chinese lines nearby)."""
+"""The block prefilter of `explain --log` (msdoctor/explain/fastscan.py) gives the same answers as the
+line-by-line text reader: every real report of tests/data/explain/real_cases.toml, placed in a long synthetic
+training log, plain and mangled the way logs arrive (CRLF, tabs, colour codes, indentation, HTML escapes, a UTF-8
+BOM, Chinese lines nearby). With and without the native matcher (google-re2, the extra ``fast``): the same lines
+reach the scanner, so the same answers."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from msdoctor.explain import CatalogueError, explain_file, load_catalogue, parse_catalogue
+from msdoctor.explain import fastscan
 from msdoctor.explain.fastscan import scan_binary
 from msdoctor.explain.parse import open_log
 from msdoctor.explain.scan import _explain_stream_text, _scanner
@@ -42,10 +44,25 @@ MANGLE = {
 }
 
 
-def _both(raw: bytes) -> tuple[list, list]:
-    fast = scan_binary(io.BytesIO(raw), _scanner(None))
+needs_re2 = pytest.mark.skipif(fastscan._re2() is None, reason="google-re2 (the extra `fast`) is not installed")
+NATIVE = [False, pytest.param(True, marks=needs_re2)]
+
+
+def _both(raw: bytes, native: bool = False) -> tuple[list, list]:
+    fast = scan_binary(io.BytesIO(raw), _scanner(None), native=native)
     slow = _explain_stream_text(open_log(io.BytesIO(raw)))
     return fast, slow
+
+
+def _fed(raw: bytes, native: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list, list]:
+    """(the (line number, lines) handed to the scanner, the matches) of one fast scan."""
+    fed: list[tuple[int, list[str]]] = []
+    real = fastscan._FastScan._feed_at
+    with monkeypatch.context() as m:
+        m.setattr(fastscan._FastScan, "_feed_at", lambda self, no, lines: (fed.append((no, list(lines))),
+                                                                          real(self, no, lines)))
+        found = scan_binary(io.BytesIO(raw), _scanner(None), native=native)
+    return fed, found
 
 
 def _log(rng: random.Random, inserts: list[str], lines: int = 3000) -> str:
@@ -56,14 +73,15 @@ def _log(rng: random.Random, inserts: list[str], lines: int = 3000) -> str:
     return "\n".join(body) + "\n"
 
 
+@pytest.mark.parametrize("native", NATIVE)
 @pytest.mark.parametrize("mangle", sorted(MANGLE))
-def test_same_answers_as_the_text_reader_on_every_real_report(mangle: str) -> None:
+def test_same_answers_as_the_text_reader_on_every_real_report(mangle: str, native: bool) -> None:
     rng = random.Random(mangle)
     ids = sorted(TEXTS)
     found = 0
     for start in range(0, len(ids), 12):  # a dozen reports per log, at random places
         log = _log(rng, [MANGLE[mangle](TEXTS[i]) for i in ids[start:start + 12]])
-        fast, slow = _both(log.encode())
+        fast, slow = _both(log.encode(), native)
         assert fast == slow, ids[start:start + 12]
         found += len(slow)
     assert found > len(ids) // 2  # the reports are found at all
@@ -75,19 +93,15 @@ def test_bom_and_a_line_without_newline_at_the_end() -> None:
     assert fast == slow and fast
 
 
-def test_clean_lines_are_never_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("native", NATIVE)
+def test_clean_lines_are_never_decoded(monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
     """The prefilter's point: a clean plain block costs substring searches, not per-line work."""
-    import msdoctor.explain.fastscan as fs
-
-    fed: list[int] = []
-    real = fs._FastScan._feed_at
-    monkeypatch.setattr(fs._FastScan, "_feed_at", lambda self, no, lines: (fed.append(len(lines)),
-                                                                            real(self, no, lines)))
     error = "ImportError: numpy.core.multiarray failed to import"
     log = _log(random.Random(2), [error], lines=50_000)
-    matches = scan_binary(io.BytesIO(log.encode()), _scanner(None))
+    fed, matches = _fed(log.encode(), native, monkeypatch)
     assert [m.entry_id for m in matches] == ["numpy2-abi"]
-    assert sum(fed) < 40, fed  # the error line and its neighbours (fastscan.BEFORE back), not 50,000 lines
+    # the error line and its neighbours (fastscan.BEFORE back), not 50,000 lines
+    assert sum(len(lines) for _, lines in fed) < 40, fed
 
 
 def test_memory_is_bounded_by_the_block_not_the_file(tmp_path: Path) -> None:
@@ -124,3 +138,90 @@ def test_gate_is_validated() -> None:
         parse_catalogue(base + "gate = 'E\\s[0-9]'\n")
     with pytest.raises(CatalogueError, match="ASCII"):
         parse_catalogue(base + "gate = '错误'\n")
+
+
+@needs_re2
+def test_the_native_matcher_skips_clean_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With google-re2 a clean 64 KiB piece is skipped after one DFA pass: the per-key searches run only on the
+    piece that holds the error (without it they run on every piece)."""
+    pieces: dict[bool, int] = {}
+    log = _log(random.Random(3), ["ImportError: numpy.core.multiarray failed to import"], lines=50_000).encode()
+    real = fastscan._FastScan._piece
+    for use in (False, True):
+        calls = [0]
+        with monkeypatch.context() as m:
+            m.setattr(fastscan._FastScan, "_piece", lambda self, *a, c=calls: (c.__setitem__(0, c[0] + 1),
+                                                                            real(self, *a)))
+            found = scan_binary(io.BytesIO(log), _scanner(None), native=use)
+        assert [f.entry_id for f in found] == ["numpy2-abi"]
+        pieces[use] = calls[0]
+    assert pieces[False] >= len(log) // fastscan.SUB_BLOCK and pieces[True] <= 2, pieces
+
+
+@needs_re2
+def test_native_and_pure_python_hand_the_scanner_the_same_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every real report, plain and mangled, in pieces of 512 bytes (so signatures, wrapped lines, leading spaces
+    and entities fall on piece boundaries): the lines the scanner sees are the same with and without RE2."""
+    monkeypatch.setattr(fastscan, "SUB_BLOCK", 512)
+    rng = random.Random("boundaries")
+    ids = sorted(TEXTS)
+    reports = [MANGLE[k](TEXTS[i]) for k in sorted(MANGLE) for i in ids]
+    rng.shuffle(reports)
+    wrapped = ["ImportError: numpy.core.multiarray\nfailed to import", " Traceback (most recent call last):",
+               "x &amp; y", "RuntimeError: EI0006: Getting socket times out."]
+    for start in range(0, len(reports), 40):
+        log = _log(rng, reports[start:start + 40] + wrapped, lines=600).encode()
+        fed_py, found_py = _fed(log, False, monkeypatch)
+        fed_re2, found_re2 = _fed(log, True, monkeypatch)
+        assert fed_re2 == fed_py
+        assert found_re2 == found_py == _explain_stream_text(open_log(io.BytesIO(log)))
+
+
+@needs_re2
+def test_same_answers_on_a_big_generated_log() -> None:
+    """A 20 MB training log (three read blocks) with every real report at a random place: the same answers from
+    the native matcher, the pure-Python prefilter and the line reader."""
+    rng = random.Random("big")
+    body = _log(rng, [], lines=200_000).split("\n")
+    for i in sorted(TEXTS):
+        at = rng.randrange(len(body))
+        body[at:at] = TEXTS[i].strip("\n").split("\n")
+    log = "\n".join(body).encode()
+    assert len(log) > 2 * fastscan.FAST_BLOCK
+    with_re2 = scan_binary(io.BytesIO(log), _scanner(None), native=True)
+    assert with_re2 == scan_binary(io.BytesIO(log), _scanner(None), native=False)
+    assert with_re2 == _explain_stream_text(open_log(io.BytesIO(log)))
+    assert len({m.entry_id for m in with_re2}) > 20
+
+
+def test_msdoctor_no_re2_turns_the_native_matcher_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(fastscan.NO_RE2_ENV, "1")
+    assert not fastscan.native_enabled()
+    assert fastscan._FastScan(_scanner(None)).native is None
+    monkeypatch.delenv(fastscan.NO_RE2_ENV)
+    assert fastscan.native_enabled() == (fastscan._re2() is not None)
+    assert (fastscan._FastScan(_scanner(None)).native is not None) == (fastscan._re2() is not None)
+
+
+@needs_re2
+def test_native_filter_at_piece_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each line its own piece (lines of SUB_BLOCK bytes): a piece that is not plain only by its leading space, a
+    signature wrapped over two pieces, an entity, a tab and a colour code at a piece's end reach the scanner the
+    same way with and without RE2."""
+    monkeypatch.setattr(fastscan, "SUB_BLOCK", 128)
+
+    def line(text: str) -> str:
+        return text + "." * (127 - len(text)) if len(text) < 127 else text
+
+    clean = [line(f"[INFO] step {i} loss 0.5") for i in range(40)]
+    odd = [line(" leading space, nothing else"), "ImportError: numpy.core.multiarray failed to\n" + line("import"),
+           ("ImportError: numpy.core.multiarray failed to").rjust(127, ".") + "\n" + line("import"),
+           line("a value &amp;"), line("tab\tat the end"), line("colour \x1b[0m")]
+    for k, special in enumerate(odd):
+        body = clean[:10 + k] + [special] + clean[10 + k:]
+        log = ("\n".join(body) + "\n").encode()
+        fed_py, found_py = _fed(log, False, monkeypatch)
+        fed_re2, found_re2 = _fed(log, True, monkeypatch)
+        assert fed_py, special  # the pure-Python path sees something there
+        assert fed_re2 == fed_py, special
+        assert found_re2 == found_py
