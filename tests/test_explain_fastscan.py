@@ -225,3 +225,17 @@ def test_native_filter_at_piece_boundaries(monkeypatch: pytest.MonkeyPatch) -> N
         assert fed_py, special  # the pure-Python path sees something there
         assert fed_re2 == fed_py, special
         assert found_re2 == found_py
+
+
+@needs_re2
+def test_a_pattern_re2_refuses_falls_back_to_pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RE2 over its memory budget (a plugin catalogue with very many literals): the scan goes on without it."""
+    def refuse(*_a: object, **_k: object) -> None:
+        raise RuntimeError("pattern too large - compile failed")
+
+    monkeypatch.setattr(fastscan._Native, "__init__", refuse)
+    assert fastscan._FastScan(_scanner(None)).native is None
+    log = _log(random.Random(4), ["ImportError: numpy.core.multiarray failed to import"]).encode()
+    assert [m.entry_id for m in scan_binary(io.BytesIO(log), _scanner(None))] == ["numpy2-abi"]
+    with pytest.raises(RuntimeError):
+        fastscan._FastScan(_scanner(None), native=True)

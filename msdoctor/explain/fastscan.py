@@ -148,8 +148,13 @@ class _FastScan:
         module = _re2() if use else None
         if use and module is None:
             raise RuntimeError("the native matcher was asked for but google-re2 is not importable")
-        self.native = (None if module is None or self.keys is None else
-                       _Native(module, tuple(lit for _, lits in self.keys for lit in lits), self.gates))
+        self.native: Optional[_Native] = None
+        if module is not None and self.keys is not None:
+            try:
+                self.native = _Native(module, tuple(lit for _, lits in self.keys for lit in lits), self.gates)
+            except Exception:  # noqa: BLE001 - RE2 refused the pattern (its memory budget): the pure-Python path
+                if native:
+                    raise
         #: how far past a piece its literal searches read
         self.reach = max((len(x) for k, lits in self.keys or () for x in (k, *lits)), default=0)
 
