@@ -23,7 +23,10 @@ The target's venv is activated for the commands (VIRTUAL_ENV, its bin first on P
 dependencies and the current pip, built in a temporary directory from this checkout), each activated and not (issue 28 s.3:
 check --quick at 1.0x pip check or less in all four).
 
-Usage: python benchmarks/bench_startup.py [--python PATH] [--runs N] [--no-activate] [--full] [--both]
+--breakdown adds, to each table, where check --quick's CPU time went: its own process (the interpreter's start,
+the imports, the rest), and each child it ran (benchmarks/_startup_breakdown.py).
+
+Usage: python benchmarks/bench_startup.py [--python PATH] [--runs N] [--no-activate] [--full] [--both] [--breakdown]
 """
 
 from __future__ import annotations
@@ -63,18 +66,19 @@ def main() -> None:
     parser.add_argument("--no-activate", action="store_true",
                         help="run without the target's environment activated (then `python` on PATH is another "
                              "interpreter, which kernel-mismatch probes too)")
+    parser.add_argument("--breakdown", action="store_true", help="where check --quick's CPU time goes")
     parser.add_argument("--both", action="store_true",
                         help="the target and a fresh venv (only msdoctor's dependencies), each activated and not")
     args = parser.parse_args()
     if not args.both:
-        bench(args.python, not args.no_activate, args.runs, args.full)
+        bench(args.python, not args.no_activate, args.runs, args.full, args.breakdown)
         return
     fresh_dir = tempfile.mkdtemp(prefix="msdoctor-fresh-venv-")
     try:
         fresh = fresh_venv(Path(fresh_dir))
         for python in (args.python, fresh):
             for activate in (True, False):
-                bench(python, activate, args.runs, args.full)
+                bench(python, activate, args.runs, args.full, args.breakdown)
                 print()
     finally:
         shutil.rmtree(fresh_dir, ignore_errors=True)
@@ -91,7 +95,31 @@ def fresh_venv(where: Path) -> str:
     return python
 
 
-def bench(python: str, activate: bool, runs: int, full: bool) -> None:
+def breakdown(python: str, msdoctor: str, cwd: str, env: dict) -> None:
+    """check --quick's CPU time: its own process (start, imports, the rest) and each child, best of 3 runs."""
+    import json
+
+    interp = Path(msdoctor).read_text(errors="replace").splitlines()[0].lstrip("#!").strip() \
+        if Path(msdoctor).is_file() else sys.executable  # msdoctor's own interpreter, from its script's shebang
+    script = str(Path(__file__).resolve().parent / "_startup_breakdown.py")
+    runs = []
+    for _ in range(3):
+        res = subprocess.run([interp, script, python], cwd=cwd, env=env, capture_output=True, text=True)
+        if res.returncode != 0 or not res.stdout.strip():
+            print(f"  breakdown failed: {res.stderr.strip()[-300:]}")
+            return
+        runs.append(json.loads(res.stdout.splitlines()[-1]))
+    best = min(runs, key=lambda r: r["self_s"] + sum(t for _, t in r["children"]))
+    kids = sum(t for _, t in best["children"])
+    rest = best["self_s"] - best["start_s"] - best["imports_s"]
+    print(f"  check --quick CPU, best of 3: {best['self_s'] + kids:.3f} s = msdoctor's process {best['self_s']:.3f} "
+          f"(interpreter start {best['start_s']:.3f}, imports of {best['modules']} modules {best['imports_s']:.3f}, "
+          f"checks, facts and rendering {rest:.3f}) + {len(best['children'])} children {kids:.3f}:")
+    for argv, t in best["children"]:
+        print(f"    {t:.3f} s  {argv}")
+
+
+def bench(python: str, activate: bool, runs: int, full: bool, split: bool = False) -> None:
     """One table: the commands interleaved, ``runs`` times, on ``python`` (its venv activated or not)."""
     python = os.path.abspath(python)
     bindir = str(Path(python).parent)
@@ -146,6 +174,8 @@ def bench(python: str, activate: bool, runs: int, full: bool) -> None:
         full = results["msdoctor check (full)"]
         anchor = results["import mindspore; run_check() (anchor)"]
         print(f"check (full) / run_check  = {full / anchor:.2f} (target <= 1.2)")
+    if split:
+        breakdown(python, msdoctor, cwd, env)
     shutil.rmtree(cwd, ignore_errors=True)
 
 
