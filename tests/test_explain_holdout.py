@@ -41,3 +41,51 @@ def test_an_answer_judged_right_stays_right(case_id: str) -> None:
     case = RIGHT[case_id]
     got = [m.entry_id for m in explain_text(case["text"])]
     assert got and got[0] == case["entry"], f"{case_id}: {got}"
+
+
+# -- the 2026-12-03 hold-out (tests/data/explain/holdout_2026-12-03.toml): both sets, each case pinned ---------------
+DATA_1203 = Path(__file__).parent / "data" / "explain" / "holdout_2026-12-03.toml"
+VERDICTS = {"right", "partial", "wrong", "honest", "none"}
+
+
+def _cases_1203() -> list[dict[str, Any]]:
+    import tomllib
+
+    return tomllib.loads(DATA_1203.read_text(encoding="utf-8"))["case"]
+
+
+CASES_1203 = {c["id"]: c for c in _cases_1203()}
+
+
+def test_the_1203_hold_out_is_sourced_and_keeps_its_first_verdicts() -> None:
+    cases = list(CASES_1203.values())
+    assert len(cases) == 37 and {c["set"] for c in cases} == {"A", "B"}
+    assert len({c["source"] for c in cases}) == len(cases)
+    for c in cases:
+        assert c["source"].startswith("https://") and c["text"].strip() and c["settled"].strip(), c["id"]
+        assert c["first_verdict"] in VERDICTS and c["verdict"] in VERDICTS, c["id"]
+        assert c["first_verdict"] in {"right", "none"} or c.get("first_note"), c["id"]
+        if (c["verdict"], c["entry"]) != (c["first_verdict"], c["first_entry"]):
+            assert "no longer unseen" in c.get("note", ""), c["id"]  # a rule written from it changed its answer
+    first = collections.Counter(c["first_verdict"] for c in cases)
+    now = collections.Counter(c["verdict"] for c in cases)
+    print(f"hold-out 2026-12-03 when first scored: {dict(first)}; now: {dict(now)} of {len(cases)}")
+
+
+@pytest.mark.parametrize("case_id", sorted(CASES_1203))
+def test_each_1203_case_gets_the_answer_it_was_scored_for(case_id: str) -> None:
+    """A right answer stays right (its entry, and the owners it named); no case stands as wrong; any other change of
+    answer fails until the case is re-scored by hand (a new answer may be a wrong one)."""
+    case = CASES_1203[case_id]
+    assert case["verdict"] != "wrong", f"{case_id}: explain answers it wrongly ({case.get('note', '')})"
+    got = explain_text(case["text"])
+    ids = [m.entry_id for m in got]
+    if not case["entry"]:
+        assert ids == [], f"{case_id}: was no answer, now {ids}: re-score it"
+        return
+    assert ids and ids[0] == case["entry"], f"{case_id}: scored for {case['entry']}, now {ids}: re-score it"
+    if case["verdict"] == "right":
+        m = got[0]
+        said = f"{m.title}\n{m.cause}\n{m.fix_for('/env/bin/python')}"
+        for word in case.get("names", []):
+            assert word in said, (case_id, word, said)
