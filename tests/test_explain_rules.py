@@ -33,7 +33,7 @@ def test_real_case_gets_the_rule_and_names_the_owners(case_id: str) -> None:
         assert word in text, (case_id, word, text)
     fix = m.fix_for("/env/bin/python")
     assert "Unverified" in fix
-    if case["rule"] not in ("port-bound", "device-permission", "symbol-owner"):  # a fix that runs Python names the target interpreter
+    if case["rule"] not in ("port-bound", "device-permission", "symbol-owner", "runtime-copy"):  # a fix that runs Python names the target interpreter
         assert "/env/bin/python " in fix
     assert "rules.py fills this" not in m.cause + m.fix  # the placeholder text never reaches the user
 
@@ -171,3 +171,20 @@ def test_an_alternation_side_that_did_not_match_is_not_a_name() -> None:
 
 def test_an_undefined_symbol_nobody_owns_is_no_claim() -> None:
     assert [m.entry_id for m in explain_text("undefined symbol: _ZN7myspace3fooEv")] == []
+
+
+def test_the_systems_own_runtime_keeps_the_general_text() -> None:
+    """A system library directory's copy is the system's: the general text (the OS is too old) stands."""
+    text = ("ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by "
+            "/home/zk/conda/envs/anylabeling/lib/python3.8/site-packages/matplotlib/_path.cpython-38-x86_64-linux-gnu.so)")
+    [m] = explain_text(text)
+    assert m.entry_id == "glibc-too-old" and "rule" not in m.groups and "system's" in m.title
+
+
+def test_a_generic_text_yields_to_the_rule_that_read_the_frames() -> None:
+    """`cannot import name` from a MindSpore module raised in another package's file: the pairing rule names both;
+    the same line with no frames keeps the general MindSpore text."""
+    frame = '  File "/e/lib/python3.7/site-packages/mindcv/optim/adamw.py", line 7, in <module>\n    from x import y\n'
+    last = "ImportError: cannot import name 'Rel' from 'mindspore._checkparam' (/e/mindspore/_checkparam.py)\n"
+    assert [m.entry_id for m in explain_text(frame + last)] == ["library-release-pairing"]
+    assert [m.entry_id for m in explain_text(last)] == ["api-skew"]

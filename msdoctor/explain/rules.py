@@ -423,3 +423,51 @@ def keyword_groups(func: str, keyword: str, before: Sequence[str]) -> dict[str, 
                  f"`msdoctor check --only version-matrix` names the pairings its compat data has."),
         "rule": "release-pairing", "frame": caller_path,
     }
+
+
+# -- a runtime library too old: whose copy was loaded -------------------------------------------------------------
+#: the system's own library directories (the dynamic loader's defaults and the Debian multiarch ones)
+_SYSTEM_LIB = re.compile(r"^/(?:usr/)?lib(?:64|32)?/(?:[\w-]+-linux-gnu\w*/)?[^/]+$")
+#: an environment's prefix and its lib directory: a conda env (`.../envs/NAME/lib/`, a base install's `lib/`), a venv
+_ENV_LIB = re.compile(r"^(?P<prefix>.*?(?:[/\\]envs[/\\][^/\\]+|[/\\](?:ana|mini)conda\d*|[/\\]mini(?:forge|mamba)\d*|"
+                      r"[/\\]mambaforge))[/\\]lib[/\\][^/\\]+$")
+
+
+def runtime_groups(lib: str, what: str, version: str) -> dict[str, str]:
+    """Cause and fix for ``LIB: version `GLIBCXX_3.4.29' not found`` when LIB, the copy the loader took, is not the
+    system's: an environment's own (older) libstdc++ / libgcc found first (conda's interpreter finds its env's lib/
+    before the system's), or one bundled inside a package. Empty when LIB is the system's or not named (the general
+    text, the system's library is too old, stands)."""
+    if lib and "\\" not in lib:
+        import posixpath
+
+        lib = posixpath.normpath(lib)  # `.../anaconda3/bin/../lib/libstdc++.so.6` is the base env's lib/
+    if not lib or _SYSTEM_LIB.match(lib):
+        return {}
+    site = file_owner(lib)
+    env = _ENV_LIB.match(lib)
+    if site is not None and site.name not in ("CANN", "NNAL", "the Ascend driver"):
+        whose, why = f"a copy bundled inside the {site.name} package ({site.why})", (
+            f"{site.name} ships its own {lib.rsplit('/', 1)[-1]}, which the loader takes before the system's")
+        fix = (f"Install a build of {site.name} that does not bundle an older {lib.rsplit('/', 1)[-1]} (another "
+               f"release, or its manylinux wheel), or one made for this system")
+    elif env is not None:
+        prefix = env.group("prefix")
+        whose, why = f"the environment's own copy (under {prefix})", (
+            f"the environment at {prefix} has its own {lib.rsplit('/', 1)[-1]} in {prefix}/lib, which its "
+            f"interpreter loads before the system's (the system one may well have {what}_{version})")
+        fix = (f"Put a new enough one in the environment: `conda install -n <env> -c conda-forge libstdcxx-ng "
+               f"libgcc-ng` (or `conda update libstdcxx-ng`), or, if the system's has {what}_{version} (`strings "
+               f"/usr/lib/x86_64-linux-gnu/libstdc++.so.6 | grep {what}_{version}`), point {lib} at it (keep a copy "
+               f"of the old file)")
+    else:
+        return {}
+    return {
+        "_title": f"the {lib.rsplit('/', 1)[-1]} that was loaded, {whose}, lacks {what}_{version}",
+        "_cause": (f"A compiled library needs {what}_{version}, and the copy of {lib.rsplit('/', 1)[-1]} the loader "
+                   f"took is {lib}: {why}. That copy is older than the one the library was built against; the "
+                   f"system's own copy is not the one in question."),
+        "_fix": (fix + f". Check: `strings {lib} | grep {what}_` lists the versions that copy has. Unverified: msdoctor "
+                 f"did not read the files."),
+        "rule": "runtime-copy",
+    }

@@ -172,9 +172,15 @@ class _Scanner:
                 category=e.category, log_cause=hit.cause, log_solution=hit.solution,
             ))
         out.sort(key=lambda m: m.line_no)
-        # a structural rule yields to any other entry that explains the same line (or a neighbour)
-        explained = {n for m in out if m.entry_id not in self.structural for n in (m.line_no - 1, m.line_no, m.line_no + 1)}
-        return [m for m in out if m.entry_id not in self.structural or m.line_no not in explained]
+        # a structural rule yields to a specific entry that explains the same line (or a neighbour); a generic
+        # (fallback) entry's text yields to a structural rule that made a claim there (it read the frames)
+        fallback = {e.id for e, _ in self.prepared if e.fallback}
+        explained = {n for m in out if m.entry_id not in self.structural and m.entry_id not in fallback
+                     for n in (m.line_no - 1, m.line_no, m.line_no + 1)}
+        kept = [m for m in out if m.entry_id not in self.structural or m.line_no not in explained]
+        claimed = {m.line_no for m in kept if m.entry_id in self.structural}
+        return [m for m in kept if m.entry_id in self.structural or m.entry_id not in fallback
+                or m.line_no not in claimed]
 
     def _lookup(self, e: Entry, groups: dict[str, str], hit: _Hit) -> bool:
         """Add the values an entry's lookup provides; False drops the match (nothing is wrong after all, or the
@@ -217,6 +223,11 @@ class _Scanner:
                      else distribution_groups(groups.get("req") or groups.get("req2", ""), context))
             groups.update(found)
             return bool(found)
+        if e.lookup == "runtime":
+            from msdoctor.explain.rules import runtime_groups
+
+            groups.update(runtime_groups(groups.get("lib", ""), groups.get("what", ""), groups.get("v", "")))
+            return True
         if e.lookup == "device":
             from msdoctor.explain.rules import device_access_groups
 
