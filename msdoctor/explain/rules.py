@@ -471,3 +471,66 @@ def runtime_groups(lib: str, what: str, version: str) -> dict[str, str]:
                  f"did not read the files."),
         "rule": "runtime-copy",
     }
+
+
+# -- pip: a package built from source because no wheel fits -------------------------------------------------------
+#: the package whose build pip reports (when the matched line names only the compiler)
+_BUILDING = re.compile(r"(?:Building|build) wheels? for (?P<pkg>[A-Za-z0-9][\w.-]*)\b", re.I)
+#: setuptools' build directory names the platform and the interpreter: build/lib.macosx-12-arm64-cpython-39,
+#: build/temp.linux-aarch64-cpython-312, build/lib.win-amd64-3.8 (older setuptools)
+_BUILD_DIR = re.compile(r"build[/\\](?:lib|temp)\.(?P<plat>[\w.-]+?)-(?:cpython-(?P<cp>\d)(?P<cpm>\d+)|(?P<v>\d\.\d+))\b")
+#: what the build lacked, as compilers and build back-ends say it
+_TOOLCHAIN = (
+    (re.compile(r"Microsoft Visual C\+\+ [\d.]+ or greater is required", re.I),
+     "the Microsoft C++ Build Tools (a C/C++ compiler for Windows)"),
+    (re.compile(r"can't find Rust compiler|\bcargo\b.*not found|setuptools[-_]rust|\bmaturin\b", re.I),
+     "a Rust toolchain (rustup, https://rustup.rs)"),
+    (re.compile(r"Python\.h: No such file", re.I), "the Python headers (the python3-dev / python3-devel package)"),
+    (re.compile(r"(?:gcc|cc|g\+\+|c\+\+)['\"]? (?:failed|: command not found)|command '(?:gcc|cc|g\+\+)' failed|"
+                r"unable to execute '(?:gcc|cc)'", re.I), "a C/C++ compiler (gcc/g++)"),
+)
+
+
+def build_groups(pkg: str, context: Sequence[str]) -> dict[str, str]:
+    """Cause and fix for pip's failed build of a package from its source distribution. pip builds from source only
+    when no wheel of the chosen release on the index fits this interpreter's tags (its Python version, platform and
+    machine), so the failure says first that the release has no wheel here; what the build lacked comes from its own
+    lines when the paste shows them. Empty when no package is named."""
+    for line in context:
+        b = _BUILDING.search(line)
+        if b and not pkg:
+            pkg = b.group("pkg")
+    if not pkg:
+        return {}
+    where = ""
+    for line in context:
+        d = _BUILD_DIR.search(line)
+        if d:
+            py = f"CPython {d.group('cp')}.{d.group('cpm')}" if d.group("cp") else f"Python {d.group('v')}"
+            where = f"{py} on {d.group('plat')}"
+            break
+    if not where:
+        for line in context:
+            s = _STATED_PY.search(line)
+            if s:
+                where = f"Python {s.group('v') or s.group('p')}"
+    lacks = next((what for line in context for rx, what in _TOOLCHAIN if rx.search(line)), "")
+    here = f"this interpreter ({where})" if where else "this interpreter's Python version and platform"
+    return {
+        "_title": f"pip is building {pkg} from source, and the build failed: no {pkg} wheel fits {here}",
+        "_cause": (f"pip builds a package from source only when the index offers no wheel of the release it chose "
+                   f"that fits the interpreter's tags (or the install asked for the source: a git URL, a local path, "
+                   f"--no-binary); so the {pkg} release being installed has no wheel for {here} (a Python too new or "
+                   f"too old for that release, a platform it is not built for, such as macOS arm64 or Linux aarch64, "
+                   f"or a pip too old to know the tags of the wheel that exists), and pip fell back to its source "
+                   f"distribution, whose build needs tools this machine lacks." + (f" The build output shows it lacks {lacks}." if lacks else
+                                                    " The build's own output, further down, names what it lacked.")),
+        "_fix": (f"Prefer a wheel: `{{python}} -m pip download {pkg} --only-binary :all: --no-deps -d /tmp/w` shows "
+                 f"whether any release has one for this interpreter; use a Python version that release publishes "
+                 f"wheels for (a separate environment), or a newer {pkg} release that has one ("
+                 f"`{{python}} -m pip install --only-binary {pkg} {pkg}`)"
+                 + (f"; or install {lacks} and rerun the install" if lacks else
+                    "; or install the build's toolchain and rerun the install")
+                 + ". Unverified: msdoctor did not query the index."),
+        "rule": "sdist-build",
+    }

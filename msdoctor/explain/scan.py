@@ -20,7 +20,9 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
-STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword")
+STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build")
+#: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
+AFTER = ("conflict", "build", "wheel")
 FRAME_LINES = 10
 #: how far back the device rule looks for evidence (`id`, CapEff, `ls -l /dev/davinci*` printed before the error)
 DEVICE_LINES = 25
@@ -136,7 +138,7 @@ class _Scanner:
         cause, solution = _log_advice(norm, i)
         back = DEVICE_LINES if entry.lookup == "device" else FRAME_LINES if entry.lookup in STRUCTURAL else 0
         before = tuple(norm[max(0, i - back):i]) if back else ()
-        after = tuple(norm[i + 1:i + 1 + AFTER_LINES]) if entry.lookup == "conflict" else ()
+        after = tuple(norm[i + 1:i + 1 + AFTER_LINES]) if entry.lookup in AFTER else ()
         found.hits.append(_Hit(no, shown, groups, cause, solution, before, after))
 
     def matches(self) -> list[Match]:
@@ -215,10 +217,17 @@ class _Scanner:
             found = conflict_groups(hit.after)
             groups.update(found)
             return bool(found)
+        if e.lookup == "build":
+            from msdoctor.explain.rules import build_groups
+
+            found = build_groups(groups.get("pkg") or groups.get("pkg2") or groups.get("pkg3") or "",
+                                 (*hit.before, hit.line, *hit.after))
+            groups.update(found)
+            return bool(found)
         if e.lookup in ("wheel", "distribution"):
             from msdoctor.explain.rules import distribution_groups, wheel_groups
 
-            context = (*hit.before, hit.line)
+            context = (*hit.before, hit.line, *hit.after)
             found = (wheel_groups(groups.get("wheel", ""), context) if e.lookup == "wheel"
                      else distribution_groups(groups.get("req") or groups.get("req2", ""), context))
             groups.update(found)
