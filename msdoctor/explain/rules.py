@@ -534,3 +534,56 @@ def build_groups(pkg: str, context: Sequence[str]) -> dict[str, str]:
                  + ". Unverified: msdoctor did not query the index."),
         "rule": "sdist-build",
     }
+
+
+# -- an installed package's requirement that the installed version does not meet ------------------------------------
+#: transformers' own hint names the package that checks: "Try: `pip install transformers -U`"
+_TRY_UPGRADE = re.compile(r"pip install (?P<pkg>[A-Za-z0-9][\w.-]*) -U\b")
+
+
+def requirement_groups(req: str, dist: str, found: str, who: str, context: Sequence[str]) -> dict[str, str]:
+    """Cause and fix for a requirement the installed version does not meet: transformers' import-time check
+    (``REQ is required for a normal functioning of this module, but found D==V``) or pip's (``P V requires REQ, but
+    you have D V``). The requirer is the package pip names, else the owner of the raising frame, else the package
+    the message's own hint says to upgrade; the version found is compared with the specifier (above it: D is too new
+    for the requirer; below: too old). Empty when the requirement does not parse."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        spec = Requirement(req.replace(" ", "")).specifier
+        version = Version(found)
+    except (InvalidRequirement, InvalidVersion):
+        return {}
+    if version in spec:
+        return {}
+    if not who:
+        paths = [p for p in frames(context) if not _MACHINERY.search(p)]
+        owner = next((o for o in map(frame_owner, reversed(paths)) if o is not None), None)
+        if owner is not None:
+            who = owner.name
+        else:
+            hint = next((m.group("pkg") for line in context for m in [_TRY_UPGRADE.search(line)] if m), "")
+            who = hint
+    requirer = who or "the package that checks it"
+    name = who.split(" ")[0] if who else "<that package>"
+    bounds = [s for s in spec if s.operator in ("<", "<=", "==", "~=", "===")]
+    above = any(not s.contains(version) for s in bounds) and all(
+        s.contains(version) for s in spec if s.operator in (">", ">="))
+    side = (f"{dist} {found} is newer than {requirer} accepts ({req}): {dist} was upgraded past the range this "
+            f"{requirer} release was made for (or {requirer} is an older build than {dist})") if above else (
+            f"{dist} {found} is older than {requirer} needs ({req}): {requirer} was upgraded, or {dist} downgraded, "
+            f"without the other")
+    change = (f"install the {name} release made for {dist} {found} (a newer one: `{{python}} -m pip install -U "
+              f"{name}`), or put {dist} back in range: `{{python}} -m pip install \"{dist}{spec}\"`") if above else (
+              f"upgrade {dist} into the range: `{{python}} -m pip install \"{dist}{spec}\"`, or install the {name} "
+              f"release made for {dist} {found}")
+    return {
+        "_title": f"{requirer} and {dist} {found} are releases that do not pair ({requirer} requires {req})",
+        "_cause": (f"{requirer} declares that it needs {req}, and the installed {dist} is {found}, outside that range. "
+                   + side + ". The two are releases that do not pair."),
+        "_fix": (change[0].upper() + change[1:] + f"; `{{python}} -m pip check` lists every requirement of the "
+                 f"installed packages that is not met. Unverified: msdoctor did not resolve the new set "
+                 f"(`{{python}} -m pip install --dry-run ...` does)."),
+        "rule": "requirement-range",
+    }

@@ -20,9 +20,9 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
-STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build")
+STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement")
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
-AFTER = ("conflict", "build", "wheel")
+AFTER = ("conflict", "build", "wheel", "requirement")
 FRAME_LINES = 10
 #: how far back the device rule looks for evidence (`id`, CapEff, `ls -l /dev/davinci*` printed before the error)
 DEVICE_LINES = 25
@@ -215,6 +215,15 @@ class _Scanner:
             from msdoctor.explain.rules import conflict_groups
 
             found = conflict_groups(hit.after)
+            groups.update(found)
+            return bool(found)
+        if e.lookup == "requirement":
+            from msdoctor.explain.rules import requirement_groups
+
+            found = requirement_groups(groups.get("req") or groups.get("req2", ""), groups.get("dist") or
+                                       groups.get("dist2", ""), groups.get("found") or groups.get("found2", ""),
+                                       " ".join(x for x in (groups.get("who"), groups.get("whover")) if x),
+                                       (*hit.before, hit.line, *hit.after))
             groups.update(found)
             return bool(found)
         if e.lookup == "build":
