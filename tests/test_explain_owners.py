@@ -146,3 +146,12 @@ def test_std_symbols_are_the_cpp_runtimes() -> None:
                 "_ZSt28__throw_bad_array_new_lengthv"):
         assert symbol_owner(sym).name == "libstdc++", sym
     assert symbol_owner("_ZN5torch3jit17parseSchemaOrNameERKSs").name == "torch"  # std:: in its arguments only
+
+
+def test_the_per_user_site_names_no_interpreter() -> None:
+    """~/.local/lib/pythonX.Y/site-packages serves every interpreter of that version: ~/.local/bin/pythonX.Y is none."""
+    from msdoctor.explain.owners import interpreter_of_paths
+
+    assert interpreter_of_paths(["/home/u/.local/lib/python3.8/site-packages/accelerate/utils/__init__.py"]) is None
+    assert interpreter_of_paths(["/home/u/.local/lib/python3.8/site-packages/a.py",
+                                 "/opt/venv/lib/python3.8/site-packages/b.py"]) == "/opt/venv/bin/python3.8"

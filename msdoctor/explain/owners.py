@@ -175,5 +175,8 @@ def interpreter_of_paths(texts: "list[str]") -> Optional[str]:
     """The interpreter that the pasted paths point to: ``PREFIX/lib/pythonX.Y/site-packages/...`` is the
     environment whose interpreter is ``PREFIX/bin/pythonX.Y`` (a venv, conda env or system prefix; POSIX layout).
     None when no path tells, or when the paths name more than one environment."""
-    found = {f"{m.group('prefix')}/bin/python{m.group('ver')}" for t in texts for m in _ENV_OF_PATH.finditer(t)}
+    # ~/.local/lib/pythonX.Y/site-packages is the per-user site (https://docs.python.org/3/library/site.html): it
+    # belongs to every interpreter of that version, and ~/.local/bin/pythonX.Y is none of them
+    found = {f"{m.group('prefix')}/bin/python{m.group('ver')}" for t in texts for m in _ENV_OF_PATH.finditer(t)
+             if not m.group("prefix").endswith("/.local")}
     return found.pop() if len(found) == 1 else None

@@ -97,16 +97,48 @@ def import_groups(module: str, before: Sequence[str]) -> dict[str, str]:
     }
 
 
-def pairing_groups(name: str, module: str, before: Sequence[str]) -> dict[str, str]:
+#: the file of the module named in ``cannot import name 'N' from 'M' (PATH)``
+_FROM_PATH = re.compile(r"from '[\w.]+' \((?P<path>[^)]+)\)")
+#: a per-user site-packages (https://docs.python.org/3/library/site.html#site.USER_SITE): ~/.local/lib/pythonX.Y/
+#: site-packages on POSIX, %APPDATA%\Python\PythonXY\site-packages on Windows
+_USER_SITE = re.compile(r"(?P<site>.*?[/\\]\.local[/\\]lib[/\\]python\d\.\d+[/\\]site-packages|"
+                        r".*?[/\\]AppData[/\\]Roaming[/\\]Python[/\\]Python\d+[/\\]site-packages)[/\\]", re.I)
+
+
+def user_site_groups(name: str, module: str, line: str) -> dict[str, str]:
+    """``cannot import name N from M (PATH)`` where PATH lies in the per-user site-packages: the M imported is the copy
+    ``pip install --user`` put there, which Python searches before the environment's own site-packages (outside a
+    venv), and that copy has no N. Empty when the message names no such path."""
+    f = _FROM_PATH.search(line)
+    u = _USER_SITE.match(f.group("path")) if f else None
+    if f is None or u is None:
+        return {}
+    top = _top(module)
+    return {
+        "_title": f"the {top} imported is the per-user copy in {u.group('site')}, a release without {name}",
+        "_cause": (f"{module} was imported from {f.group('path')}, the per-user site-packages that `pip install --user` "
+                   f"(or a pip run without a writable environment) fills; Python searches it before the environment's "
+                   f"own site-packages, so that copy of {top} is the one used, and it has no {name}: it is another "
+                   f"(most often an older) release than the code needs, and any {top} installed in the environment "
+                   f"is hidden behind it."),
+        "_fix": (f"Upgrade or remove the per-user copy: `{{python}} -m pip install --user -U {top}` (or `{{python}} -m "
+                 f"pip uninstall {top}` until `{{python}} -m pip list --user` no longer shows it), or run with "
+                 f"PYTHONNOUSERSITE=1 to ignore it. Unverified: `{{python}} -c \"import {top}; print({top}.__version__, "
+                 f"{top}.__file__)\"` shows which copy and release is imported."),
+        "rule": "user-site",
+    }
+
+
+def pairing_groups(name: str, module: str, before: Sequence[str], line: str = "") -> dict[str, str]:
     """Cause, fix and check for ``cannot import name NAME from MODULE`` / ``module MODULE has no attribute NAME``
     raised in a file of another package; empty: no claim."""
     path = _raising_path(before)
     if path is None or not module:
-        return {}
+        return user_site_groups(name, module, line) if module else {}
     owner = frame_owner(path)
     top = _top(module)
     if owner is None or owner.name.lower() in (top.lower(), "python"):
-        return {}
+        return user_site_groups(name, module, line)
     lib = owner.name
     if name == "__version__" and module == top:
         # every release of a distributed package sets it; a module without it is not the installed package: a

@@ -197,7 +197,7 @@ class _Scanner:
             from msdoctor.explain.rules import pairing_groups
 
             found = pairing_groups(groups.get("name") or groups.get("attribute", ""),
-                                   groups.get("module") or groups.get("owner", ""), hit.before)
+                                   groups.get("module") or groups.get("owner", ""), hit.before, hit.line)
             groups.update(found)
             return bool(found)
         if e.lookup == "keyword":
