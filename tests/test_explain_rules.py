@@ -188,3 +188,21 @@ def test_a_generic_text_yields_to_the_rule_that_read_the_frames() -> None:
     last = "ImportError: cannot import name 'Rel' from 'mindspore._checkparam' (/e/mindspore/_checkparam.py)\n"
     assert [m.entry_id for m in explain_text(frame + last)] == ["library-release-pairing"]
     assert [m.entry_id for m in explain_text(last)] == ["api-skew"]
+
+
+def test_a_file_named_like_the_module_it_imports() -> None:
+    """The frames show the script itself is torch.py (a constructed excerpt of the situation sahi-402 settled on)."""
+    text = ('  File "/home/k/sahi/sahi/utils/torch.py", line 5, in <module>\n    import torch\n'
+            '  File "/home/k/sahi/sahi/utils/torch.py", line 7, in <module>\n    from torch import stack\n'
+            "ImportError: cannot import name 'stack' from partially initialized module 'torch' (most likely due to a "
+            "circular import)\n")
+    [m] = explain_text(text)
+    assert m.groups["rule"] == "file-shadows-module" and "/home/k/sahi/sahi/utils/torch.py" in m.title
+
+
+def test_a_checkout_named_as_the_package_shadows_it() -> None:
+    text = ('  File "/work/vllm-main/vllm/__init__.py", line 3, in <module>\n    from vllm import cuda_utils\n'
+            "ImportError: cannot import name 'cuda_utils' from partially initialized module 'vllm' (most likely due "
+            "to a circular import)\n")
+    [m] = explain_text(text)
+    assert m.groups["rule"] == "shadowed-install" and "outside site-packages" in m.title

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Optional, Sequence
 
-from msdoctor.explain.owners import file_owner, frame_owner
+from msdoctor.explain.owners import checkout_owner, file_owner, frame_owner
 
 #: a Python traceback frame as CPython prints it
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
@@ -618,4 +618,73 @@ def requirement_groups(req: str, dist: str, found: str, who: str, context: Seque
                  f"installed packages that is not met. Unverified: msdoctor did not resolve the new set "
                  f"(`{{python}} -m pip install --dry-run ...` does)."),
         "rule": "requirement-range",
+    }
+
+
+# -- a module used while it is still being imported ---------------------------------------------------------------
+def _stem(path: str) -> str:
+    return re.split(r"[/\\]", path)[-1].rsplit(".", 1)[0]
+
+
+def circular_groups(name: str, module: str, before: Sequence[str]) -> dict[str, str]:
+    """Cause and fix for ``cannot import name N from partially initialized module M`` / ``partially initialized
+    module M has no attribute N``: M was asked for N while M's own code was still running. From the frames:
+
+    - a frame's file is ``M.py`` outside site-packages: the user's file of that name is imported as M (a script named
+      like the package it imports: its directory comes first on sys.path), and it imports itself;
+    - M's frames lie in a source checkout named as M (``vllm-main/vllm``) outside site-packages: that tree is imported
+      instead of an install (the current directory, or PYTHONPATH), or it is being developed with a real cycle;
+    - no frame at all: a released M does not import itself while loading, so the M imported is most likely not the
+      installed one; said with the command that shows which one it is.
+
+    Frames only in site-packages (a cycle inside installed packages, or one the frames do not show): no claim."""
+    top = _top(module)
+    if not top:
+        return {}
+    paths = [p for p in frames(before) if not _MACHINERY.search(p)]
+    where = (f"`{{python}} -c \"import importlib.util as u; print(u.find_spec('{top}').origin)\"`, run from the same "
+             f"directory, shows which {top} Python imports")
+    own = next((p for p in paths if _stem(p) == top and not _SITE.search(p)), None)
+    if own is not None:
+        return {
+            "_title": f"your file {own} is imported as {top}, instead of the {top} package",
+            "_cause": (f"{own} is a file named {top}.py outside site-packages: Python imports it as the module {top} (the "
+                       f"directory of the script being run comes first on sys.path), so `import {top}` in it imports "
+                       f"itself, and asking it for {name} while it is still running fails. The installed {top} is "
+                       f"never reached."),
+            "_fix": (f"Rename {own} (and delete the __pycache__/{top}*.pyc next to it); {where}. Unverified: msdoctor "
+                     f"read only the frames pasted."),
+            "rule": "file-shadows-module",
+        }
+    # a checkout named as the package (vllm-main/vllm): a directory merely named M (pytorch/torch, a developer's own
+    # build with a real cycle) tells nothing
+    tree = next((p for p in paths for o in [checkout_owner(p)] if o is not None and o.name == top), None)
+    if tree is not None:
+        return {
+            "_title": f"{top} was imported from {tree.rsplit(top, 1)[0]}{top}, a directory outside site-packages, and "
+                      f"it imports itself while loading",
+            "_cause": (f"The frames show {top}'s files in {tree}, outside site-packages: that directory is what Python "
+                       f"imports as {top}. If it is a source checkout of an installed package (the current directory, "
+                       f"or one on PYTHONPATH), it shadows the install and lacks what the build adds (its compiled "
+                       f"parts, generated files), so {name} is not there yet when asked for; if it is your own "
+                       f"package, two of its modules import each other at load time."),
+            "_fix": (f"Start Python from another directory than the checkout and remove it from PYTHONPATH (or build "
+                     f"and install it: `{{python}} -m pip install -e <checkout>`); {where}. For your own package, move "
+                     f"the import of {name} into the function that uses it. Unverified: `msdoctor check --only "
+                     f"duplicate-installs` finds a shadowing copy."),
+            "rule": "shadowed-install",
+        }
+    if paths:
+        return {}
+    return {
+        "_title": f"{top} was asked for {name} while still being imported: most likely not the installed {top}",
+        "_cause": (f"Python was still running {top}'s own import when {name} was asked of it. A released {top} does "
+                   f"not import itself while loading, so the {top} imported is most likely not the installed package: "
+                   f"a source checkout of {top} in the current directory (or on PYTHONPATH), which lacks the parts a "
+                   f"build adds, or a file named {top}.py next to the script. The paste shows no frames to tell "
+                   f"which."),
+        "_fix": (f"{where[0].upper()}{where[1:]}: if it is not site-packages, start Python from another directory "
+                 f"(or rename the file, or remove the directory from PYTHONPATH). Unverified: `msdoctor check --only "
+                 f"duplicate-installs` finds a shadowing copy."),
+        "rule": "not-the-install",
     }

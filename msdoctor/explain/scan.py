@@ -20,7 +20,7 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
-STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement")
+STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement", "circular")
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
 AFTER = ("conflict", "build", "wheel", "requirement")
 FRAME_LINES = 10
@@ -215,6 +215,13 @@ class _Scanner:
             from msdoctor.explain.rules import conflict_groups
 
             found = conflict_groups(hit.after)
+            groups.update(found)
+            return bool(found)
+        if e.lookup == "circular":
+            from msdoctor.explain.rules import circular_groups
+
+            found = circular_groups(groups.get("name") or groups.get("attribute", ""),
+                                    groups.get("module") or groups.get("owner", ""), hit.before)
             groups.update(found)
             return bool(found)
         if e.lookup == "requirement":
