@@ -206,3 +206,13 @@ def test_a_checkout_named_as_the_package_shadows_it() -> None:
             "to a circular import)\n")
     [m] = explain_text(text)
     assert m.groups["rule"] == "shadowed-install" and "outside site-packages" in m.title
+
+
+def test_a_bound_port_outside_mindspore_keeps_the_general_text() -> None:
+    """torch's c10d store on a bound port (https://github.com/deepspeedai/DeepSpeed/issues/3916): no MindSpore
+    scheduler line, so the general answer with the port it names."""
+    text = ("RuntimeError: The server socket has failed to listen on any local network address. The server socket has "
+            "failed to bind to [::]:29600 (errno: 98 - Address already in use). The server socket has failed to bind "
+            "to 0.0.0.0:29600 (errno: 98 - Address already in use).\n")
+    [m] = explain_text(text)
+    assert m.groups["rule"] == "port-bound" and "port 29600" in m.title and "MS_SCHED" not in m.fix

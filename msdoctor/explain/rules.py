@@ -348,14 +348,18 @@ def conflict_groups(after: Sequence[str]) -> dict[str, str]:
 _PORT = re.compile(r"(?:[\w.\]]:|\(['\"][\d.:]*['\"], |\bport[= ]?)(?P<port>\d{2,5})\b", re.I)
 
 
-def port_groups(context: Sequence[str]) -> dict[str, str]:
-    """Cause and fix for ``Address already in use`` from the port the paste names (none named: the general text)."""
+def port_groups(context: Sequence[str], after: Sequence[str] = ()) -> dict[str, str]:
+    """Cause and fix for ``Address already in use`` from the port the paste names (none named: the general text): the
+    last one named up to the matched line (the last of ``context``). The lines after it tell only whose bind failed
+    (MindSpore's scheduler logs its own lines after the socket's)."""
     port = None
     for line in context:
         for m in _PORT.finditer(line):
             if 0 < int(m.group("port")) < 65536:
                 port = m.group("port")
     which = f"port {port}" if port else "the port it listens on"
+    if any(_MS_SCHEDULER.search(line) for line in (*context, *after)):
+        return _scheduler_port_groups(which, port)
     return {
         "_title": f"a process could not listen on {which}: another process holds it",
         "_cause": (f"Binding {which} failed because another process on this host already listens on it: a previous "
@@ -369,6 +373,36 @@ def port_groups(context: Sequence[str]) -> dict[str, str]:
                   "start this job on a free port (msrun --master_port <free port>, torchrun --master_port <free "
                   "port>).")) + " Unverified: msdoctor did not look at this host's sockets.",
         "rule": "port-bound",
+    }
+
+
+#: MindSpore's cluster scheduler (the meta server node of its dynamic cluster) and its TCP server, as its log names
+#: them (mindspore/ccsrc/distributed/cluster/topology/meta_server_node.cc, distributed/rpc/tcp/tcp_comm.cc)
+_MS_SCHEDULER = re.compile(r"meta_server_node\.cc|MetaServerNode|\bInitTCPServer\b|DISTRIBUTED\(.*tcp_comm\.cc")
+#: the variables that make a MindSpore process a member of a dynamic cluster
+#: (https://www.mindspore.cn/tutorials/en/r2.7.0/parallel/dynamic_cluster.html)
+MS_CLUSTER_VARS = ("MS_ROLE", "MS_SCHED_HOST", "MS_SCHED_PORT", "MS_WORKER_NUM", "MS_NODE_ID")
+
+
+def _scheduler_port_groups(which: str, port: Optional[str]) -> dict[str, str]:
+    """The bind that failed is MindSpore's own scheduler (the meta server node that every worker registers with, on
+    MS_SCHED_HOST:MS_SCHED_PORT): a second scheduler was started on a port one already holds."""
+    names = " ".join(MS_CLUSTER_VARS)
+    return {
+        "_title": f"MindSpore's cluster scheduler could not listen on {which}: another scheduler holds it",
+        "_cause": (f"The bind that failed is MindSpore's scheduler (the meta server of its dynamic cluster, which every "
+                   f"worker registers with on MS_SCHED_HOST:MS_SCHED_PORT), so a second scheduler was started on "
+                   f"{which}. Either the environment already carries MindSpore's cluster variables ({names}), set "
+                   f"by a launcher (a Kubernetes MindSpore job, a cluster scheduler's template) that starts its own "
+                   f"scheduler, while the script or msrun starts another on the same port; or a scheduler of an "
+                   f"earlier run is still alive; or two jobs share one MS_SCHED_PORT / msrun --master_port."),
+        "_fix": (f"`env | grep '^MS_'` in the job shows injected cluster variables: for a single-node job started with "
+                 f"msrun, `unset {names}` before msrun (or at the top of the script, before MindSpore is imported); "
+                 + (f"`ss -ltnp | grep ':{port} '` shows the process that holds the port (a leftover run: stop it); "
+                    if port else "`ss -ltnp` shows the process that holds the port (a leftover run: stop it); ")
+                 + "or start the job on a free port (msrun --master_port <free port>). Unverified: msdoctor did not "
+                 "look at this job's environment or this host's sockets."),
+        "rule": "scheduler-port",
     }
 
 

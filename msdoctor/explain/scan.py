@@ -22,7 +22,7 @@ JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
 STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement", "circular")
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
-AFTER = ("conflict", "build", "wheel", "requirement")
+AFTER = ("conflict", "build", "wheel", "requirement", "port")
 FRAME_LINES = 10
 #: how far back the device rule looks for evidence (`id`, CapEff, `ls -l /dev/davinci*` printed before the error)
 DEVICE_LINES = 25
@@ -209,7 +209,7 @@ class _Scanner:
         if e.lookup == "port":
             from msdoctor.explain.rules import port_groups
 
-            groups.update(port_groups((*hit.before, hit.line)))
+            groups.update(port_groups((*hit.before, hit.line), hit.after))
             return True
         if e.lookup == "conflict":
             from msdoctor.explain.rules import conflict_groups
