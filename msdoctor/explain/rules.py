@@ -58,8 +58,14 @@ def _checkout_of(path: str, package: str) -> bool:
     return package in parts[:-1]
 
 
-def import_groups(module: str, before: Sequence[str]) -> dict[str, str]:
-    """Cause, fix and check for ``No module named MODULE`` from the frames before it; empty: no claim."""
+def import_groups(module: str, before: Sequence[str], after: Sequence[str] = ()) -> dict[str, str]:
+    """Cause, fix and check for ``No module named MODULE`` from the frames before it, else from two interpreters the
+    paste shows (:func:`interpreters_groups`); empty: no claim."""
+    found = _import_frame_groups(module, before)
+    return found or interpreters_groups(module, (*before, *after))
+
+
+def _import_frame_groups(module: str, before: Sequence[str]) -> dict[str, str]:
     path = _raising_path(before)
     if path is None:
         return {}
@@ -721,4 +727,57 @@ def circular_groups(name: str, module: str, before: Sequence[str]) -> dict[str, 
                  f"(or rename the file, or remove the directory from PYTHONPATH). Unverified: `msdoctor check --only "
                  f"duplicate-installs` finds a shadowing copy."),
         "rule": "not-the-install",
+    }
+
+
+# -- two interpreters in one paste --------------------------------------------------------------------------------
+#: an interpreter's path as sys.executable, `which python` or a kernel's argv print it (a repr doubles backslashes)
+_INTERPRETER = re.compile(r"(?P<path>(?:[A-Za-z]:[/\\]|/)[^\s'\"]*?[/\\]python(?:\d+(?:\.\d+)?)?(?:\.exe)?)(?=['\"\s,]|$)",
+                          re.I)
+#: what marks the interpreter a notebook runs
+_KERNEL_WORDS = re.compile(r"jupyter|notebook|ipykernel|kernel|ipython|vs ?code", re.I)
+
+
+def interpreters_groups(module: str, context: Sequence[str]) -> dict[str, str]:
+    """``No module named M`` with two different interpreter paths in the paste (``sys.executable`` printed from a
+    shell and from a notebook, say): M is installed for one and the process that failed runs the other. The one named
+    on (or just after) a line about Jupyter, a kernel or VS Code is the notebook's. Empty with fewer than two."""
+    seen: list[tuple[str, bool]] = []
+    label = False
+    for line in context:
+        text = line.replace("\\\\", "\\")
+        marked = bool(_KERNEL_WORDS.search(text))
+        for m in _INTERPRETER.finditer(text):
+            path = m.group("path")
+            if all(path != p for p, _ in seen):
+                seen.append((path, marked or label))
+        label = marked and not _INTERPRETER.search(text)  # "sys.executable for jupyter:" then the path
+    if len(seen) < 2:
+        return {}
+    kernel = next((p for p, k in seen if k), None)
+    other = next((p for p, k in seen if p != kernel and not k), None)
+    top = _top(module)
+    if kernel is not None and other is not None:
+        return {
+            "_title": f"the notebook's kernel runs {kernel}, not {other}: {top} is not installed for the kernel's "
+                      f"interpreter",
+            "_cause": (f"The paste shows two interpreters: {kernel} (the one Jupyter / the kernel runs) and {other}. "
+                       f"A kernel runs the interpreter its kernel.json names, not the one the shell that started "
+                       f"Jupyter activated; {top} is installed for {other}, and the kernel's interpreter has none."),
+            "_fix": (f"Register a kernel for the environment that has {top} and select it in the notebook: `msdoctor "
+                     f"fix-kernel --python {other}` (it writes the kernel.json with a backup; --dry-run shows the "
+                     f"plan); or install {top} for the kernel's interpreter: `{kernel} -m pip install {top}`. "
+                     f"Unverified: msdoctor read only the paths pasted; `msdoctor check --only kernel-mismatch` "
+                     f"compares the kernels with the target interpreter."),
+            "rule": "two-interpreters",
+        }
+    names = ", ".join(p for p, _ in seen[:3])
+    return {
+        "_title": f"{top} is missing for the interpreter that ran, one of the several the paste shows",
+        "_cause": (f"The paste shows more than one interpreter ({names}): {top} is installed for one of them, and the "
+                   f"process that failed runs another."),
+        "_fix": (f"Run with the interpreter that has {top} (`<that python> -c \"import {top}\"` tells), or install {top} "
+                 f"for the one that failed: `<that python> -m pip install {top}`. Unverified: msdoctor read only the "
+                 f"paths pasted."),
+        "rule": "two-interpreters",
     }

@@ -22,7 +22,7 @@ JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
 STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement", "circular")
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
-AFTER = ("conflict", "build", "wheel", "requirement", "port")
+AFTER = ("conflict", "build", "wheel", "requirement", "port", "import")
 FRAME_LINES = 10
 #: how far back the device rule looks for evidence (`id`, CapEff, `ls -l /dev/davinci*` printed before the error)
 DEVICE_LINES = 25
@@ -190,7 +190,7 @@ class _Scanner:
         if e.lookup == "import":
             from msdoctor.explain.rules import import_groups
 
-            found = import_groups(groups.get("mod", ""), hit.before)
+            found = import_groups(groups.get("mod", ""), hit.before, hit.after)
             groups.update(found)
             return bool(found)
         if e.lookup == "pairing":
