@@ -216,3 +216,15 @@ def test_a_bound_port_outside_mindspore_keeps_the_general_text() -> None:
             "to 0.0.0.0:29600 (errno: 98 - Address already in use).\n")
     [m] = explain_text(text)
     assert m.groups["rule"] == "port-bound" and "port 29600" in m.title and "MS_SCHED" not in m.fix
+
+
+def test_a_printed_version_that_pip_lists_is_no_claim() -> None:
+    """The opencv-14495 paste with the versions in agreement (constructed): nothing shadows, no claim."""
+    text = "import cv2\ncv2.__version__\n\n'4.0.0.21'\n\npip freeze:\nopencv-python==4.0.0.21\n"
+    assert explain_text(text) == []
+    assert explain_text("print(torch.__version__)\n2.1.0\n") == []  # no pip list to compare with
+
+
+def test_one_variant_named_is_no_claim() -> None:
+    text = ("I installed opencv-contrib-python==4.5.1\nAttributeError: module 'cv2' has no attribute 'xfeatures2d'\n")
+    assert explain_text(text) == []

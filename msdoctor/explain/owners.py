@@ -180,3 +180,23 @@ def interpreter_of_paths(texts: "list[str]") -> Optional[str]:
     found = {f"{m.group('prefix')}/bin/python{m.group('ver')}" for t in texts for m in _ENV_OF_PATH.finditer(t)
              if not m.group("prefix").endswith("/.local")}
     return found.pop() if len(found) == 1 else None
+
+
+#: distributions whose import name is not their project name (each project's PyPI page): every distribution that
+#: installs the module, so two of them in one environment write the same files. opencv-python's four variants all
+#: install cv2, and only one of them may be installed (https://github.com/opencv/opencv-python#installation-and-usage)
+IMPORT_NAMES: dict[str, tuple[str, ...]] = {
+    "cv2": ("opencv-python", "opencv-contrib-python", "opencv-python-headless", "opencv-contrib-python-headless"),
+    "PIL": ("Pillow",), "yaml": ("PyYAML",), "attr": ("attrs",), "sklearn": ("scikit-learn",),
+}
+
+
+def distributions_of(module: str) -> tuple[str, ...]:
+    """The distributions that install a top-level module: the table above, else the project named as the module."""
+    top = module.split(".")[0]
+    return IMPORT_NAMES.get(top, (top,))
+
+
+def import_name_hint() -> str:
+    """How the distribution's name differs from the module's, for a fix that installs a missing module."""
+    return ", ".join(f"{m} is {d[0]}" for m, d in IMPORT_NAMES.items())

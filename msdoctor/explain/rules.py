@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 from typing import Optional, Sequence
 
-from msdoctor.explain.owners import checkout_owner, file_owner, frame_owner
+from msdoctor.explain.owners import (checkout_owner, distributions_of, file_owner, frame_owner,
+                                     import_name_hint)
 
 #: a Python traceback frame as CPython prints it
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
@@ -96,8 +97,8 @@ def _import_frame_groups(module: str, before: Sequence[str]) -> dict[str, str]:
         "_cause": (f"The import of {module} was made by {path} ({owner.name}: {owner.why}); {module} is a dependency "
                    f"of {owner.name} that is not installed in the environment that runs it (or is installed in "
                    f"another one)."),
-        "_fix": (f"`{{python}} -m pip install {module}` (the distribution's name can differ from the module's: yaml is "
-                 f"PyYAML, attr is attrs, cv2 is opencv-python, PIL is Pillow, sklearn is scikit-learn). Unverified: "
+        "_fix": (f"`{{python}} -m pip install {module}` (the distribution's name can differ from the module's: "
+                 f"{import_name_hint()}). Unverified: "
                  f"`{{python}} -m pip check` lists the requirements of installed packages that are missing."),
         "rule": "missing-dependency", "frame": path,
     }
@@ -135,16 +136,18 @@ def user_site_groups(name: str, module: str, line: str) -> dict[str, str]:
     }
 
 
-def pairing_groups(name: str, module: str, before: Sequence[str], line: str = "") -> dict[str, str]:
+def pairing_groups(name: str, module: str, before: Sequence[str], line: str = "",
+                   after: Sequence[str] = ()) -> dict[str, str]:
     """Cause, fix and check for ``cannot import name NAME from MODULE`` / ``module MODULE has no attribute NAME``
     raised in a file of another package; empty: no claim."""
     path = _raising_path(before)
     if path is None or not module:
-        return user_site_groups(name, module, line) if module else {}
+        return (user_site_groups(name, module, line) or variants_groups(module, (*before, line, *after))) if module \
+            else {}
     owner = frame_owner(path)
     top = _top(module)
     if owner is None or owner.name.lower() in (top.lower(), "python"):
-        return user_site_groups(name, module, line)
+        return user_site_groups(name, module, line) or variants_groups(module, (*before, line, *after))
     lib = owner.name
     if name == "__version__" and module == top:
         # every release of a distributed package sets it; a module without it is not the installed package: a
@@ -780,4 +783,98 @@ def interpreters_groups(module: str, context: Sequence[str]) -> dict[str, str]:
                  f"for the one that failed: `<that python> -m pip install {top}`. Unverified: msdoctor read only the "
                  f"paths pasted."),
         "rule": "two-interpreters",
+    }
+
+
+# -- the module imported is not the distribution pip lists -----------------------------------------------------------
+#: `pip freeze` / `pip list` lines and pip's own `name==version` spellings
+_PIP_LINE = re.compile(r"(?<![\w.-])(?P<dist>[A-Za-z0-9][\w.-]*?)(?:==|\s+)(?P<ver>\d[\w.+!-]*)\s*$")
+#: a printed version string on the line after `M.__version__` (the REPL's repr, or print's plain text)
+_PRINTED_VERSION = re.compile(r"^['\"]?(?P<v>\d+(?:\.\d+)+[\w.+-]*)['\"]?$")
+
+
+#: a log prefix before the pasted text: `[rank0]:`, `(Worker pid=6871)`, `rank1: `
+_LOG_PREFIX = re.compile(r"^(?:\[rank\d+\]:|\(\w+ pid=\d+\)|rank\d+:)\s*")
+
+
+def _unprefixed(line: str) -> str:
+    return _LOG_PREFIX.sub("", line.strip())
+
+
+def _normal_dist(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pip_versions(lines: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for raw in lines:
+        line = _unprefixed(raw)
+        m = _PIP_LINE.search(line)
+        if m and (not line.startswith(("import ", "from ")) and " " not in line.split("==")[0]):
+            out[_normal_dist(m.group("dist"))] = m.group("ver")
+    return out
+
+
+def version_shadow_groups(module: str, context: Sequence[str]) -> dict[str, str]:
+    """``M.__version__`` printed as V1 while the paste's pip list shows a distribution that installs M at V2: the M
+    Python imports is another copy than the one pip installed (a directory on PYTHONPATH, a toolkit's own bindings
+    put on the path by its setup script, a user-site copy). Empty unless both versions are in the paste and differ."""
+    top = _top(module)
+    imported = None
+    for i, line in enumerate(context):
+        if f"{top}.__version__" in line:
+            for nxt in context[i + 1:i + 4]:
+                v = _PRINTED_VERSION.match(_unprefixed(nxt))
+                if v:
+                    imported = v.group("v")
+                    break
+            if imported:
+                break
+    if imported is None:
+        return {}
+    listed = _pip_versions(context)
+    dists = [(d, listed[_normal_dist(d)]) for d in distributions_of(top) if _normal_dist(d) in listed]
+    if not dists or any(v == imported for _, v in dists):
+        return {}
+    shown = ", ".join(f"{d} {v}" for d, v in dists)
+    return {
+        "_title": f"the {top} Python imports ({imported}) is not the one pip installed ({shown})",
+        "_cause": (f"{top}.__version__ says {imported}, while pip lists {shown}: the module Python imports is another "
+                   f"copy than the installed distribution, found earlier on sys.path: a directory on PYTHONPATH (a "
+                   f"toolkit's setup script that prepends its own Python bindings, such as a vendor SDK's copy of "
+                   f"{top}), a per-user copy, or a build in the current directory. Whatever pip installs or upgrades "
+                   f"stays hidden behind it."),
+        "_fix": (f"`{{python}} -c \"import {top}; print({top}.__file__)\"` shows the copy that is imported; remove its "
+                 f"directory from PYTHONPATH (`echo $PYTHONPATH`; a setup script sourced in ~/.bashrc is a usual "
+                 f"source), or source that script only where its own {top} is wanted (after activating the "
+                 f"environment, so the environment's copy is not overridden by accident). Unverified: `msdoctor check "
+                 f"--only duplicate-installs` finds a shadowing copy."),
+        "rule": "version-shadow",
+    }
+
+
+def variants_groups(module: str, context: Sequence[str]) -> dict[str, str]:
+    """An error about module M and a paste that names two distributions that both install M (opencv-python and
+    opencv-contrib-python): they write the same files, and the one installed last replaced part of the other. Empty
+    when fewer than two are named."""
+    top = _top(module)
+    dists = distributions_of(top)
+    if len(dists) < 2:
+        return {}
+    text = "\n".join(context).lower()
+    named = [d for d in dists if re.search(rf"(?<![\w-]){re.escape(d.lower())}(?![\w-])", text)]
+    if len(named) < 2:
+        return {}
+    both = " and ".join(named)
+    return {
+        "_title": f"{both} are installed together: they install the same {top} module",
+        "_cause": (f"{both} are variants of one project that all install the module {top} into the same files; with "
+                   f"more than one installed, the one installed last overwrote the other's files, so {module} is a "
+                   f"mix (a module the other variant has, like the contrib ones, is missing, or parts of two "
+                   f"releases are loaded). Only one of them may be installed."),
+        "_fix": (f"Uninstall all of them and install the one you need: `{{python}} -m pip uninstall -y "
+                 f"{' '.join(dists)}` then `{{python}} -m pip install <the one variant>` (the contrib variant has "
+                 f"the main modules too). Unverified: `msdoctor check --only duplicate-installs` lists distributions "
+                 f"that own the same files."),
+        "rule": "module-variants",
     }

@@ -20,9 +20,9 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
-STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement", "circular")
+STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement", "circular", "version")
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
-AFTER = ("conflict", "build", "wheel", "requirement", "port", "import")
+AFTER = ("conflict", "build", "wheel", "requirement", "port", "import", "pairing", "version")
 FRAME_LINES = 10
 #: how far back the device rule looks for evidence (`id`, CapEff, `ls -l /dev/davinci*` printed before the error)
 DEVICE_LINES = 25
@@ -197,7 +197,8 @@ class _Scanner:
             from msdoctor.explain.rules import pairing_groups
 
             found = pairing_groups(groups.get("name") or groups.get("attribute", ""),
-                                   groups.get("module") or groups.get("owner", ""), hit.before, hit.line)
+                                   groups.get("module") or groups.get("owner", ""), hit.before, hit.line,
+                                   hit.after)
             groups.update(found)
             return bool(found)
         if e.lookup == "keyword":
@@ -215,6 +216,12 @@ class _Scanner:
             from msdoctor.explain.rules import conflict_groups
 
             found = conflict_groups(hit.after)
+            groups.update(found)
+            return bool(found)
+        if e.lookup == "version":
+            from msdoctor.explain.rules import version_shadow_groups
+
+            found = version_shadow_groups(groups.get("mod", ""), (*hit.before, hit.line, *hit.after))
             groups.update(found)
             return bool(found)
         if e.lookup == "circular":
