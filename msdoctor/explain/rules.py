@@ -30,9 +30,38 @@ _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func
 _SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 
 
+#: a frame of a rich traceback (https://rich.readthedocs.io/en/stable/traceback.html), inside its box: `│ PATH:LINE in
+#: FUNC │`, the path wrapped over box lines when it is longer than the box
+_RICH_FRAME = re.compile(r"(?P<path>(?:/|[A-Za-z]:\\)[^\s:│]*?\.py):(?P<line>\d+) in (?P<func>[\w<>]+)")
+_BOX = re.compile(r"^\s*[│┃|]\s?(?P<inner>.*?)\s*[│┃|]\s*$")
+
+
+def _rich_frames(lines: Sequence[str]) -> list[str]:
+    """The frames of a rich traceback: the text inside the box lines, a wrapped path joined back."""
+    joined = ""
+    for line in lines:
+        b = _BOX.match(_unprefixed(line))
+        if b is None:
+            joined += "\n"
+            continue
+        inner = b.group("inner").strip()
+        if not inner:
+            joined += "\n"
+            continue
+        # a path cut at the box's edge continues on the next line with no space
+        joined += inner if joined and not joined.endswith("\n") and _RICH_WRAP.search(joined) else "\n" + inner
+    return [m.group("path") for m in _RICH_FRAME.finditer(joined)]
+
+
+#: the text so far ends inside a path (no `:LINE in` after its last slash yet): the next box line continues it
+_RICH_WRAP = re.compile(r"(?:^|\n)(?:/|[A-Za-z]:\\)[^\s:]*$")
+
+
 def frames(lines: Sequence[str]) -> list[str]:
-    """The file paths of the traceback frames in these lines, in order."""
-    return [m.group("path") for line in lines for m in _FRAME.finditer(line)]
+    """The file paths of the traceback frames in these lines, in order (a rich traceback's when there is no plain
+    one)."""
+    plain = [m.group("path") for line in lines for m in _FRAME.finditer(line)]
+    return plain or _rich_frames(lines)
 
 
 #: frames of the import machinery itself (``<frozen importlib._bootstrap>``, the stdlib's importlib): they raise on
@@ -877,4 +906,46 @@ def variants_groups(module: str, context: Sequence[str]) -> dict[str, str]:
                  f"the main modules too). Unverified: `msdoctor check --only duplicate-installs` lists distributions "
                  f"that own the same files."),
         "rule": "module-variants",
+    }
+
+
+# -- a call that does not fit the callee's signature, made by another package ----------------------------------------
+_ARG_NAMES = re.compile(r"'\w+'(?:,? (?:and )?'\w+')*")
+
+
+def wrapped_arguments(after: Sequence[str]) -> str:
+    """The argument names of ``missing N required arguments:`` when the message wrapped them onto the next line."""
+    for line in after:
+        m = _ARG_NAMES.match(_unprefixed(line).lstrip("`"))
+        if m:
+            return m.group(0)
+    return ""
+
+def signature_groups(func: str, what: str, before: Sequence[str]) -> dict[str, str]:
+    """Cause and fix for Python's ``F() got an unexpected keyword argument 'k'`` / ``F() missing N required ...
+    arguments`` / ``F() takes N positional arguments but M were given``. Python raises it at the call, so the last
+    frame is the caller's: when a package L owns it, L calls F as another release of F's library defined it (F gained
+    required arguments, or lost or renamed one): L and that library are releases that do not pair. Empty (no claim)
+    when the caller is the user's own file or not shown."""
+    path = _raising_path(before)
+    if path is None:
+        return {}
+    caller = frame_owner(path)
+    if caller is None:
+        return {}
+    lib = caller.name
+    if func.endswith(".__init__"):
+        func = func[:-len(".__init__")]  # a class's constructor: the class is what the other release changed
+    return {
+        "_title": f"{lib} calls {func}() in a way the installed release does not take ({what})",
+        "_cause": (f"{path} ({lib}: {caller.why}) calls {func}(), and the installed {func} does not accept that call "
+                   f"({what}). Python checks a call against the function's signature in the release that is "
+                   f"installed: {lib} was written for another release of the library that defines {func} (one whose "
+                   f"{func} took these arguments), so {lib} and that library are releases that do not pair (unless "
+                   f"{func} is {lib}'s own, a bug in that {lib} release)."),
+        "_fix": (f"`{{python}} -m pip show {lib}` names its requirements: install the release of {func}'s library "
+                 f"that {lib} pins or documents (its README / requirements), or the {lib} release made for the "
+                 f"installed one (`{{python}} -m pip install -U {lib}`). Unverified: msdoctor did not read either "
+                 f"release's code; `{{python}} -m pip check` shows a declared requirement that is not met."),
+        "rule": "release-pairing", "frame": path,
     }

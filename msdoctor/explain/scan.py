@@ -20,9 +20,11 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
-STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement", "circular", "version")
+STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement", "circular", "version",
+              "signature")
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
-AFTER = ("conflict", "build", "wheel", "requirement", "port", "import", "pairing", "version")
+AFTER = ("conflict", "build", "wheel", "requirement", "port", "import", "pairing", "version",
+         "signature")
 FRAME_LINES = 10
 #: how far back the device rule looks for evidence (`id`, CapEff, `ls -l /dev/davinci*` printed before the error)
 DEVICE_LINES = 25
@@ -136,7 +138,10 @@ class _Scanner:
         if len(found.hits) >= 200:
             return
         cause, solution = _log_advice(norm, i)
-        back = DEVICE_LINES if entry.lookup == "device" else FRAME_LINES if entry.lookup in STRUCTURAL else 0
+        # a rich traceback prints up to a dozen source lines in its box after the frame line (signature errors are
+        # pasted from such tracebacks): that lookup reads as far back as the device evidence
+        back = (DEVICE_LINES if entry.lookup in ("device", "signature") else FRAME_LINES if entry.lookup in STRUCTURAL
+                else 0)
         before = tuple(norm[max(0, i - back):i]) if back else ()
         after = tuple(norm[i + 1:i + 1 + AFTER_LINES]) if entry.lookup in AFTER else ()
         found.hits.append(_Hit(no, shown, groups, cause, solution, before, after))
@@ -216,6 +221,23 @@ class _Scanner:
             from msdoctor.explain.rules import conflict_groups
 
             found = conflict_groups(hit.after)
+            groups.update(found)
+            return bool(found)
+        if e.lookup == "signature":
+            from msdoctor.explain.rules import signature_groups
+
+            if groups.get("kw"):
+                what = f"no keyword argument {groups['kw']}"
+            elif groups.get("n"):
+                from msdoctor.explain.rules import wrapped_arguments
+
+                args = groups.get("args") or wrapped_arguments(hit.after[:1])
+                what = f"{groups['n']} required {groups.get('kind', '')} argument(s) not passed" + (
+                    f": {args}" if args else "")
+            else:
+                what = f"{groups.get('given', '?')} positional arguments given, {groups.get('takes', '?')} taken"
+            func = groups.get("func") or groups.get("func2") or groups.get("func3") or ""
+            found = signature_groups(func, what, hit.before)
             groups.update(found)
             return bool(found)
         if e.lookup == "version":
