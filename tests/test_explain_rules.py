@@ -228,3 +228,17 @@ def test_a_printed_version_that_pip_lists_is_no_claim() -> None:
 def test_one_variant_named_is_no_claim() -> None:
     text = ("I installed opencv-contrib-python==4.5.1\nAttributeError: module 'cv2' has no attribute 'xfeatures2d'\n")
     assert explain_text(text) == []
+
+
+def test_a_missing_cann_library_loaded_by_torch_npu() -> None:
+    """X-Oscar-4 (tests/data/explain/real_cases.toml): torch_npu names itself (PTA); the answer speaks of torch_npu and
+    of a host without NPUs, not of MindSpore; the same line alone keeps the MindSpore text."""
+    import tomllib
+
+    real = tomllib.loads((Path(__file__).parent / "data" / "explain" / "real_cases.toml").read_text(encoding="utf-8"))
+    text = next(c["text"] for c in real["case"] if c["id"] == "X-Oscar-4")
+    [m] = explain_text(text)
+    said = m.cause + m.fix
+    assert "torch_npu" in said and "plain torch" in said and "MindSpore" not in said
+    [alone] = explain_text(text.strip().splitlines()[0])
+    assert "torch_npu" not in alone.cause + alone.fix

@@ -949,3 +949,25 @@ def signature_groups(func: str, what: str, before: Sequence[str]) -> dict[str, s
                  f"release's code; `{{python}} -m pip check` shows a declared requirement that is not met."),
         "rule": "release-pairing", "frame": path,
     }
+
+
+# -- who loads a missing Ascend library ---------------------------------------------------------------------------
+#: torch_npu (PTA, the PyTorch Ascend adapter: https://github.com/Ascend/pytorch) names itself in its error codes
+#: (`ERR00008 PTA resource not found`) and its paths
+_TORCH_NPU = re.compile(r"\bERR\d{5} PTA\b|\btorch_npu\b|\btorch-npu\b", re.I)
+
+
+def ascend_loader_groups(lib: str, context: Sequence[str]) -> dict[str, str]:
+    """When the paste shows that torch_npu is the one loading a CANN library that is missing: say so, and that on a
+    host with no Ascend NPU (no CANN) torch_npu cannot load at all, so code that runs there imports plain torch.
+    Empty when the paste does not name torch_npu."""
+    if not any(_TORCH_NPU.search(line) for line in context):
+        return {}
+    return {
+        "cause": (f"The paste shows torch_npu (PTA, PyTorch's Ascend adapter) loading {lib}: torch_npu links against "
+                  f"CANN's runtime, so it loads only on an Ascend host with CANN installed and its set_env.sh sourced; "
+                  f"on a machine with no Ascend NPU it cannot be imported at all."),
+        "fix": ("On a host without Ascend NPUs, do not import torch_npu: use plain torch (code that only optionally "
+                "uses an NPU imports torch_npu inside a guard). On an Ascend host:"),
+        "loader": "torch_npu",
+    }

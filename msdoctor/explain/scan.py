@@ -24,7 +24,7 @@ STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", 
               "signature")
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
 AFTER = ("conflict", "build", "wheel", "requirement", "port", "import", "pairing", "version",
-         "signature")
+         "signature", "library")
 FRAME_LINES = 10
 #: how far back the device rule looks for evidence (`id`, CapEff, `ls -l /dev/davinci*` printed before the error)
 DEVICE_LINES = 25
@@ -140,8 +140,8 @@ class _Scanner:
         cause, solution = _log_advice(norm, i)
         # a rich traceback prints up to a dozen source lines in its box after the frame line (signature errors are
         # pasted from such tracebacks): that lookup reads as far back as the device evidence
-        back = (DEVICE_LINES if entry.lookup in ("device", "signature") else FRAME_LINES if entry.lookup in STRUCTURAL
-                else 0)
+        back = (DEVICE_LINES if entry.lookup in ("device", "signature") else FRAME_LINES
+                if entry.lookup in STRUCTURAL or entry.lookup == "library" else 0)
         before = tuple(norm[max(0, i - back):i]) if back else ()
         after = tuple(norm[i + 1:i + 1 + AFTER_LINES]) if entry.lookup in AFTER else ()
         found.hits.append(_Hit(no, shown, groups, cause, solution, before, after))
@@ -312,6 +312,17 @@ class _Scanner:
                 "directory to LD_LIBRARY_PATH, or install it")
             if lib and lib.device_target:
                 groups["lib_target"] = lib.device_target
+            if lib and lib.device_target == "Ascend":
+                from msdoctor.explain.rules import ascend_loader_groups
+
+                extra = ascend_loader_groups(groups.get("lib", ""), (*hit.before, hit.line, *hit.after))
+                if extra:  # the table's text speaks of MindSpore, the usual loader; here torch_npu is
+                    groups["lib_cause"] = extra["cause"] + " " + groups["lib_cause"].replace(
+                        "this MindSpore", "this torch_npu")
+                    groups["lib_fix"] = extra["fix"] + " " + groups["lib_fix"].replace(
+                        "`msdoctor matrix --mindspore <version>` pairs with your MindSpore",
+                        "your torch_npu release names (its README's version table)")
+                    groups["loader"] = extra["loader"]
         elif e.lookup == "scheduler":
             if self.scheduler is None:
                 return True
