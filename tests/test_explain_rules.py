@@ -242,3 +242,12 @@ def test_a_missing_cann_library_loaded_by_torch_npu() -> None:
     assert "torch_npu" in said and "plain torch" in said and "MindSpore" not in said
     [alone] = explain_text(text.strip().splitlines()[0])
     assert "torch_npu" not in alone.cause + alone.fix
+
+
+def test_an_operator_check_not_called_by_mindspore_is_no_claim() -> None:
+    """The mindocr-595 error with the frames of a user's own operator script (constructed): who built the call for
+    which CANN is not known, no claim."""
+    text = ('  File "/home/u/my_op/build_op.py", line 40, in <module>\n    compile_op()\n'
+            "RuntimeError: ({'errCode': 'E80003', 'op_name': 'gather_nd', 'param_name': 'kernel_name', 'param_type': "
+            "'str', 'actual_type': 'bool'}, \"In op[gather_nd], ...\")\n")
+    assert explain_text(text) == []

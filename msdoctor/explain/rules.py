@@ -971,3 +971,34 @@ def ascend_loader_groups(lib: str, context: Sequence[str]) -> dict[str, str]:
                 "uses an NPU imports torch_npu inside a guard). On an Ascend host:"),
         "loader": "torch_npu",
     }
+
+
+# -- a CANN operator's parameter check failing on a framework's call ------------------------------------------------
+#: MindSpore's own log lines name the source file that drives CANN's operator compiler
+_MS_OP_COMPILE = re.compile(r"mindspore/ccsrc/plugin/device/ascend/kernel/(?:tbe|aclnn|opapi)", re.I)
+
+
+def opcheck_groups(op: str, param: str, code: str, before: Sequence[str]) -> dict[str, str]:
+    """CANN's operator check (``{'errCode': 'E8xxxx', 'op_name': OP, 'param_name': P, ...}``) raised while MindSpore
+    drives the operator (its frames in site-packages/mindspore, or its ascend kernel log lines): MindSpore built the
+    call for another CANN release's operator interface. Empty when the caller is not shown to be MindSpore."""
+    paths = [p for p in frames(before) if not _MACHINERY.search(p)]
+    owners = {o.name.lower() for o in map(file_owner, paths) if o is not None}
+    if "mindspore" not in owners and not any(_MS_OP_COMPILE.search(line) for line in before):
+        return {}
+    what = f"parameter {param} of operator {op}" if param else f"a parameter of operator {op}"
+    return {
+        "_title": f"CANN's {op} operator rejected the {param or 'parameter'} MindSpore passed ({code}): MindSpore and "
+                  f"CANN are releases that do not pair",
+        "_cause": (f"CANN's operator check ({code}) refused {what} in a call MindSpore made while compiling the graph: "
+                   f"each MindSpore release calls CANN's operators with the interface of the CANN releases it was "
+                   f"built for, so a parameter of the wrong type or one the operator does not know means the "
+                   f"installed CANN is another release than this MindSpore expects (`mindspore.run_check()` can still "
+                   f"pass: it compiles few operators)."),
+        "_fix": ("Install the CANN release that the installed MindSpore is made for, or the MindSpore release made for "
+                 "your CANN (https://www.mindspore.cn/install lists the pairs); `msdoctor check --only version-matrix` "
+                 "reads both versions and names the pairing. Unverified: msdoctor read only the lines pasted; `{python} "
+                 "-c \"import mindspore; print(mindspore.__version__)\"` and `cat /usr/local/Ascend/ascend-toolkit/"
+                 "latest/*/ascend_toolkit_install.info` give the two versions."),
+        "rule": "op-interface",
+    }

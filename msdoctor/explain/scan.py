@@ -21,7 +21,7 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
 STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement", "circular", "version",
-              "signature")
+              "signature", "opcheck")
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
 AFTER = ("conflict", "build", "wheel", "requirement", "port", "import", "pairing", "version",
          "signature", "library")
@@ -221,6 +221,12 @@ class _Scanner:
             from msdoctor.explain.rules import conflict_groups
 
             found = conflict_groups(hit.after)
+            groups.update(found)
+            return bool(found)
+        if e.lookup == "opcheck":
+            from msdoctor.explain.rules import opcheck_groups
+
+            found = opcheck_groups(groups.get("op", ""), groups.get("param", ""), groups.get("code", ""), hit.before)
             groups.update(found)
             return bool(found)
         if e.lookup == "signature":
