@@ -20,7 +20,7 @@ dropped. A rule's answer yields to any other entry that explains the same line.
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from msdoctor.explain.owners import (checkout_owner, distributions_of, file_owner, frame_owner,
                                      import_name_hint)
@@ -686,9 +686,9 @@ def requirement_groups(req: str, dist: str, found: str, who: str, context: Seque
         "_title": f"{requirer} and {dist} {found} are releases that do not pair ({requirer} requires {req})",
         "_cause": (f"{requirer} declares that it needs {req}, and the installed {dist} is {found}, outside that range. "
                    + side + ". The two are releases that do not pair."),
-        "_fix": (change[0].upper() + change[1:] + f"; `{{python}} -m pip check` lists every requirement of the "
-                 f"installed packages that is not met. Unverified: msdoctor did not resolve the new set "
-                 f"(`{{python}} -m pip install --dry-run ...` does)."),
+        "_fix": (change[0].upper() + change[1:] + "; `{python} -m pip check` lists every requirement of the "
+                 "installed packages that is not met. Unverified: msdoctor did not resolve the new set "
+                 "(`{python} -m pip install --dry-run ...` does)."),
         "rule": "requirement-range",
     }
 
@@ -1002,3 +1002,47 @@ def opcheck_groups(op: str, param: str, code: str, before: Sequence[str]) -> dic
                  "latest/*/ascend_toolkit_install.info` give the two versions."),
         "rule": "op-interface",
     }
+
+
+# -- the rules that claim or say nothing, by the catalogue's lookup name --------------------------------------------
+def _signature(g: dict[str, str], before: Sequence[str], after: Sequence[str]) -> dict[str, str]:
+    if g.get("kw"):
+        what = f"no keyword argument {g['kw']}"
+    elif g.get("n"):
+        args = g.get("args") or wrapped_arguments(after[:1])
+        what = f"{g['n']} required {g.get('kind', '')} argument(s) not passed" + (f": {args}" if args else "")
+    else:
+        what = f"{g.get('given', '?')} positional arguments given, {g.get('takes', '?')} taken"
+    return signature_groups(g.get("func") or g.get("func2") or g.get("func3") or "", what, before)
+
+
+def _requirement(g: dict[str, str], context: Sequence[str]) -> dict[str, str]:
+    return requirement_groups(g.get("req") or g.get("req2", ""), g.get("dist") or g.get("dist2", ""),
+                              g.get("found") or g.get("found2", ""),
+                              " ".join(x for x in (g.get("who"), g.get("whover")) if x), context)
+
+
+#: lookup -> the rule, given the matched groups, the lines before, the matched line and the lines after
+_CLAIMS: dict[str, Callable[[dict[str, str], Sequence[str], str, Sequence[str]], dict[str, str]]] = {
+    "import": lambda g, b, line, a: import_groups(g.get("mod", ""), b, a),
+    "pairing": lambda g, b, line, a: pairing_groups(g.get("name") or g.get("attribute", ""),
+                                                    g.get("module") or g.get("owner", ""), b, line, a),
+    "keyword": lambda g, b, line, a: keyword_groups(g.get("func", ""), g.get("kw", ""), b),
+    "conflict": lambda g, b, line, a: conflict_groups(a),
+    "opcheck": lambda g, b, line, a: opcheck_groups(g.get("op", ""), g.get("param", ""), g.get("code", ""), b),
+    "signature": lambda g, b, line, a: _signature(g, b, a),
+    "version": lambda g, b, line, a: version_shadow_groups(g.get("mod", ""), (*b, line, *a)),
+    "circular": lambda g, b, line, a: circular_groups(g.get("name") or g.get("attribute", ""),
+                                                      g.get("module") or g.get("owner", ""), b),
+    "requirement": lambda g, b, line, a: _requirement(g, (*b, line, *a)),
+    "build": lambda g, b, line, a: build_groups(g.get("pkg") or g.get("pkg2") or g.get("pkg3") or "", (*b, line, *a)),
+    "wheel": lambda g, b, line, a: wheel_groups(g.get("wheel", ""), (*b, line, *a)),
+    "distribution": lambda g, b, line, a: distribution_groups(g.get("req") or g.get("req2", ""), (*b, line, *a)),
+}
+CLAIMS = frozenset(_CLAIMS)
+
+
+def claim(lookup: str, groups: dict[str, str], before: Sequence[str], line: str,
+          after: Sequence[str]) -> dict[str, str]:
+    """The answer of the rule a catalogue entry's lookup names: cause, fix and check, or empty (no claim)."""
+    return _CLAIMS[lookup](groups, before, line, after)

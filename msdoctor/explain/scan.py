@@ -192,24 +192,10 @@ class _Scanner:
     def _lookup(self, e: Entry, groups: dict[str, str], hit: _Hit) -> bool:
         """Add the values an entry's lookup provides; False drops the match (nothing is wrong after all, or the
         structure does not tell)."""
-        if e.lookup == "import":
-            from msdoctor.explain.rules import import_groups
+        from msdoctor.explain.rules import CLAIMS, claim
 
-            found = import_groups(groups.get("mod", ""), hit.before, hit.after)
-            groups.update(found)
-            return bool(found)
-        if e.lookup == "pairing":
-            from msdoctor.explain.rules import pairing_groups
-
-            found = pairing_groups(groups.get("name") or groups.get("attribute", ""),
-                                   groups.get("module") or groups.get("owner", ""), hit.before, hit.line,
-                                   hit.after)
-            groups.update(found)
-            return bool(found)
-        if e.lookup == "keyword":
-            from msdoctor.explain.rules import keyword_groups
-
-            found = keyword_groups(groups.get("func", ""), groups.get("kw", ""), hit.before)
+        if e.lookup in CLAIMS:  # a rule that makes a claim from the structure, or none (the match is dropped)
+            found = claim(e.lookup, groups, hit.before, hit.line, hit.after)
             groups.update(found)
             return bool(found)
         if e.lookup == "port":
@@ -217,72 +203,6 @@ class _Scanner:
 
             groups.update(port_groups((*hit.before, hit.line), hit.after))
             return True
-        if e.lookup == "conflict":
-            from msdoctor.explain.rules import conflict_groups
-
-            found = conflict_groups(hit.after)
-            groups.update(found)
-            return bool(found)
-        if e.lookup == "opcheck":
-            from msdoctor.explain.rules import opcheck_groups
-
-            found = opcheck_groups(groups.get("op", ""), groups.get("param", ""), groups.get("code", ""), hit.before)
-            groups.update(found)
-            return bool(found)
-        if e.lookup == "signature":
-            from msdoctor.explain.rules import signature_groups
-
-            if groups.get("kw"):
-                what = f"no keyword argument {groups['kw']}"
-            elif groups.get("n"):
-                from msdoctor.explain.rules import wrapped_arguments
-
-                args = groups.get("args") or wrapped_arguments(hit.after[:1])
-                what = f"{groups['n']} required {groups.get('kind', '')} argument(s) not passed" + (
-                    f": {args}" if args else "")
-            else:
-                what = f"{groups.get('given', '?')} positional arguments given, {groups.get('takes', '?')} taken"
-            func = groups.get("func") or groups.get("func2") or groups.get("func3") or ""
-            found = signature_groups(func, what, hit.before)
-            groups.update(found)
-            return bool(found)
-        if e.lookup == "version":
-            from msdoctor.explain.rules import version_shadow_groups
-
-            found = version_shadow_groups(groups.get("mod", ""), (*hit.before, hit.line, *hit.after))
-            groups.update(found)
-            return bool(found)
-        if e.lookup == "circular":
-            from msdoctor.explain.rules import circular_groups
-
-            found = circular_groups(groups.get("name") or groups.get("attribute", ""),
-                                    groups.get("module") or groups.get("owner", ""), hit.before)
-            groups.update(found)
-            return bool(found)
-        if e.lookup == "requirement":
-            from msdoctor.explain.rules import requirement_groups
-
-            found = requirement_groups(groups.get("req") or groups.get("req2", ""), groups.get("dist") or
-                                       groups.get("dist2", ""), groups.get("found") or groups.get("found2", ""),
-                                       " ".join(x for x in (groups.get("who"), groups.get("whover")) if x),
-                                       (*hit.before, hit.line, *hit.after))
-            groups.update(found)
-            return bool(found)
-        if e.lookup == "build":
-            from msdoctor.explain.rules import build_groups
-
-            found = build_groups(groups.get("pkg") or groups.get("pkg2") or groups.get("pkg3") or "",
-                                 (*hit.before, hit.line, *hit.after))
-            groups.update(found)
-            return bool(found)
-        if e.lookup in ("wheel", "distribution"):
-            from msdoctor.explain.rules import distribution_groups, wheel_groups
-
-            context = (*hit.before, hit.line, *hit.after)
-            found = (wheel_groups(groups.get("wheel", ""), context) if e.lookup == "wheel"
-                     else distribution_groups(groups.get("req") or groups.get("req2", ""), context))
-            groups.update(found)
-            return bool(found)
         if e.lookup == "runtime":
             from msdoctor.explain.rules import runtime_groups
 
