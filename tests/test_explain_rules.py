@@ -251,3 +251,10 @@ def test_an_operator_check_not_called_by_mindspore_is_no_claim() -> None:
             "RuntimeError: ({'errCode': 'E80003', 'op_name': 'gather_nd', 'param_name': 'kernel_name', 'param_type': "
             "'str', 'actual_type': 'bool'}, \"In op[gather_nd], ...\")\n")
     assert explain_text(text) == []
+
+
+def test_versions_equal_as_pep440_are_the_same() -> None:
+    """`2.0` printed, `2.0.0` listed: one release (PEP 440 normalisation), no claim (constructed)."""
+    assert explain_text("import yaml\nyaml.__version__\n'6.0'\npip freeze\nPyYAML==6.0.0\n") == []
+    [m] = explain_text("import yaml\nyaml.__version__\n'5.1'\npip freeze\nPyYAML==6.0.0\n")
+    assert m.groups["rule"] == "version-shadow"

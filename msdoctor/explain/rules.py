@@ -844,6 +844,16 @@ def _pip_versions(lines: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def _same_version(a: str, b: str) -> bool:
+    """Equal as PEP 440 versions (2.0 is 2.0.0, 1.0RC1 is 1.0rc1); as strings where either does not parse."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
 def version_shadow_groups(module: str, context: Sequence[str]) -> dict[str, str]:
     """``M.__version__`` printed as V1 while the paste's pip list shows a distribution that installs M at V2: the M
     Python imports is another copy than the one pip installed (a directory on PYTHONPATH, a toolkit's own bindings
@@ -863,7 +873,7 @@ def version_shadow_groups(module: str, context: Sequence[str]) -> dict[str, str]
         return {}
     listed = _pip_versions(context)
     dists = [(d, listed[_normal_dist(d)]) for d in distributions_of(top) if _normal_dist(d) in listed]
-    if not dists or any(v == imported for _, v in dists):
+    if not dists or any(_same_version(v, imported) for _, v in dists):
         return {}
     shown = ", ".join(f"{d} {v}" for d, v in dists)
     return {
