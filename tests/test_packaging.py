@@ -145,3 +145,27 @@ def test_installed_wheel_runs_from_a_plain_venv(wheel: Path, tmp_path: Path) -> 
     work = tmp_path / "work"
     work.mkdir()
     assert_shipped(named_in_messages(str(venv.bin / "msdoctor"), work), site / "msdoctor")
+
+
+def test_every_package_directory_is_listed_for_the_wheel() -> None:
+    """pyproject lists packages by hand (the top-level folders map into msdoctor): a package directory left
+    out ships without its modules, and the installed msdoctor fails with 'No module named ...' (as
+    msdoctor.domain and msdoctor.explain once did). Read from the source tree, so it runs in the fast tier."""
+    from msdoctor.tomlcompat import tomllib
+
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    mapped = setuptools["package-dir"]
+    on_disk = set()
+    for name, folder in mapped.items():
+        root = REPO / folder
+        for init in root.rglob("__init__.py"):
+            rel = init.parent.relative_to(root).parts
+            if any(part in ("__pycache__",) for part in rel):
+                continue
+            # a sub-folder that is itself mapped is counted under its own name
+            dotted = ".".join((name, *rel)) if rel else name
+            on_disk.add(dotted)
+    missing = sorted(on_disk - listed)
+    assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {missing}"
+    assert "msdoctor.domain" in listed and "msdoctor.checks.memory_fit" in listed

@@ -194,13 +194,22 @@ def test_fix_kernel_on_a_full_vscode_dir_is_a_fix_failure_not_a_crash(tmp_path: 
     settings.parent.mkdir()
     settings.write_text("{}\n")
 
-    def full(*_a: object, **_k: object) -> None:
+    # a full disk fails where the data reaches it: the writer's fsync of its temporary file (the real writer,
+    # msdoctor.fsutil.atomic_write, turns that into its message; tests/test_hostile_fs.py fills a real tmpfs)
+    from msdoctor import fsutil
+
+    def full(_fd: int) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(kernel, "atomic_write", full)
+    monkeypatch.setattr(fsutil.os, "fsync", full)
     step = Step("vscode", "set", True, data={"path": str(settings), "old": "{}\n", "new": '{"a": 1}\n'})
-    with pytest.raises(FixFailed, match="No space left on device"):
+    with pytest.raises(FixFailed) as info:
         kernel._apply_vscode(step, {}, lambda _line: None)
+    monkeypatch.undo()
+    assert "full" in str(info.value).lower() or "no space" in str(info.value).lower(), info.value
+    assert str(settings) in str(info.value) and "--no-vscode" in (info.value.fix or ""), info.value
+    assert settings.read_text() == "{}\n"  # the user's file is untouched
+    assert [p.name for p in settings.parent.iterdir()] == ["settings.json"]  # no temporary file left
 
 
 @pytest.mark.parametrize("version", ["2.7", "3.6"])
