@@ -95,7 +95,7 @@ def run_device(tmp: Path, *, target: Optional[str], env: dict[str, str], tools: 
     if target:
         args += ["--device-target", target]
     res, report = run_json(*args, env=full, cwd=tmp)
-    return {"rc": res.returncode, "check": check_of(report, "device-target")}
+    return {"rc": res.returncode, "check": check_of(report, "device-target"), "report": report}
 
 
 def codes(check: dict, status: Optional[str] = None) -> list[str]:
@@ -222,6 +222,27 @@ def test_gpu_present_with_matching_cuda_passes(tmp_path: Path) -> None:
     (static,) = [f for f in check["findings"] if f["title"].startswith("GPU static evidence")]
     assert static["title"] == "GPU static evidence: 1 x Tesla T4, driver 535.104.05 (CUDA <= 12.2)"
     assert "CUDA runtime 11.6.55 and cuDNN 8.5.0" in static["proved"]
+
+
+@pytest.mark.slow
+def test_gpu_driver_version_is_the_loaded_module_in_the_check_and_the_facts(tmp_path: Path) -> None:
+    """/proc/driver/nvidia/version names another driver than nvidia-smi's rows (a driver upgraded without a
+    reboot): device-target's line, version-matrix and the report's facts all name the loaded module's, from the
+    one source (msdoctor.facts.nvidia.driver_version). The /proc line's format:
+    http://http.download.nvidia.com/XFree86/Linux-x86_64/460.80/README/procinterface.html"""
+    root = tmp_path / "root"
+    (root / "dev").mkdir(parents=True)
+    (root / "dev/nvidia0").write_text("")
+    (root / "proc/driver/nvidia").mkdir(parents=True)
+    (root / "proc/driver/nvidia/version").write_text(
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n")
+    cuda_tree(root)
+    fake_nvidia_smi(tmp_path / "bin")
+    out = run_device(tmp_path, target="GPU", env=base_env(tmp_path),
+                     tools={"ldconfig": (NV / "ldconfig_cuda116.txt").read_text()})
+    (static,) = [f for f in out["check"]["findings"] if f["title"].startswith("GPU static evidence")]
+    assert static["title"] == "GPU static evidence: 1 x Tesla T4, driver 550.54.15 (CUDA <= 12.2)"
+    assert out["report"]["facts"]["nvidia"]["driver"] == "550.54.15"
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from msdoctor.facts.ascend_env import ASCEND_ENV
 from msdoctor.facts.npu_smi import NPU_SMI, NpuSmiFailed
 from msdoctor.facts.config import CONFIG, requested_device_target
 from msdoctor.facts.live import LIVE_DEVICE, LiveDevice
-from msdoctor.facts.nvidia import NVIDIA
+from msdoctor.facts.nvidia import NVIDIA, driver_version
 from msdoctor.model import Finding, Location, Status
 
 
@@ -146,8 +146,9 @@ def gather(ctx: Context) -> DeviceFacts:
         npu_smi_error=smi_error, te_found=spec("te"), hccl_found=spec("hccl"), python_cmd=t.python_cmd(),
         ms_version=t.version_of("mindspore"), wanted_devices=wanted,
     )
-    gpu = GpuFacts(plugin_cuda=plugins.gpu_cuda, nvidia=ctx.get(NVIDIA), python_cmd=t.python_cmd(),
-                   wanted_devices=wanted)
+    nvidia = ctx.get(NVIDIA)
+    gpu = GpuFacts(plugin_cuda=plugins.gpu_cuda, nvidia=nvidia, python_cmd=t.python_cmd(), wanted_devices=wanted,
+                   driver=driver_version(nvidia, ctx.environ))
     requested, source, location = _requested(ctx)
     live = None if ctx.quick else ctx.get(LIVE_DEVICE)
     return DeviceFacts(requested, source, plugins, ascend, gpu, live, dict(t.env), t.python_cmd(), location)

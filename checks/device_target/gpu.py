@@ -25,6 +25,8 @@ class GpuFacts:
     nvidia: Optional[NvidiaInfo] = None
     python_cmd: str = "python"
     wanted_devices: Optional[int] = None
+    #: the driver version from its one source, msdoctor.facts.nvidia.driver_version (/proc, else nvidia-smi)
+    driver: Optional[str] = None
 
 
 def _vtuple(v: Optional[str]) -> tuple[int, ...]:
@@ -139,7 +141,7 @@ def evaluate_gpu(f: GpuFacts) -> Verdict:
     if failing:
         return Verdict("GPU", False, f"GPU: not usable ({failing[0].title})", findings, visible)
     assert nv is not None  # _smi fails without it
-    gpus = f"{len(nv.gpus)} x {nv.gpus[0].name}, driver {nv.driver_version} (CUDA <= {nv.cuda_driver_version})"
+    gpus = f"{len(nv.gpus)} x {nv.gpus[0].name}, driver {f.driver or nv.driver_version} (CUDA <= {nv.cuda_driver_version})"
     cudart, cudnn = nv.cudart_loaded, nv.cudnn_loaded
     proved = (f"static evidence for GPU: nvidia-smi lists {gpus}; the loader finds CUDA runtime "
               f"{cudart.version if cudart else '?'} and cuDNN {cudnn.version if cudnn else '?'}; MindSpore has GPU "
