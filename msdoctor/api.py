@@ -29,9 +29,11 @@ if TYPE_CHECKING:  # pragma: no cover - what the lazy names below are, for type 
     from msdoctor.facts.import_smoke import IMPORT_SMOKE, SmokeResult  # noqa: F401
     from msdoctor.facts.jupyter import KERNELSPECS, JupyterFacts  # noqa: F401
     from msdoctor.facts.live import LIVE_DEVICE, LiveDevice  # noqa: F401
+    from msdoctor.facts.matrix import MATRIX  # noqa: F401
     from msdoctor.facts.npu_smi import NPU_SMI, NpuSmiInfo  # noqa: F401
     from msdoctor.facts.nvidia import NVIDIA, NvidiaInfo  # noqa: F401
     from msdoctor.facts.vscode import VSCODE, VSCodeFacts  # noqa: F401
+    from msdoctor.matrix import Matrix  # noqa: F401
 
 #: name -> module of the facts (and their value types) that load on first use
 _LAZY = {
@@ -42,6 +44,7 @@ _LAZY = {
     "IMPORT_SMOKE": "msdoctor.facts.import_smoke", "SmokeResult": "msdoctor.facts.import_smoke",
     "KERNELSPECS": "msdoctor.facts.jupyter", "JupyterFacts": "msdoctor.facts.jupyter",
     "LIVE_DEVICE": "msdoctor.facts.live", "LiveDevice": "msdoctor.facts.live",
+    "MATRIX": "msdoctor.facts.matrix", "Matrix": "msdoctor.matrix",
     "NPU_SMI": "msdoctor.facts.npu_smi", "NpuSmiInfo": "msdoctor.facts.npu_smi",
     "NVIDIA": "msdoctor.facts.nvidia", "NvidiaInfo": "msdoctor.facts.nvidia",
     "VSCODE": "msdoctor.facts.vscode", "VSCodeFacts": "msdoctor.facts.vscode",

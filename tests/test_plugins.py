@@ -474,10 +474,15 @@ def test_the_api_exports_the_facts_a_plugin_may_read() -> None:
     import msdoctor.api as api
 
     facts = [name for name in api.__all__ if name.isupper()]
-    assert {"TARGET", "CONFIG", "CANN", "NPU_SMI", "NVIDIA", "LIVE_DEVICE"} <= set(facts)
+    assert {"TARGET", "CONFIG", "CANN", "NPU_SMI", "NVIDIA", "LIVE_DEVICE", "MATRIX"} <= set(facts)
     for name in api.__all__:
         value = getattr(api, name)  # each lazy name resolves
         if name.isupper():
             assert isinstance(value, FactSpec), name
     with pytest.raises(AttributeError):
         api.NOT_A_FACT  # noqa: B018
+    # the compat matrix a plugin reads is the packaged one, parsed once per run as the built-in checks read it
+    ctx = api.Context(api.Options())
+    matrix = ctx.get(api.MATRIX)
+    assert isinstance(matrix, api.Matrix) and matrix.mindspore("2.7.0") is not None
+    assert ctx.get(api.MATRIX) is matrix
