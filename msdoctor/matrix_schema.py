@@ -107,6 +107,11 @@ _PREFIX = _regex(_PREFIX_RE, "a major.minor prefix (e.g. '8.2')")
 
 Field = tuple  # (validator, required)
 
+#: roles of compat_matrix/stack.toml whose packages are the training stack (its header says what each means)
+STACK_ROLES = ("framework", "model-library", "tokenizer", "weights", "numeric", "serialization", "cann")
+#: roles listed beside the stack (reports, the preflight's per-rank versions) that are not part of it
+NEAR_STACK_ROLES = ("notebook", "doctor")
+
 #: kind -> table name -> field -> (validator, required)
 SCHEMA: dict[str, dict[str, dict[str, Field]]] = {
     "mindspore": {"release": {
@@ -144,10 +149,15 @@ SCHEMA: dict[str, dict[str, dict[str, Field]]] = {
         "version": (_PREFIX, True), "driver_min": (_is_str, True), "cudnn": (_list_of(_PREFIX), False),
         "source": (_is_source, True),
     }},
+    "stack": {"package": {
+        "name": (_regex(re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$"), "a canonical distribution name (e.g. 'jupyter-client')"),
+                 True),
+        "role": (_one_of(*STACK_ROLES, *NEAR_STACK_ROLES), True), "source": (_is_source, True),
+    }},
 }
 
 #: the key that names a row in messages and must be unique within its table
-ROW_KEY = {"release": ("version", "commercial"), "cuda": ("version",), "breakage": ("package",)}
+ROW_KEY = {"release": ("version", "commercial"), "cuda": ("version",), "breakage": ("package",), "package": ("name",)}
 
 
 def _shallow(value: Any) -> Optional[str]:

@@ -14,7 +14,8 @@ from msdoctor.model import Finding, Location, Status
 
 from msdoctor.checks.duplicate_installs.fixes import owner_python, reinstall, rm_command
 from msdoctor.checks.duplicate_installs.record import Records, file_hash
-from msdoctor.checks.duplicate_installs.scan import STACK, Groups, is_leftover, is_stack, real, status_for
+from msdoctor.checks.duplicate_installs.scan import Groups, is_leftover, is_stack, real, status_for
+from msdoctor.domain.stack import training_stack
 
 #: pip renames what it replaces to "~" + these + the name's tail (pypa/pip src/pip/_internal/utils/temp_dir.py,
 #: AdjacentTempDirectory.LEADING_CHARS) and deletes it when the run ends; a killed run leaves it behind.
@@ -169,7 +170,7 @@ def leftovers(t: TargetFacts) -> list[Finding]:
         except OSError:
             listing = []
         here = [d for d in t.distributions if real(d.location) == real(where) and not is_leftover(d)]
-        stems = sorted({_stem(x) for x in listing}) + sorted(STACK)
+        stems = sorted({_stem(x) for x in listing}) + sorted(training_stack())
         guesses = [_original(n, stems) for n in names]
         projects = sorted({_project(g, here) for g in guesses if g})
         by_key = {d.key: d for d in here}

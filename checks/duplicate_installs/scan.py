@@ -10,20 +10,16 @@ import shlex
 from typing import Any, Callable, Iterator, Mapping, Optional, TypeVar
 from urllib.parse import unquote, urlparse
 
-from packaging.utils import canonicalize_name
-
+from msdoctor.domain.stack import in_stack
 from msdoctor.facts.target import Distribution, TargetFacts
 from msdoctor.model import Status
 
 #: Every copy of every project, by canonical name, in sys.path order.
 Groups = dict[str, list[Distribution]]
 
-#: Packages the training stack imports: a problem with one of them fails the check.
-STACK = frozenset({"mindspore", "mindnlp", "mindformers", "transformers", "numpy", "tokenizers", "safetensors"})
-
-
 def is_stack(*names: Optional[str]) -> bool:
-    return any(canonicalize_name(n) in STACK for n in names if n)
+    """Whether a package is in the training stack (compat_matrix/stack.toml): a problem with one of them fails."""
+    return in_stack(*names)
 
 
 def status_for(*names: Optional[str]) -> Status:

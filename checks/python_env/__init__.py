@@ -6,10 +6,10 @@ import os
 from typing import Any, Mapping
 
 from msdoctor.context import Context
+from msdoctor.domain.stack import training_stack
 from msdoctor.facts.target import TargetFacts
 from msdoctor.model import Finding, Location
 
-STACK = ("mindspore", "mindnlp", "mindformers", "transformers", "numpy", "tokenizers", "safetensors")
 
 
 def _same(a: str, b: str) -> bool:
@@ -99,7 +99,7 @@ def _user_site(t: TargetFacts) -> list[Finding]:
     path = us.get("path")
     if not (us.get("enabled") and path and us.get("exists")):
         return []
-    leaked = sorted({d.name for d in t.distributions if d.location == path and d.key in STACK})
+    leaked = sorted({d.name for d in t.distributions if d.location == path and d.key in training_stack()})
     if not leaked:
         return []
     return [Finding.warn(

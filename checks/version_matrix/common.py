@@ -1,16 +1,13 @@
-"""Helpers shared by the version-matrix check modules: the stack, fix commands, the installed MindSpore."""
+"""Helpers shared by the version-matrix check modules: fix commands, the installed MindSpore.
+
+The training stack (whose broken requirements fail, others warn) is compat_matrix/stack.toml, read by
+msdoctor.domain.stack."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
-
-#: packages whose broken requirements fail the check (others warn)
-STACK = frozenset({
-    "mindspore", "mindnlp", "mindformers", "transformers", "numpy", "protobuf", "tokenizers",
-    "safetensors", "te", "hccl",
-})
 
 
 @dataclass(frozen=True)

@@ -322,11 +322,11 @@ class _Search:
 
 
 def _rank(name: Optional[str]) -> int:
-    from msdoctor.checks.version_matrix.common import STACK
+    from msdoctor.domain.stack import training_stack
 
     if name is None:
         return -1
-    return _RANK.get(name, 3 if name in STACK else 4)
+    return _RANK.get(name, 3 if name in training_stack() else 4)
 
 
 def plan_stack(t: Any, m: Any, resolver: Resolver, *, max_rounds: int = MAX_ROUNDS) -> StackPlan:

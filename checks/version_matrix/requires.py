@@ -11,7 +11,8 @@ import functools
 import re
 from typing import Any, NamedTuple, Optional
 
-from msdoctor.checks.version_matrix.common import STACK, Want, pair, pip_install, wants_evidence
+from msdoctor.checks.version_matrix.common import Want, pair, pip_install, wants_evidence
+from msdoctor.domain.stack import training_stack
 from msdoctor.model import Finding
 
 
@@ -107,7 +108,7 @@ def evaluate_requirements(t: Any, reported: set) -> list[Finding]:
         if key in reported:
             continue
         reported.add(key)
-        make = Finding.fail if d.key in STACK else Finding.warn
+        make = Finding.fail if d.key in training_stack() else Finding.warn
         out.append(make(
             f"{d.name} {d.version} requires {_spec(req)}, but {have.name} {have.version} is installed",
             detail=(f"{d.name}'s metadata (Requires-Dist) excludes the installed {have.name}; pip would report "
@@ -123,7 +124,7 @@ def evaluate_requirements(t: Any, reported: set) -> list[Finding]:
     for d, req in missing:
         by_dist.setdefault(d.key, [d]).append(req)
     for dist_key, (d, *reqs) in by_dist.items():
-        make = Finding.fail if dist_key in STACK else Finding.warn
+        make = Finding.fail if dist_key in training_stack() else Finding.warn
         names = ", ".join(r.name for r in reqs)
         out.append(make(
             f"{d.name} {d.version} requires {names}, {'which is' if len(reqs) == 1 else 'which are'} not installed",

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Optional
 import click
 
 from msdoctor import options
-from msdoctor.commands.common import (ensure_writable, project_option, resolve_target, split_ids, target_options,
-                                      timeout_options, write_output)
+from msdoctor.commands.common import (ensure_writable, project_option, report_stack, resolve_target, split_ids,
+                                      target_options, timeout_options, write_output)
 from msdoctor.doctor import build_options, invocation_facts, make_context
 from msdoctor.model import ExitCode, Status
 from msdoctor.render import prepare
@@ -119,7 +119,8 @@ def check(
     report = _diagnose(ctx, selection, registry, fmt)
     report.facts["invocation"] = invocation_facts(options, ctx)
     opts = RenderOptions(verbose=verbose, color=color, fail_on=threshold,
-                         workspace=os.environ.get("GITHUB_WORKSPACE") if fmt == "github" else None)
+                         workspace=os.environ.get("GITHUB_WORKSPACE") if fmt == "github" else None,
+                         stack=report_stack())
     _emit(report, fmt, output, opts, redact=not no_redact)
     return int(report.exit_code(threshold))
 

@@ -12,6 +12,13 @@ import click
 from msdoctor.errors import UserError
 
 
+def report_stack() -> tuple[str, ...]:
+    """The packages a report lists first: the training stack, Jupyter's and msdoctor (compat_matrix/stack.toml)."""
+    from msdoctor.domain.stack import listed
+
+    return listed("notebook", "doctor")
+
+
 def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--python / --conda-env: which interpreter to examine."""
 

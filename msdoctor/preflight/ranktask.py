@@ -35,8 +35,6 @@ from .identity import PER_NODE_ENV, Identity, identify, interesting_env, timeout
 UNSUPPORTED = re.compile(r"Kernel select failed|only support|Unsupported op|unregistered|not support|"
                          r"Create kernelmod .* failed", re.IGNORECASE)
 
-PACKAGES = ("mindspore", "msdoctor", "numpy", "mindformers", "mindnlp", "transformers", "tokenizers",
-            "safetensors", "protobuf", "te", "hccl", "op-compile-tool")
 
 
 @dataclass
@@ -64,10 +62,13 @@ def log(msg: str) -> None:
 # Facts before init ------------------------------------------------------------------------------
 
 def _versions() -> dict[str, Optional[str]]:
+    """The versions of the training stack and msdoctor (compat_matrix/stack.toml) on this rank."""
     from importlib import metadata
 
+    from msdoctor.domain.stack import listed
+
     out: dict[str, Optional[str]] = {}
-    for name in PACKAGES:
+    for name in listed("doctor"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

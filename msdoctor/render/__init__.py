@@ -34,6 +34,9 @@ class RenderOptions:
     fail_on: Status = Status.FAIL
     #: the checkout GitHub Actions runs in ($GITHUB_WORKSPACE): annotations name files relative to it
     workspace: Optional[str] = None
+    #: distributions listed first among the facts (the training stack and what is listed beside it, from
+    #: compat_matrix/stack.toml: msdoctor.domain.stack.listed); a renderer reads no data files, the command passes it
+    stack: tuple[str, ...] = ()
 
 
 def preload(formats: Sequence[str]) -> None:

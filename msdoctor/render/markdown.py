@@ -8,6 +8,7 @@ findings are shown with their reason. ``msdoctor report`` uses
 
 from __future__ import annotations
 
+import re
 from typing import IO, Any, Iterable, Mapping
 
 from msdoctor.model import CheckResult, Finding, Report, Status
@@ -15,9 +16,10 @@ from msdoctor.render import RenderOptions
 from msdoctor.render.findings import verdict_word
 
 ICON = {Status.PASS: "✅", Status.SKIP: "➖", Status.WARN: "⚠️", Status.FAIL: "❌", Status.ERROR: "💥"}
-#: packages listed first in the facts: the training stack
-STACK = ("mindspore", "mindnlp", "mindformers", "transformers", "tokenizers", "safetensors", "numpy", "protobuf",
-         "te", "hccl", "ipykernel", "jupyter_client", "msdoctor")
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def cell(text: Any) -> str:
@@ -73,7 +75,7 @@ def _summary_of(r: CheckResult) -> str:
     return bad[0].title + (f" (+{len(bad) - 1} more)" if len(bad) > 1 else "") if bad else r.status.value
 
 
-def _facts_section(facts: Mapping[str, Any], full: bool) -> list[str]:
+def _facts_section(facts: Mapping[str, Any], full: bool, stack: Iterable[str]) -> list[str]:
     out: list[str] = []
     py = facts.get("python") or {}
     plat = facts.get("platform") or {}
@@ -89,10 +91,11 @@ def _facts_section(facts: Mapping[str, Any], full: bool) -> list[str]:
         out.append("")
     packages = facts.get("packages") or {}
     if packages:
-        stack = [(n, v) for n, v in packages.items() if n.lower().replace("-", "_") in STACK]
-        rest = [(n, v) for n, v in packages.items() if (n, v) not in stack]
+        names = {_canonical(n) for n in stack}
+        first = [(n, v) for n, v in packages.items() if _canonical(n) in names]
+        rest = [(n, v) for n, v in packages.items() if (n, v) not in first]
         out += ["**Training stack**", "", "| package | version |", "|---|---|"]
-        out += [f"| {cell(n)} | {code(v)} |" for n, v in stack] or ["| (none installed) | |"]
+        out += [f"| {cell(n)} | {code(v)} |" for n, v in first] or ["| (none installed) | |"]
         out.append("")
         if full and rest:
             out += [f"<details><summary>All other packages ({len(rest)})</summary>", "",
@@ -151,10 +154,10 @@ def render_markdown(report: Report, opts: RenderOptions = RenderOptions(), *, ti
         lines.append("")
     if report.facts:
         if facts_open:
-            lines += ["### Environment", ""] + _facts_section(report.facts, full_facts)
+            lines += ["### Environment", ""] + _facts_section(report.facts, full_facts, opts.stack)
         else:
             lines += ["<details><summary>Environment facts</summary>", ""]
-            lines += _facts_section(report.facts, full_facts) + ["</details>", ""]
+            lines += _facts_section(report.facts, full_facts, opts.stack) + ["</details>", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
