@@ -22,7 +22,7 @@ from msdoctor.inputs import open_bounded
 from msdoctor.redact import URL_RE, mask_userinfo
 
 from msdoctor.domain.run_plan import Resolved, Val, is_placeholder
-from .rules import CheckpointSize, DataFacts, Fact
+from .common import CheckpointSize, DataFacts, Fact
 
 MAX_FILES = 100_000
 MAX_HEADER = 64 << 20

@@ -3,4 +3,5 @@
 * :mod:`msdoctor.domain.training_setup`: the training setup of ``--config`` (model shape incl. MoE, MLA and
   MTP; layout incl. expert parallel and interleaving; batch, precision, optimizer and its sharding,
   recompute), every field with the key and line it came from.
+* :mod:`msdoctor.domain.stack`: the training stack, compat_matrix/stack.toml, each package with its role.
 """
