@@ -7,9 +7,11 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.redact import Redactor
+    from msdoctor.training.config import RunConfig
     from msdoctor.context import Context
     from msdoctor.doctor import Diagnosis
     from msdoctor.facts.config import ConfigFacts
@@ -58,7 +60,7 @@ def write_report(report: "Report", run_dir: Path) -> Path:
     return path
 
 
-def write_config(cfg: Any, run_dir: Path, red: Any) -> Optional[str]:
+def write_config(cfg: "RunConfig", run_dir: Path, red: "Optional[Redactor]") -> Optional[str]:
     """The resolved config: JSON for the trainer (no PyYAML needed in the target), YAML for people.
 
     Both are redacted like every file of the run directory; when that changed a value (a credential

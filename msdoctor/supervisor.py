@@ -12,9 +12,12 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from msdoctor.errors import UserError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.redact import Redactor
 
 LOG_TAIL_LINES = 40
 #: a MindSpore log record below WARNING: ``[INFO] PS(9312,7f72...,python):2026-12-02-13:28:12.222.073 [file:line] ...``
@@ -34,7 +37,7 @@ class Outcome:
     messages: list = field(default_factory=list)
 
 
-def start(launch: Any, run_dir: Path, lock: Any, red: Any, cwd: Optional[Path] = None) -> Outcome:
+def start(launch: Any, run_dir: Path, lock: Any, red: "Optional[Redactor]", cwd: Optional[Path] = None) -> Outcome:
     """Run the trainer; stdout stays the terminal's (progress bar), stderr is also kept in stderr.log.
 
     Not proc.run: training has no natural timeout and its output must stream. The trainer runs in

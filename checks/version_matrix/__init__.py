@@ -21,6 +21,7 @@ from msdoctor.facts.matrix import MATRIX
 from msdoctor.model import Finding, Status
 
 if TYPE_CHECKING:  # the rule modules load when the check runs: every `msdoctor` run imports this module
+    from msdoctor.facts.target import TargetFacts
     from msdoctor.checks.version_matrix.gpu import GpuFacts
     from msdoctor.facts.cann import CannFacts
     from msdoctor.matrix import Matrix
@@ -37,7 +38,7 @@ class MatrixInputs:
     requested: Optional[str] = None  # the device target the run asks for, if known
 
 
-def evaluate_packages(t: Any, m: Matrix) -> list[Finding]:
+def evaluate_packages(t: "TargetFacts", m: Matrix) -> list[Finding]:
     """The rules on installed packages (known breakages, MindSpore, MindNLP, MindFormers, Requires-Dist):
     the ones a pip install can repair (its fixer, ``fix.py``, runs them on its planned overlay too).
     The most specific rule reports a pair first; later rules skip pairs already reported."""
@@ -81,7 +82,7 @@ def fold_skips(findings: list[Finding]) -> list[Finding]:
     return rest
 
 
-def accepted_prefixes(t: Any, m: Matrix) -> Optional[list[str]]:
+def accepted_prefixes(t: "TargetFacts", m: Matrix) -> Optional[list[str]]:
     """MindSpore's accepted CANN prefixes: the installed file's list, else the matrix's."""
     from msdoctor.checks.version_matrix.ascend import installed_accepted_list
     from msdoctor.checks.version_matrix.common import mindspore_dir
@@ -134,7 +135,7 @@ class VersionMatrixCheck:
         return fold_skips(_ground_truth_and_plan(ctx, t, smoke, inputs.requested, findings))
 
 
-def _ground_truth_and_plan(ctx: Context, t: Any, smoke: Any, requested: Optional[str],
+def _ground_truth_and_plan(ctx: Context, t: "TargetFacts", smoke: Any, requested: Optional[str],
                            findings: list[Finding]) -> list[Finding]:
     """Metadata-only conflicts the live probe disproved become warnings; every pip fix becomes ONE checked command."""
     from msdoctor.checks.version_matrix.truth import demote, proof

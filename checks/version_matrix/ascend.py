@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from msdoctor.checks.version_matrix.common import mindspore_dir, read_text
 from msdoctor.facts.cann import CannFacts, CannInstall, in_range
 from msdoctor.matrix import Matrix, MindSporeRelease, cann_prefix
 from msdoctor.model import Finding, Location
+
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.facts.target import TargetFacts
 
 INSTALL_URL = "https://www.mindspore.cn/install"
 
@@ -57,7 +60,7 @@ def cann_seen_by_mindspore(cann: CannFacts, ms_version: str, row: Optional[MindS
     return {"internal": install.internal, "file": install.files.get("internal"), "via": via, "install": install}
 
 
-def evaluate_ascend(t: Any, cann: CannFacts, m: Matrix) -> list[Finding]:
+def evaluate_ascend(t: "TargetFacts", cann: CannFacts, m: Matrix) -> list[Finding]:
     ms = t.version_of("mindspore")
     if not cann.present:
         return [Finding.skipped("no Ascend software found", reason=(
@@ -73,7 +76,7 @@ def evaluate_ascend(t: Any, cann: CannFacts, m: Matrix) -> list[Finding]:
     return out
 
 
-def _mindspore_vs_cann(t: Any, cann: CannFacts, m: Matrix, ms: str) -> list[Finding]:
+def _mindspore_vs_cann(t: "TargetFacts", cann: CannFacts, m: Matrix, ms: str) -> list[Finding]:
     row = m.mindspore(ms)
     seen = cann_seen_by_mindspore(cann, ms, row)
     inst: Optional[CannInstall] = seen["install"]
@@ -158,7 +161,7 @@ def _opp_kernel(cann: CannFacts, ms: str) -> list[Finding]:
         evidence={"ASCEND_OPP_PATH": opp}, code="opp-kernel-missing")]
 
 
-def _cann_wheels(t: Any, cann: CannFacts, used: Optional[CannInstall]) -> list[Finding]:
+def _cann_wheels(t: "TargetFacts", cann: CannFacts, used: Optional[CannInstall]) -> list[Finding]:
     """te / hccl pip-installed from another CANN's lib64 than the one in use (MindSpore's Ascend install guide)."""
     from urllib.parse import unquote, urlparse
 
@@ -182,7 +185,7 @@ def _cann_wheels(t: Any, cann: CannFacts, used: Optional[CannInstall]) -> list[F
     return out
 
 
-def _two_installs(t: Any, cann: CannFacts, ms: str) -> list[Finding]:
+def _two_installs(t: "TargetFacts", cann: CannFacts, ms: str) -> list[Finding]:
     from packaging.version import Version
 
     nnae, toolkit = cann.by_flavour("nnae"), cann.by_flavour("toolkit")

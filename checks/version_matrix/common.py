@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.facts.target import TargetFacts
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ def wants_of(evidence: Mapping[str, Any]) -> list[Want]:
     return out
 
 
-def pip_install(t: Any, *requirements: str) -> str:
+def pip_install(t: "TargetFacts", *requirements: str) -> str:
     """The exact install command for the target interpreter, each requirement quoted."""
     return f"{t.python_cmd()} -m pip install " + " ".join(f'"{r}"' for r in requirements)
 
@@ -54,12 +57,12 @@ def pair(a: str, b: str) -> frozenset:
     return frozenset((a, b))
 
 
-def installed_versions(t: Any) -> dict[str, Optional[str]]:
+def installed_versions(t: "TargetFacts") -> dict[str, Optional[str]]:
     """{canonical name: version} of the winning copy of every distribution."""
     return {d.key: d.version for d in t.winners()}
 
 
-def mindspore_dir(t: Any) -> Optional[str]:
+def mindspore_dir(t: "TargetFacts") -> Optional[str]:
     """The installed mindspore package directory (from find_spec, else the dist's location)."""
     spec = t.find_spec.get("mindspore") or {}
     locs = spec.get("locations") or []

@@ -183,7 +183,7 @@ def _holds(spec: str, version: Optional[str]) -> bool:
 
 
 class _Search:
-    def __init__(self, t: Any, m: Any, resolver: Resolver) -> None:
+    def __init__(self, t: "TargetFacts", m: "Matrix", resolver: Resolver) -> None:
         self.t, self.m, self.r = t, m, resolver
         self.pins: dict[str, dict[str, str]] = {}  # package -> {owner ("" none): spec}
         self.moved: dict[str, str] = {}  # owner -> the version the search put in its place
@@ -245,14 +245,13 @@ class _Search:
 
     def _installable(self, owner: str, version: str) -> bool:
         """The matrix's knowledge of what cannot come from the index alone (MindFormers 2.0.0/2.1.0)."""
-        row = None
         if owner == "mindformers":
-            row = self.m.mindformers(version)
-            return row is None or row.installable
+            mf = self.m.mindformers(version)
+            return mf is None or mf.installable
         if owner == "mindspore":
-            row = self.m.mindspore(version)
+            ms = self.m.mindspore(version)
             py = ".".join(self.t.python_version.split(".")[:2])
-            return row is None or (row.on_pypi and py in row.python)
+            return ms is None or (ms.on_pypi and py in ms.python)
         return True
 
     def move(self, owner: str) -> Optional[str]:
@@ -329,7 +328,7 @@ def _rank(name: Optional[str]) -> int:
     return _RANK.get(name, 3 if name in training_stack() else 4)
 
 
-def plan_stack(t: Any, m: Any, resolver: Resolver, *, max_rounds: int = MAX_ROUNDS) -> StackPlan:
+def plan_stack(t: "TargetFacts", m: "Matrix", resolver: Resolver, *, max_rounds: int = MAX_ROUNDS) -> StackPlan:
     """Search for one pip command that leaves no version-matrix rule broken (see the module docstring)."""
     started = time.monotonic()
     base = problems(t, m)
@@ -479,7 +478,7 @@ def _short(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[:limit] + " ...)"
 
 
-def _guess_command(t: Any, pins: dict[str, dict[str, str]]) -> Optional[list[str]]:
+def _guess_command(t: "TargetFacts", pins: dict[str, dict[str, str]]) -> Optional[list[str]]:
     """Without the index: the wanted specifiers, and pip's own resolver left to pull dependencies."""
     wanted = set(pins)
     specs = []
@@ -534,7 +533,7 @@ def apply_to_findings(findings: list[Finding], plan: StackPlan) -> list[Finding]
     return out
 
 
-def quick_plan(t: Any, findings: Sequence[Finding]) -> StackPlan:
+def quick_plan(t: "TargetFacts", findings: Sequence[Finding]) -> StackPlan:
     """--quick: the wants of the failures merged into one command, marked unverified (pip is not asked)."""
     pins: dict[str, dict[str, str]] = {}
     for f in pip_fixable(findings):

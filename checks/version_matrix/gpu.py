@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Callable, Mapping, Optional
 
 from msdoctor.facts.sysroot import host_path
 
 if TYPE_CHECKING:
+    from msdoctor.facts.target import TargetFacts
     from msdoctor.facts.nvidia import NvidiaInfo
 from msdoctor.matrix import Matrix
 from msdoctor.model import Finding
@@ -70,7 +71,7 @@ def _ver(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v))
 
 
-def evaluate_gpu(t: Any, gpu: GpuFacts, m: Matrix, requested: Optional[str]) -> list[Finding]:
+def evaluate_gpu(t: "TargetFacts", gpu: GpuFacts, m: Matrix, requested: Optional[str]) -> list[Finding]:
     ms = t.version_of("mindspore")
     if not gpu.nvidia or requested in ("Ascend", "CPU") or not ms:
         reason = ("no NVIDIA driver (/proc/driver/nvidia/version, /dev/nvidiactl)" if not gpu.nvidia

@@ -7,25 +7,28 @@ The combinations that metadata allows but that break at import are rows of compa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msdoctor.checks.version_matrix.common import Want, minor, pair, pip_install, wants_evidence
 from msdoctor.checks.version_matrix.stack import not_in_matrix
 from msdoctor.matrix import Matrix, spec_contains
 from msdoctor.model import Finding
 
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.facts.target import TargetFacts
+
 
 def _allowing(rows: Any, ms_version: str) -> list[str]:
     return [r.version for r in rows if r.mindspore and spec_contains(r.mindspore, ms_version)]
 
 
-def _ms_fix(t: Any, m: Matrix, spec: str) -> str:
+def _ms_fix(t: "TargetFacts", m: Matrix, spec: str) -> str:
     py = minor(t.python_version)
     fits = [r.version for r in m.mindspore_rows if r.on_pypi and py in r.python and spec_contains(spec, r.version)]
     return pip_install(t, f"mindspore=={fits[-1]}") if fits else pip_install(t, f"mindspore{spec}")
 
 
-def evaluate_mindnlp(t: Any, m: Matrix, reported: set) -> list[Finding]:
+def evaluate_mindnlp(t: "TargetFacts", m: Matrix, reported: set) -> list[Finding]:
     version = t.version_of("mindnlp")
     if not version:
         return []
@@ -78,7 +81,7 @@ def evaluate_mindnlp(t: Any, m: Matrix, reported: set) -> list[Finding]:
     return out
 
 
-def evaluate_mindformers(t: Any, m: Matrix, reported: set) -> list[Finding]:
+def evaluate_mindformers(t: "TargetFacts", m: Matrix, reported: set) -> list[Finding]:
     version = t.version_of("mindformers")
     if not version:
         return []

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, NamedTuple, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 from msdoctor.checks.version_matrix.common import Want, pair, pip_install, wants_evidence
 from msdoctor.domain.stack import training_stack
 from msdoctor.model import Finding
+
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.facts.target import TargetFacts
 
 
 class Req(NamedTuple):
@@ -73,7 +76,7 @@ def _satisfies(spec: str, version: str) -> bool:
         return False  # a non-PEP 440 version breaks pip's resolver too (https://github.com/candle-org/MindAct/issues/1869)
 
 
-def broken_requirements(t: Any) -> tuple[list[tuple], list[tuple], int]:
+def broken_requirements(t: "TargetFacts") -> tuple[list[tuple], list[tuple], int]:
     """(conflicts [(dist, req, have)], missing [(dist, req)], distributions checked)."""
     env = tuple(sorted(dict(t.markers, extra="").items()))
     winners = list(t.winners())
@@ -99,7 +102,7 @@ def _spec(req: Req) -> str:
     return f"{req.name}{req.spec}"
 
 
-def evaluate_requirements(t: Any, reported: set) -> list[Finding]:
+def evaluate_requirements(t: "TargetFacts", reported: set) -> list[Finding]:
     """Findings for broken requirements, skipping pairs another rule already reported."""
     conflicts, missing, count = broken_requirements(t)
     out: list[Finding] = []

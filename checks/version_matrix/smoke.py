@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from msdoctor.facts.import_smoke import SmokeResult
 from msdoctor.matrix import cann_prefix
 from msdoctor.model import Finding
+
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.facts.target import TargetFacts
 
 
 def _order(result: SmokeResult) -> str:
     return " -> ".join(f"import {m}" for m in result.planned)
 
 
-def evaluate_smoke(t: Any, result: SmokeResult, accepted: Optional[Sequence[str]] = None) -> list[Finding]:
+def evaluate_smoke(t: "TargetFacts", result: SmokeResult, accepted: Optional[Sequence[str]] = None) -> list[Finding]:
     """accepted: MindSpore's accepted CANN prefixes, to judge te.version.version when te was imported."""
     if result.state == "skipped":
         return [Finding.skipped("import smoke not run", reason=result.reason)]

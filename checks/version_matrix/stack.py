@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from msdoctor.checks.version_matrix.common import Want, mindspore_dir, minor, pair, pip_install, wants_evidence
 from msdoctor.matrix import Matrix, MindSporeRelease, spec_contains
 from msdoctor.model import Finding
+
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.facts.target import TargetFacts
 
 _ABI_RE = re.compile(r"^_c_expression\.cpython-(\d)(\d+)")
 
@@ -53,7 +56,7 @@ def _newest_for_python(m: Matrix, py: str) -> Optional[str]:
     return rows[-1].version if rows else None
 
 
-def evaluate_mindspore(t: Any, m: Matrix, reported: set) -> list[Finding]:
+def evaluate_mindspore(t: "TargetFacts", m: Matrix, reported: set) -> list[Finding]:
     """MindSpore vs Python (wheel tags and the installed build's ABI), numpy and protobuf."""
     py = minor(t.python_version)
     version = t.version_of("mindspore")
@@ -109,7 +112,7 @@ def evaluate_mindspore(t: Any, m: Matrix, reported: set) -> list[Finding]:
 
 
 
-def _mindspore_deps(t: Any, version: str, row: MindSporeRelease, reported: set) -> list[Finding]:
+def _mindspore_deps(t: "TargetFacts", version: str, row: MindSporeRelease, reported: set) -> list[Finding]:
     """numpy and protobuf against the specifiers of MindSpore's matrix row."""
     out: list[Finding] = []
     for dep, spec in (("numpy", row.numpy), ("protobuf", row.protobuf)):
@@ -136,7 +139,7 @@ _DEP_WHY = {
 }
 
 
-def evaluate_breakages(t: Any, m: Matrix, installed: dict, reported: set) -> list[Finding]:
+def evaluate_breakages(t: "TargetFacts", m: Matrix, installed: dict, reported: set) -> list[Finding]:
     """Combinations the metadata allows but that break at import (matrix [[breakage]] rows)."""
     out = []
     for b in m.breakages(installed):

@@ -18,6 +18,8 @@ from msdoctor.errors import UserError
 from msdoctor.fsutil import why_unwritable
 from msdoctor.gate import chip_name, gate, gate_notes, write_config, write_report
 if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.redact import Redactor
+    from msdoctor.training.config import RunConfig
     from msdoctor.doctor import Diagnosis
     from msdoctor.facts.config import ConfigFacts
     from msdoctor.model import Report
@@ -53,7 +55,7 @@ def resolve_config(path: Path, max_steps: Optional[int], data: tuple[str, ...], 
     return ConfigFacts(facts.path, facts.doc, "msdoctor", run)
 
 
-def run_directory(cfg: Any, base: Optional[Path] = None) -> Path:
+def run_directory(cfg: "RunConfig", base: Optional[Path] = None) -> Path:
     """runtime.output_dir, else runs/<name>; a relative one is read from base (--project; default: the cwd)."""
     path = Path(cfg.runtime.output_dir or Path("runs") / cfg.name).expanduser()
     return ((base or Path.cwd()) / path).resolve()
@@ -152,14 +154,17 @@ def lock_run_directory(run_dir: Path) -> Any:
     return lock
 
 
-def redactor(no_redact: bool, cfg: Any = None, report: "Optional[Report]" = None) -> Any:
+def redactor(no_redact: bool, cfg: "Optional[RunConfig]" = None, report: "Optional[Report]" = None) -> "Optional[Redactor]":
     """What msdoctor check masks (home, user, host, secrets), or None with --no-redact.
 
     Credentials written into the config's values (``https://user:password@host/...`` in data.paths)
     are secrets too, masked wherever they show up again (a check may print the path resolved).
     """
-    if no_redact:
-        return None
+    return None if no_redact else full_redactor(cfg, report)
+
+
+def full_redactor(cfg: "Optional[RunConfig]" = None, report: "Optional[Report]" = None) -> "Redactor":
+    """The redactor of :func:`redactor` without --no-redact."""
     import dataclasses
     import re
 
@@ -279,7 +284,7 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
         runlock.release(lock)
 
 
-def _train(cfg: Any, facts: "ConfigFacts", config: Path, target: str, run_dir: Path, lock: Any, red: Any, resume: bool,
+def _train(cfg: "RunConfig", facts: "ConfigFacts", config: Path, target: str, run_dir: Path, lock: Any, red: "Optional[Redactor]", resume: bool,
            output_dir: Optional[Path], verbose: bool, probe_timeout: float, live_timeout: float, *,
            strict: bool = False, plugins: bool = True, project: Optional[Path] = None,
            device_target: Optional[str] = None, quick: bool = False, skip: tuple[str, ...] = ()) -> int:
@@ -300,7 +305,7 @@ def _train(cfg: Any, facts: "ConfigFacts", config: Path, target: str, run_dir: P
                      device_target=device_target, quick=quick, skip=skip)
     report = diagnosis.report
     report.facts["invocation"] = {**invocation_facts(diagnosis.context.options, diagnosis.context), "skipped": list(skip)}
-    shown = redactor(False, cfg, report).report(report) if red is not None else report
+    shown = full_redactor(cfg, report).report(report) if red is not None else report
     render("terminal", shown, sys.stdout, RenderOptions(verbose=verbose))
     saved = write_report(shown, run_dir)
     if report.exit_code(Status.WARN if strict else Status.FAIL) != ExitCode.OK:
@@ -325,7 +330,7 @@ def _train(cfg: Any, facts: "ConfigFacts", config: Path, target: str, run_dir: P
     return _finished(out, how, run_dir, again, target, config)
 
 
-def _announce(cfg: Any, facts: "ConfigFacts", run_dir: Path, red: Any) -> None:
+def _announce(cfg: "RunConfig", facts: "ConfigFacts", run_dir: Path, red: "Optional[Redactor]") -> None:
     """The run's name, where it writes, its batch arithmetic, and the config's warnings."""
     from msdoctor.domain.training_setup import read
     from msdoctor.training.config import warnings
@@ -340,7 +345,7 @@ def _announce(cfg: Any, facts: "ConfigFacts", run_dir: Path, red: Any) -> None:
         click.echo(f"  warning: {show(w)}")
 
 
-def _launch(cfg: Any, target: str, run_dir: Path, resume: bool, lock: Any, red: Any, diagnosis: "Diagnosis") -> Any:
+def _launch(cfg: "RunConfig", target: str, run_dir: Path, resume: bool, lock: Any, red: "Optional[Redactor]", diagnosis: "Diagnosis") -> Any:
     """How to start the trainer: the command, and an environment that makes it die with msdoctor, share the
     run lock, mask its logs, and read the real config when the written one is redacted."""
     from msdoctor.training import launch as launching

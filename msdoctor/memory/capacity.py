@@ -20,10 +20,13 @@ which case the device is the limit. Reserves: Ascend 4.5 GiB (MindSpeed's fixed
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from msdoctor.memory.spec import Device
 from msdoctor.memory.units import GIB, MIB, fmt_gib
+
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.context import Context
 
 RESERVE = {"Ascend": int(4.5 * GIB), "GPU": 2 * GIB, "CPU": 0}
 RESERVE_WHY = {
@@ -92,7 +95,7 @@ def from_host_ram(workers: int) -> Detected:
     return Detected(avail // workers, 1, f"psutil: {fmt_gib(avail)} RAM available, shared by {workers} workers")
 
 
-def detect(ctx: Any, target: str, workers: int = 1, *, probe: bool = True) -> Detected:
+def detect(ctx: "Context", target: str, workers: int = 1, *, probe: bool = True) -> Detected:
     """Ask the machine (through the Context's facts) how much memory a device has."""
     from msdoctor.context import FactUnavailable
 
@@ -111,7 +114,7 @@ def detect(ctx: Any, target: str, workers: int = 1, *, probe: bool = True) -> De
         return Detected(notes=[f"nvidia-smi failed: {exc.message}"])
 
 
-def _nvidia_spec(ctx: Any, probe: bool) -> Any:
+def _nvidia_spec(ctx: "Context", probe: bool) -> Any:
     """The NVIDIA fact: the target's (runs the target probe) or, without the probe, msdoctor's own
     environment (enough for nvidia-smi; ``msdoctor memory``)."""
     from msdoctor.facts.nvidia import NVIDIA, NVIDIA_HOST
@@ -119,7 +122,7 @@ def _nvidia_spec(ctx: Any, probe: bool) -> Any:
     return NVIDIA if probe or ctx.has(NVIDIA) else NVIDIA_HOST
 
 
-def machine_target(ctx: Any, probe: bool = False) -> Optional[str]:
+def machine_target(ctx: "Context", probe: bool = False) -> Optional[str]:
     """Ascend or GPU when the Context's device facts show such devices here, else None."""
     from msdoctor.context import FactUnavailable
     from msdoctor.facts.npu_smi import NPU_SMI

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from msdoctor.memory.capacity import Detected, detect, machine_target, make_device
 from msdoctor.memory.estimator import estimate
@@ -11,6 +11,9 @@ from msdoctor.memory.suggest import Suggestion, search
 from msdoctor.memory.sources import Source
 from msdoctor.memory.spec import Estimate
 from msdoctor.memory.units import parse_size
+
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.context import Context
 
 
 #: the setup fields each kind of term scales with (estimator formulas): activations grow with the micro-batch,
@@ -65,7 +68,7 @@ class Plan:
         return out
 
 
-def _default_target(ctx: Any, device_memory: Optional[str], probe: bool, notes: list) -> str:
+def _default_target(ctx: "Context", device_memory: Optional[str], probe: bool, notes: list) -> str:
     """The device a config that names none will run on: what the Context's device facts show, else a guess."""
     found = machine_target(ctx, probe)
     if found:
@@ -78,7 +81,7 @@ def _default_target(ctx: Any, device_memory: Optional[str], probe: bool, notes: 
     return "CPU"
 
 
-def make_plan(source: Source, ctx: Any, *, device_memory: Optional[str] = None, probe: bool = True,
+def make_plan(source: Source, ctx: "Context", *, device_memory: Optional[str] = None, probe: bool = True,
               limit: int = 3, detected: Optional[Detected] = None) -> Plan:
     """Estimate a source against the device it will run on and search for changes that fit.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,19 +17,22 @@ from msdoctor.model import ExitCode
 
 from .plan import MsrunArgs
 
+if TYPE_CHECKING:  # pragma: no cover
+    from msdoctor.training.config import RunConfig
 
-def args_for(cfg: Any) -> MsrunArgs:
+
+def args_for(cfg: "RunConfig") -> MsrunArgs:
     rt = cfg.runtime
     return MsrunArgs(worker_num=rt.device_num, local_worker_num=rt.device_num // rt.num_nodes,
                      master_addr=rt.master_addr, master_port=rt.master_port, node_rank=rt.node_rank,
                      cluster_time_out=rt.cluster_time_out)
 
 
-def needed(cfg: Any) -> bool:
+def needed(cfg: "RunConfig") -> bool:
     return cfg.runtime.num_nodes > 1
 
 
-def run(cfg: Any, python: str, run_dir: Path, config_path: Path) -> int:
+def run(cfg: "RunConfig", python: str, run_dir: Path, config_path: Path) -> int:
     """0 when the preflight passed on every rank; the report is in RUN/preflight/."""
     out = run_dir / "preflight"
     task_args = ["--config", str(Path(config_path).resolve()), "--device-target", cfg.runtime.device_target,
