@@ -12,28 +12,26 @@ from typing import TYPE_CHECKING, Optional
 if TYPE_CHECKING:  # pragma: no cover
     from msdoctor.redact import Redactor
     from msdoctor.training.config import RunConfig
-    from msdoctor.context import Context
+    from msdoctor.context import Context, Options
     from msdoctor.doctor import Diagnosis
     from msdoctor.facts.config import ConfigFacts
     from msdoctor.model import Report
 
 
-def gate(python: str, facts: "ConfigFacts", verbose: bool, probe_timeout: float = 30.0, live_timeout: float = 120.0,
-         plugins: bool = True, *, project: Optional[Path] = None, device_target: Optional[str] = None,
-         quick: bool = False, skip: tuple[str, ...] = ()) -> "Diagnosis":
+def gate(options: "Options", facts: "ConfigFacts", *, plugins: bool = True, skip: tuple[str, ...] = ()) -> "Diagnosis":
     """Every registered check that applies (less --skip), with the config as context, in the environment the
-    trainer gets. project, device_target and quick are check's --project, --device-target and --quick."""
+    trainer gets. ``options`` are check's (doctor.build_options: --python, --project, the config, --device-target,
+    --quick, -v, the timeouts); a device target None: the checks read it from the config and say so."""
     from msdoctor.context import Context
-    from msdoctor.doctor import Selection, build_options, diagnose
+    from msdoctor.doctor import Selection, diagnose
     from msdoctor.facts.config import CONFIG
     from msdoctor.plugins import autoload_disabled
     from msdoctor.render.console import progress
     from msdoctor.training.launch import environment
 
-    # device target None: the checks read it from the config and say so; --device-target also overrode the config
-    options = build_options(python, project, facts.path, device_target, quick, verbose, probe_timeout,
-                            live_timeout=live_timeout)
-    ctx = Context(options, facts={CONFIG.name: facts}, environ=environment(python, os.environ))
+    if options.python is None:
+        raise ValueError("the gate examines the trainer's interpreter: options.python is required")
+    ctx = Context(options, facts={CONFIG.name: facts}, environ=environment(options.python, os.environ))
     with progress("msdoctor: checking the environment before training"):
         return diagnose(ctx, Selection(skip=list(skip), plugins=plugins and not autoload_disabled()))
 

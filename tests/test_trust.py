@@ -253,6 +253,7 @@ def test_not_installed_is_not_import_fails(tmp_path: Path) -> None:
 def test_train_gate_checks_the_environment_train_launches(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import msdoctor.doctor
     from msdoctor.commands.train import gate, resolve_config
+    from msdoctor.doctor import build_options
     from msdoctor.training.launch import environment
 
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "elsewhere"))
@@ -263,7 +264,9 @@ def test_train_gate_checks_the_environment_train_launches(monkeypatch: pytest.Mo
         return "diagnosis"
 
     monkeypatch.setattr(msdoctor.doctor, "diagnose", fake_diagnose)
-    assert gate(BASE_PYTHON, resolve_config(TINY, None, (), tmp_path / "run"), False, 7.0, 9.0) == "diagnosis"
+    facts = resolve_config(TINY, None, (), tmp_path / "run")
+    options = build_options(BASE_PYTHON, None, facts.path, None, False, False, 7.0, live_timeout=9.0)
+    assert gate(options, facts) == "diagnosis"
     ctx = seen["ctx"]
     assert dict(ctx.environ) == environment(BASE_PYTHON, os.environ) and "PYTHONPATH" not in ctx.environ
     assert (ctx.options.probe_timeout_s, ctx.options.live_timeout_s) == (7.0, 9.0)

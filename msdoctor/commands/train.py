@@ -17,13 +17,15 @@ from msdoctor.commands.common import project_option, resolve_target, split_ids, 
 from msdoctor.errors import UserError
 from msdoctor.fsutil import why_unwritable
 from msdoctor.gate import chip_name, gate, gate_notes, write_config, write_report
+from msdoctor.supervisor import LOG_TAIL_LINES, Outcome, explain_failure, log_files, log_tail, start
+
 if TYPE_CHECKING:  # pragma: no cover
-    from msdoctor.redact import Redactor
-    from msdoctor.training.config import RunConfig
+    from msdoctor.context import Options
     from msdoctor.doctor import Diagnosis
     from msdoctor.facts.config import ConfigFacts
     from msdoctor.model import Report
-from msdoctor.supervisor import LOG_TAIL_LINES, Outcome, explain_failure, log_files, log_tail, start
+    from msdoctor.redact import Redactor
+    from msdoctor.training.config import RunConfig
 
 
 def resolve_config(path: Path, max_steps: Optional[int], data: tuple[str, ...], output_dir: Optional[Path],
@@ -277,17 +279,21 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
             from msdoctor.fsutil import WriteError
 
             raise WriteError(run_dir / runlock.RUN_MANIFEST, exc) from None
-        return _train(cfg, facts, config, target, run_dir, lock, red, resume, output_dir, verbose, probe_timeout,
-                      live_timeout, strict=strict, plugins=not no_plugins, project=project,
-                      device_target=device_target, quick=quick, skip=tuple(split_ids(skip)))
+        from msdoctor.doctor import build_options
+
+        checks = build_options(target, project, facts.path, device_target, quick, verbose, probe_timeout,
+                               live_timeout=live_timeout)
+        return _train(cfg, facts, config, target, run_dir, lock, red, checks, resume=resume, output_dir=output_dir,
+                      strict=strict, plugins=not no_plugins, project=project, skip=tuple(split_ids(skip)))
     finally:
         runlock.release(lock)
 
 
-def _train(cfg: "RunConfig", facts: "ConfigFacts", config: Path, target: str, run_dir: Path, lock: Any, red: "Optional[Redactor]", resume: bool,
-           output_dir: Optional[Path], verbose: bool, probe_timeout: float, live_timeout: float, *,
-           strict: bool = False, plugins: bool = True, project: Optional[Path] = None,
-           device_target: Optional[str] = None, quick: bool = False, skip: tuple[str, ...] = ()) -> int:
+def _train(cfg: "RunConfig", facts: "ConfigFacts", config: Path, target: str, run_dir: Path, lock: Any,
+           red: "Optional[Redactor]", checks: "Options", *, resume: bool, output_dir: Optional[Path], strict: bool = False, plugins: bool = True,
+           project: Optional[Path] = None, skip: tuple[str, ...] = ()) -> int:
+    """The gate, the preflight of a multi-node run, then the trainer on ``target``. ``checks`` are the gate's
+    options (doctor.build_options: --device-target, --quick, -v, the timeouts); ``project`` is --project as given."""
     from msdoctor.doctor import invocation_facts
     from msdoctor.model import ExitCode, Status
     from msdoctor.render import RenderOptions, render
@@ -297,12 +303,12 @@ def _train(cfg: "RunConfig", facts: "ConfigFacts", config: Path, target: str, ru
     if done is not None:
         click.echo(red.text(done) if red is not None else done)
         return int(ExitCode.OK)
+    verbose, device_target, quick = checks.verbose, checks.device_target, checks.quick
     _announce(cfg, facts, run_dir, red)
     notes = gate_notes(quick, skip)
     for note in notes:
         click.echo(f"  warning: {note}")
-    diagnosis = gate(target, facts, verbose, probe_timeout, live_timeout, plugins=plugins, project=project,
-                     device_target=device_target, quick=quick, skip=skip)
+    diagnosis = gate(checks, facts, plugins=plugins, skip=skip)
     report = diagnosis.report
     report.facts["invocation"] = {**invocation_facts(diagnosis.context.options, diagnosis.context), "skipped": list(skip)}
     shown = full_redactor(cfg, report).report(report) if red is not None else report
