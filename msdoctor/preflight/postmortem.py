@@ -41,7 +41,7 @@ import textwrap
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from msdoctor.cluster_logs import SchedulerLogParser, workers_per_node
 from msdoctor.errors import UserError
@@ -416,18 +416,9 @@ def _event_line(s: Scan, line: str, ln: int, t: Optional[datetime]) -> None:
     if "Start worker process" in line and (m := _START_WORKER.search(line)):
         s.start_worker[int(m.group("rank"))] = m.group("log").strip()
         return
-    if s.scheduler is not None and ("registered successfully" in line or "is timed out" in line):
-        before = len(s.scheduler.summary.timed_out)
-        if s.scheduler.feed(line, ln):
-            if "registered successfully" in line:
-                if len(s.registrations) < 65536:
-                    s.registrations.append(line.strip())
-                node = list(s.scheduler.summary.registered.values())[-1]
-                if t is not None and node.rank is not None:
-                    s.registration_times[node.rank] = t
-            elif len(s.scheduler.summary.timed_out) > before:
-                s.node_timeouts.append((s.scheduler.summary.timed_out[-1], ev))
-            return
+    if s.scheduler is not None and ("registered successfully" in line or "is timed out" in line) \
+            and _scheduler_line(s, s.scheduler, line, ln, t, ev):
+        return
     if "Topology build timed out" in line and TOPO_TIMEOUT.search(line):
         s.topology_timeouts += 1
         return
@@ -445,6 +436,23 @@ def _event_line(s: Scan, line: str, ln: int, t: Optional[datetime]) -> None:
             return
         if len(s.errors) < MAX_ERRORS:
             s.errors.append(ev)
+
+
+def _scheduler_line(s: Scan, sched: SchedulerLogParser, line: str, ln: int, t: Optional[datetime], ev: Event) -> bool:
+    """A scheduler's registration or node-timeout line fed to its summary (``sched``, s.scheduler); False when the
+    summary did not take it (the line goes on to the generic rules)."""
+    before = len(sched.summary.timed_out)
+    if not sched.feed(line, ln):
+        return False
+    if "registered successfully" in line:
+        if len(s.registrations) < 65536:
+            s.registrations.append(line.strip())
+        node = list(sched.summary.registered.values())[-1]
+        if t is not None and node.rank is not None:
+            s.registration_times[node.rank] = t
+    elif len(sched.summary.timed_out) > before:
+        s.node_timeouts.append((sched.summary.timed_out[-1], ev))
+    return True
 
 
 def _is_error_text(line: str) -> bool:
@@ -763,17 +771,48 @@ def build(scans: list[Scan], sources: list[str], python: Optional[str] = None,
     plogs = [s for s in scans if s.kind == "plog"]
     notes = list(notes or [])
 
-    # rank of each worker log: its file name (msrun names them worker_<rank>.log with --node_rank), else its own
-    # "This node N rank id: R" line, else msrun's "Start worker process with rank id:R, log file:PATH"
+    _name_worker_ranks(workers, msruns)
+    sched = scheds[0] if scheds else None
+    summary = sched.scheduler.summary if sched and sched.scheduler else None
+    world = summary.expected if summary and summary.expected else None
+    per_node = _per_node(summary, world, workers)
+
+    def node_of(rank: Optional[int]) -> Optional[int]:
+        return rank // per_node if rank is not None and per_node else None
+
+    ranks, pid_to_rank = _ranks(workers, msruns, plogs, node_of, notes)
+    killed_at = _exits(msruns, ranks, pid_to_rank, notes)
+    if world is None and ranks:
+        world = max(ranks) + 1 if set(ranks) == set(range(max(ranks) + 1)) else None
+
+    clock_notes, offsets = _clocks(ranks, sched, node_of)
+    for one in ranks.values():
+        _shift(one, offsets.get(one.node_rank, 0.0))
+
+    ff = _first_failure(ranks, summary, sched, per_node, node_of, python)
+    failed = ff is not None or _failed_anyway(ranks, msruns, sched)
+    if ff is None and failed:
+        notes.append("the logs show errors but none that names a failed rank; `msdoctor explain --log FILE` on each "
+                     "worker log explains its own errors")
+    consequences = _consequences(ranks, ff, sched, msruns, node_of, killed_at) if ff else []
+    if not ranks and not sched:
+        notes.append("no msrun worker or scheduler log among the files read")
+    return PostMortem(sources, world, per_node, ranks, ff, consequences, clock_notes, notes, failed)
+
+
+def _name_worker_ranks(workers: list[Scan], msruns: list[Scan]) -> None:
+    """The rank of each worker log: its file name (msrun names them worker_<rank>.log with --node_rank), else its
+    own "This node N rank id: R" line, else msrun's "Start worker process with rank id:R, log file:PATH"."""
     by_log = {os.path.basename(p): r for m in msruns for r, p in m.start_worker.items()}
     for w in workers:
         if w.pid_rank and w.pid in w.pid_rank:
             w.rank = w.pid_rank[w.pid]
         elif w.rank is None and os.path.basename(w.path) in by_log:
             w.rank = by_log[os.path.basename(w.path)]
-    sched = scheds[0] if scheds else None
-    summary = sched.scheduler.summary if sched and sched.scheduler else None
-    world = summary.expected if summary and summary.expected else None
+
+
+def _per_node(summary: Any, world: Optional[int], workers: list[Scan]) -> Optional[int]:
+    """Workers per node: from the scheduler's registrations, else from equal counts of ranked logs per node."""
     per_node = workers_per_node(summary.registered.values(), world) if summary else None
     if per_node is None:
         counts = collections.Counter(w.node_key for w in workers if w.rank is not None)
@@ -782,10 +821,12 @@ def build(scans: list[Scan], sources: list[str], python: Optional[str] = None,
             per_node = sizes.pop()
         elif len(counts) == 1 and world is None:
             per_node = next(iter(counts.values()))
+    return per_node
 
-    def node_of(rank: Optional[int]) -> Optional[int]:
-        return rank // per_node if rank is not None and per_node else None
 
+def _ranks(workers: list[Scan], msruns: list[Scan], plogs: list[Scan], node_of: Callable[[Optional[int]], Optional[int]],
+           notes: list[str]) -> tuple[dict[int, Rank], dict[int, int]]:
+    """Every rank the logs show (its worker logs merged, msrun's copy of its output, its plogs) and pid -> rank."""
     ranks: dict[int, Rank] = {}
     for w in workers:
         if w.rank is None:
@@ -810,6 +851,11 @@ def build(scans: list[Scan], sources: list[str], python: Optional[str] = None,
             ranks[owner].errors += p.errors[:MAX_ERRORS]
         else:
             notes.append(f"{p.path}: a plog of pid {plog_pid}, which is no rank's process here")
+    return ranks, pid_to_rank
+
+
+def _exits(msruns: list[Scan], ranks: dict[int, Rank], pid_to_rank: dict[int, int], notes: list[str]) -> dict[str, Event]:
+    """Each rank's exit code as msrun reports it; returns, per node, msrun's "kill all" event."""
     killed_at: dict[str, Event] = {}
     for m in msruns:
         for pid, code, ev in m.worker_exits:
@@ -820,23 +866,13 @@ def build(scans: list[Scan], sources: list[str], python: Optional[str] = None,
             ranks[r].exit_code, ranks[r].exit_event = code, ev
         if m.kill_all:
             killed_at[m.node_key] = m.kill_all
-    if world is None and ranks:
-        world = max(ranks) + 1 if set(ranks) == set(range(max(ranks) + 1)) else None
+    return killed_at
 
-    clock_notes, offsets = _clocks(ranks, sched, node_of)
-    for one in ranks.values():
-        _shift(one, offsets.get(one.node_rank, 0.0))
 
-    ff = _first_failure(ranks, summary, sched, per_node, node_of, python)
-    failed = ff is not None or any(r.errors or r.traceback or (r.exit_code not in (None, 0)) for r in ranks.values()) \
+def _failed_anyway(ranks: dict[int, Rank], msruns: list[Scan], sched: Optional[Scan]) -> bool:
+    """The logs show a failure even where none names the first failed rank."""
+    return any(r.errors or r.traceback or (r.exit_code not in (None, 0)) for r in ranks.values()) \
         or any(m.worker_exits or m.sched_exit for m in msruns) or bool(sched and (sched.node_timeouts or sched.sched_failed))
-    if ff is None and failed:
-        notes.append("the logs show errors but none that names a failed rank; `msdoctor explain --log FILE` on each "
-                     "worker log explains its own errors")
-    consequences = _consequences(ranks, ff, sched, msruns, node_of, killed_at) if ff else []
-    if not ranks and not sched:
-        notes.append("no msrun worker or scheduler log among the files read")
-    return PostMortem(sources, world, per_node, ranks, ff, consequences, clock_notes, notes, failed)
 
 
 def _merge(r: Rank, other: Scan) -> None:
