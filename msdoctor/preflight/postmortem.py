@@ -43,7 +43,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from msdoctor.cluster_logs import SchedulerLogParser, workers_per_node
+from msdoctor.cluster_logs import SchedulerLogParser, SchedulerSummary, workers_per_node
 from msdoctor.errors import UserError
 
 from .schedlog import SCHED_FAILED, TCP_SERVER, TOPO_TIMEOUT
@@ -811,7 +811,7 @@ def _name_worker_ranks(workers: list[Scan], msruns: list[Scan]) -> None:
             w.rank = by_log[os.path.basename(w.path)]
 
 
-def _per_node(summary: Any, world: Optional[int], workers: list[Scan]) -> Optional[int]:
+def _per_node(summary: Optional[SchedulerSummary], world: Optional[int], workers: list[Scan]) -> Optional[int]:
     """Workers per node: from the scheduler's registrations, else from equal counts of ranked logs per node."""
     per_node = workers_per_node(summary.registered.values(), world) if summary else None
     if per_node is None:
