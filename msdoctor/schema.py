@@ -105,7 +105,7 @@ COUNT = Shape(("integer",), low=0)
 TEXT = Shape(("string",))
 NUMBER = Shape(("number",))
 
-#: ``msdoctor preflight --plan --json``'s output, as --compare-plans reads it
+#: ``msdoctor preflight plan --format json``'s output, as ``preflight compare`` reads it
 PLAN = Shape(
     ("object",),
     required=("args",),

@@ -69,7 +69,7 @@ def test_compare_plans_of_the_wrong_shape_is_exit_2_with_file_line_and_field(tmp
     res = run_msdoctor("preflight", "--compare-plans", str(good), "--compare-plans", str(bad), env=env_with())
     assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
     assert "Traceback" not in res.stderr and "internal error" not in res.stderr, res.stderr
-    assert f"node1.json:{line}: not the output of `msdoctor preflight --plan --json`: {why}" in res.stderr, res.stderr
+    assert f"node1.json:{line}: not the output of `msdoctor preflight plan --format json`: {why}" in res.stderr, res.stderr
     assert "fix: write it on each node with" in res.stderr
 
 

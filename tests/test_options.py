@@ -83,3 +83,42 @@ def test_preflight_plan_format_json_and_the_deprecated_json_flag_agree() -> None
         d.pop("seconds", None)
         d.pop("took_s", None)
     assert a.keys() == b.keys() and a["args"] == b["args"]
+
+
+def test_preflight_is_a_group_whose_commands_list_only_their_own_options(tmp_path: Path) -> None:
+    """plan, launch and compare each list their own options; the old --plan/--compare-plans spellings give the
+    same answers as the subcommands (and stay out of `preflight --help`)."""
+    ctx = click.Context(cli)
+    group = cli.get_command(ctx, "preflight")
+    assert isinstance(group, click.Group) and group.list_commands(ctx) == ["compare", "launch", "plan"]
+
+    def flags(cmd: click.Command) -> set[str]:
+        return {o for p in cmd.params if isinstance(p, click.Option) and not p.hidden for o in p.opts}
+
+    plan, launch, compare = (group.get_command(ctx, n) for n in ("plan", "launch", "compare"))
+    msrun = {"--worker-num", "--local-worker-num", "--master-addr", "--master-port", "--node-rank", "--cluster-time-out"}
+    task = {"--out", "--iters", "--warmup", "--min-bytes", "--max-bytes", "--matmul-size", "--baseline"}
+    assert msrun <= flags(plan) and not task & flags(plan)
+    assert msrun | task | {"--log-dir"} <= flags(launch)
+    assert task <= flags(group) and not msrun & flags(group) and "--plan" not in flags(group)
+    assert flags(compare) == set()
+    help_text = run_msdoctor("preflight", "--help").stdout
+    listed = help_text.split("\nOptions:", 1)[1].split("\nCommands:", 1)[0]
+    assert "--out" in listed and "--worker-num" not in listed and "--compare-plans" not in listed
+    assert "plan " in help_text.split("\nCommands:", 1)[1]
+
+    args = ["--worker-num", "1", "--local-worker-num", "1", "--master-addr", "127.0.0.1", "--master-port", "18118",
+            "--node-rank", "0", "--device-target", "cpu", "--format", "json"]
+    new = run_msdoctor("preflight", "plan", *args, env=env_with(), timeout=120)
+    old = run_msdoctor("preflight", "--plan", *args, env=env_with(), timeout=120)
+    a, b = json.loads(new.stdout), json.loads(old.stdout)
+    a.pop("seconds"), b.pop("seconds")
+    assert (new.returncode, a) == (old.returncode, b)
+    (tmp_path / "node0.json").write_text(new.stdout)
+    by_group = run_msdoctor("preflight", "compare", str(tmp_path / "node0.json"), str(tmp_path / "node0.json"))
+    by_flag = run_msdoctor("preflight", "--compare-plans", str(tmp_path / "node0.json"),
+                           "--compare-plans", str(tmp_path / "node0.json"))
+    assert (by_group.returncode, by_group.stdout) == (by_flag.returncode, by_flag.stdout)
+    assert "node_rank 0 used by more than one node" in by_group.stdout
+    wrong = run_msdoctor("preflight", "plan", "--iters", "3")
+    assert wrong.returncode == 2 and "No such option" in wrong.stderr  # the task's options are not the plan's

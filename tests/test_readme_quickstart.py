@@ -84,7 +84,7 @@ def test_moved_reference_kept_its_content() -> None:
         "docs/train.md": ["One writer per run directory", "A corrupt checkpoint never wins", "--resume"],
         "docs/memory.md": ["--framework megatron|deepspeed|zero-paper", "msdoctor memory --config train.yaml"],
         "docs/explain.md": ["msdoctor explain --log"],
-        "docs/preflight.md": ["msdoctor preflight --plan"],
+        "docs/preflight.md": ["msdoctor preflight plan"],
         "docs/report-diff.md": ["msdoctor report --output", "msdoctor diff node1.json node2.json"],
         "docs/matrix.md": ["msdoctor matrix --cann"],
         "docs/fix-stack.md": ["--dry-run --report -"],

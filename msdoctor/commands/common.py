@@ -12,6 +12,17 @@ import click
 from msdoctor.errors import UserError
 
 
+class WholeSummaryGroup(click.Group):
+    """A command group whose --help lists each subcommand's summary whole (click cuts it at the line's width)."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, cmd.get_short_help_str(limit=1000)) for name in self.list_commands(ctx)
+                if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
 def report_stack() -> tuple[str, ...]:
     """The packages a report lists first: the training stack, Jupyter's and msdoctor (compat_matrix/stack.toml)."""
     from msdoctor.domain.stack import listed

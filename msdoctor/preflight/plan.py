@@ -1,4 +1,4 @@
-"""``msdoctor preflight --plan``: what can be known on one node before msrun starts, in about a second.
+"""``msdoctor preflight plan``: what can be known on one node before msrun starts, in about a second.
 
 No collectives and no MindSpore import: the msrun arguments add up, the master address is this
 host's (node_rank 0, where msrun starts the scheduler: ``_is_local_ip`` in

@@ -60,7 +60,7 @@ class SchedulerLog:
 
         if self.tcp_server_failed and not self.registered:
             return ("the scheduler could not listen on its port (\"Failed to init the tcp server\"): another process "
-                    "holds it; `msdoctor preflight --plan` names the holder")
+                    "holds it; `msdoctor preflight plan` names the holder")
         total = self.expected if self.expected is not None else expected
         if total is None or (not self.registered and not local_worker_num):
             if self.failed:
