@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fix-kernel": ("msdoctor.commands.fix_kernel:fix_kernel", "Make Jupyter and VS Code run the target interpreter."),
     "fix-stack": ("msdoctor.commands.fix_stack:fix_stack", "Repair the stack's versions with one pip command checked by pip."),
     "train": ("msdoctor.commands.train:train", "Run the checks, then the reference pretraining only if all pass."),
-    "preflight": ("msdoctor.commands.preflight:preflight", "Check every rank of a multi-node job through msrun (or --plan before it)."),
+    "preflight": ("msdoctor.commands.preflight:preflight", "Check every rank of a multi-node job through msrun (preflight plan: before it)."),
 }
 
 
