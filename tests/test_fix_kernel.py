@@ -25,7 +25,7 @@ from helpers import check_of, env_with, make_venv, msdoctor_exe, run_json, run_m
 from msdoctor import jsonc
 from msdoctor.facts.interpreters import InterpInfo, ModuleAt
 from msdoctor.facts.jupyter import JupyterFacts, scan_kernels
-from msdoctor.fix.kernel import (
+from msdoctor.checks.kernel_mismatch.fix import (
     KernelRequest, TargetSummary, build_plan, check_kernel_name, default_kernel_name, render_plan, safe_kernel_name,
 )
 

@@ -187,8 +187,8 @@ def test_timeouts_must_be_positive_and_finite(tmp_path: Path, command: list[str]
 
 
 def test_fix_kernel_on_a_full_vscode_dir_is_a_fix_failure_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from msdoctor.fix import kernel
-    from msdoctor.fix.kernel import FixFailed, Step
+    from msdoctor.checks.kernel_mismatch import fix as kernel
+    from msdoctor.checks.kernel_mismatch.fix import FixFailed, Step
 
     settings = tmp_path / ".vscode" / "settings.json"
     settings.parent.mkdir()
@@ -338,7 +338,7 @@ def test_vscode_files_keep_crlf(tmp_path: Path) -> None:
 
 
 def test_fix_kernel_keeps_crlf_in_vscode_settings(tmp_path: Path) -> None:
-    from msdoctor.fix.kernel import _vscode_step
+    from msdoctor.checks.kernel_mismatch.fix import _vscode_step
 
     settings = tmp_path / ".vscode" / "settings.json"
     settings.parent.mkdir()

@@ -55,7 +55,7 @@ def fix_kernel(
       msdoctor fix-kernel --python ~/envs/ms/bin/python --yes
       msdoctor fix-kernel --remove-stale --no-vscode
     """
-    from msdoctor.fix.kernel import KernelRequest, check_kernel_name, render_plan, summary_of
+    from msdoctor.checks.kernel_mismatch.fix import KernelRequest, check_kernel_name, render_plan, summary_of
 
     if name is not None and check_kernel_name(name):
         raise click.BadParameter(check_kernel_name(name) or "", param_hint="--name")
@@ -92,7 +92,7 @@ def _apply(plan: Any) -> int:
     """Apply the plan, printing what was done (also when a step failed) and how to verify it."""
     import os
 
-    from msdoctor.fix.kernel import FixFailed, apply_plan
+    from msdoctor.checks.kernel_mismatch.fix import FixFailed, apply_plan
 
     try:
         done = apply_plan(plan, os.environ, lambda line: click.echo(line, err=True))
@@ -113,7 +113,7 @@ def _plan(python_path: str, project_dir: Path, req: object) -> Any:  # a msdocto
     from msdoctor.context import Context, FactUnavailable, Options
     from msdoctor.facts.interpreters import INTERPRETERS
     from msdoctor.facts.jupyter import KERNELSPECS
-    from msdoctor.fix.kernel import TargetSummary, build_plan
+    from msdoctor.checks.kernel_mismatch.fix import TargetSummary, build_plan
 
     ctx = Context(Options(python=python_path, project_dir=project_dir))
     try:

@@ -10,8 +10,9 @@ A fixer lives next to its check (``checks/<id>/fix.py``; the check names it in i
 3. ``apply(plan, ctx, on_line)``: the change itself, after the user confirmed; then the command runs the
    check again on the real facts and reports before and after.
 
-This package holds what fixers share (the target's pip as an oracle, msdoctor/fix/resolver.py) and
-fixers that do not belong to one check yet (the Jupyter/VS Code kernel fixer, kernel.py).
+This package holds what fixers share (the target's pip as an oracle, msdoctor/fix/resolver.py). The
+Jupyter/VS Code kernel fixer lives next to its check (checks/kernel_mismatch/fix.py) with a plan/apply API of
+its own, not yet this protocol's three steps.
 """
 
 from __future__ import annotations
