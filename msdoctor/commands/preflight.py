@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import click
 
 from msdoctor import options
+from msdoctor.options import Decorator
 from msdoctor.commands.common import WholeSummaryGroup, resolve_target
 from msdoctor.preflight.gate import run_launch
 from msdoctor.errors import UserError
@@ -77,12 +78,9 @@ def _load_cfg(config: Optional[Path]) -> Any:
     return facts.run if facts.kind == "msdoctor" else None
 
 
-Decorator = Any
-
-
 def _stack(*decorators: Decorator) -> Decorator:
     """Several click options as one decorator (applied in the order listed, as a stack of @ lines reads)."""
-    def wrap(fn: Any) -> Any:
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         for d in reversed(decorators):
             fn = d(fn)
         return fn
