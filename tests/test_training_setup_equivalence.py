@@ -9,6 +9,7 @@ settled below (an mcore config without seq_length).
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,71 @@ def test_glm_kv_groups_follow_chatglm2config(tmp_path):
     off.write_text(text.replace("    multi_query_attention: True\n", "    multi_query_attention: False\n"))
     assert read(load_config(absent)).model.kv_heads == 2  # both defaults: ChatGLM2Config
     assert read(load_config(off)).model.kv_heads == 32  # no multi-query: every head has its K and V
+
+
+# -- the device target and count of a MindFormers YAML (the device-target check, the preflight) ---------------------
+MF_YAMLS = [p for p in YAMLS if (_training(p) or SimpleNamespace(kind="")).kind == "mindformers"]
+
+
+@pytest.mark.parametrize("path", MF_YAMLS, ids=[str(p) for p in MF_YAMLS])
+def test_device_count_and_target_are_the_setups(path):
+    """ConfigFacts.device_num / devices_per_node / device_target (what the device-target check wants of this
+    node) are the training setup's layout and target, not a second reading of parallel_config and context.
+    Proven by equivalence when switched (commit message): main's reading against this one on every YAML under
+    tests/data and training/configs and 15 mutations of each (917 readings), identical but for quoted numbers,
+    settled below."""
+    cfg = _training(path)
+    setup = cfg.setup
+    assert setup is not None and setup.layout is not None
+    lay = setup.layout
+    assert cfg.device_num == lay.data_parallel * lay.tensor_parallel * lay.pipeline_stages * lay.context_parallel
+    cfg.__dict__["_setup"] = replace(setup, layout=replace(lay, data_parallel=77, tensor_parallel=5,
+                                                           pipeline_stages=3, context_parallel=7), target="GPU")
+    assert cfg.device_num == cfg.devices_per_node == 77 * 5 * 3 * 7 and cfg.device_target == "GPU"
+
+
+def test_one_reading_per_run_the_fact_is_the_configs_setup():
+    from helpers import make_ctx
+
+    from msdoctor.domain.training_setup import TRAINING_SETUP
+    from msdoctor.facts.config import CONFIG, requested_device_target
+
+    cfg = load_config(MCORE_QWEN3)
+    ctx = make_ctx({CONFIG.name: cfg})
+    assert ctx.get(TRAINING_SETUP) is cfg.setup and requested_device_target(ctx) == cfg.setup.target == "Ascend"
+
+
+def test_quoted_parallel_numbers_leave_the_device_count_unknown(tmp_path):
+    """Settled: the old reading multiplied ``data_parallel: '8'`` as 8 while memory-fit and training-config
+    reported it as not an integer. MindFormers refuses it: OpParallelConfig's data_parallel / model_parallel
+    setters call Validator.check_positive_int (mindformers/modules/transformer/op_parallel_config.py), which
+    rejects a str. So the count is unknown (no device-count claim), and the setup names the key and line."""
+    src = DATA / "memory" / "mindformers" / "r1.5.0" / "configs" / "llama2" / "finetune_llama2_7b.yaml"
+    text = src.read_text()
+    assert "  data_parallel: 8\n" in text
+    bad = tmp_path / "quoted.yaml"
+    bad.write_text(text.replace("  data_parallel: 8\n", "  data_parallel: '8'\n"))
+    cfg = load_config(bad)
+    assert cfg.device_num is None and cfg.devices_per_node is None
+    [problem] = [p for p in cfg.setup.problems if p.keys == ("parallel_config", "data_parallel")]
+    assert problem.line == text.splitlines().index("  data_parallel: 8") + 1
+
+
+def test_an_unknown_device_target_is_kept_as_written(tmp_path):
+    """The device-target check says "NPU is not a device target" with its line: the setup, which knows only
+    Ascend / GPU / CPU, gives the key; the value is the file's."""
+    from helpers import make_ctx
+
+    from msdoctor.checks.device_target import _requested
+    from msdoctor.facts.config import CONFIG
+
+    text = MCORE_QWEN3.read_text()
+    assert "  device_target: \"Ascend\"\n" in text or "  device_target: Ascend\n" in text
+    bad = tmp_path / "npu.yaml"
+    bad.write_text(text.replace("device_target: \"Ascend\"", "device_target: \"NPU\"").replace(
+        "device_target: Ascend", "device_target: NPU"))
+    cfg = load_config(bad)
+    assert cfg.setup.target is None and cfg.device_target == "NPU"
+    target, where, loc = _requested(make_ctx({CONFIG.name: cfg}))
+    line = next(i for i, t in enumerate(bad.read_text().splitlines(), 1) if "device_target" in t)
+    assert target == "NPU" and loc.line == line and where == f"{bad}:{line}"
