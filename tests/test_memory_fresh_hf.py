@@ -128,3 +128,38 @@ def test_a_layout_a_config_json_cannot_place_is_refused_naming_the_option():
                       "--data-parallel", "128", "--tensor-parallel", "4", "--pipeline-stages", "2",
                       "--micro-batch-num", "32", "--expert-parallel", "8", "--seq-length", "4096", "--device-memory", "55GiB")
     assert ok.returncode in (0, 1) and "Traceback" not in ok.stderr, ok.stderr
+
+
+def test_qwen_moe_dense_layers_follow_the_sparse_step_and_mlp_only_layers(tmp_path):
+    """Qwen2MoeConfig / Qwen3MoeConfig: transformers builds a sparse MLP in layer i only when i is not in
+    mlp_only_layers and (i + 1) % decoder_sparse_step == 0 (Qwen3MoeDecoderLayer, transformers
+    models/qwen3_moe/modeling_qwen3_moe.py; the installed source is read here). The fresh Qwen3-30B-A3B file with
+    decoder_sparse_step 2 has 24 dense layers of intermediate_size; with mlp_only_layers [0, 1, 2] too, 25."""
+    import dataclasses
+    import json
+
+    import transformers
+
+    for kind in ("qwen2_moe", "qwen3_moe"):
+        rule = (Path(transformers.__file__).parent / "models" / kind / f"modeling_{kind}.py").read_text()
+        assert "(layer_idx not in config.mlp_only_layers) and (" in rule
+        assert "config.num_experts > 0 and (layer_idx + 1) % config.decoder_sparse_step == 0" in rule
+    row = next(r for r in ROWS if r["dir"] == "Qwen--Qwen3-30B-A3B")
+    cfg = json.loads(_config(row).read_text())
+    base = load_source(_config(row)).model
+    assert (cfg["decoder_sparse_step"], cfg["mlp_only_layers"], base.dense_layers) == (1, [], 0)
+    for changes, dense in (({"decoder_sparse_step": 2}, 24), ({"decoder_sparse_step": 2, "mlp_only_layers": [0, 1, 2]}, 25),
+                           ({"mlp_only_layers": [5, 40]}, 2)):
+        path = tmp_path / f"{dense}" / "config.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(dict(cfg, **changes)))
+        model = load_source(path).model
+        assert model.dense_layers == dense and model.moe_layers == 48 - dense
+        # each dense layer is an MLP of intermediate_size (6144) in place of 128 experts of 768 and the router
+        assert total_params(model) == total_params(dataclasses.replace(base, dense_layers=dense))
+        assert total_params(model) < total_params(base)
+    bad = tmp_path / "bad" / "config.json"
+    bad.parent.mkdir()
+    bad.write_text(json.dumps(dict(cfg, decoder_sparse_step=0)))
+    res = run_msdoctor("memory", "--config", str(bad), "--seq-length", "4096", "--device-memory", "64GiB")
+    assert res.returncode == 2 and "decoder_sparse_step" in res.stderr and "Traceback" not in res.stderr
