@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -9,6 +10,8 @@ from typing import Any, Optional
 from msdoctor.context import Context, FactSpec
 from msdoctor.docfile import Document, load
 from msdoctor.errors import UserError
+
+_SETUP_LOCK = threading.RLock()  # reentrant: reading the setup may ask this file for its device target again
 
 MINDFORMERS_MARKERS = ("runner_config", "parallel_config", "context", "trainer", "run_mode", "recompute_config",
                        "runner_wrapper", "train_dataset", "optimizer", "lr_schedule")
@@ -40,13 +43,14 @@ class ConfigFacts:
         kept: the device target and device count below are its values, and the ``training_setup`` fact of a run
         without options is this object. None for an unreadable pretrained_model_dir (its error is the memory
         command's and the memory-fit check's to report)."""
-        if "_setup" not in self.__dict__:
-            from msdoctor.domain.training_setup import read
+        with _SETUP_LOCK:  # checks run in threads: the first to ask reads it, the others get that reading
+            if "_setup" not in self.__dict__:
+                from msdoctor.domain.training_setup import read
 
-            try:
-                self.__dict__["_setup"] = read(self)
-            except UserError:
-                self.__dict__["_setup"] = None
+                try:
+                    self.__dict__["_setup"] = read(self)
+                except UserError:
+                    self.__dict__["_setup"] = None
         return self.__dict__["_setup"]
 
     @property
