@@ -7,8 +7,8 @@ layout of the same shape), run through the real ``msdoctor memory`` command:
   give the layout of the MindFormers YAML that documents it;
 * the same run with micro-batch x4 on the tight one whose activations weigh most is caught (exit 1), naming
   the option that sets the micro-batch;
-* a layout that a config.json cannot express (DeepSeek-V3's pipeline of 16 over 61 + 1 MTP layers needs
-  MindFormers' offset list) is refused with exit 2 and the option named, not a traceback.
+* a layout that needs MindFormers' offset list (DeepSeek-V3's pipeline of 16 over 61 + 1 MTP layers) is estimated
+  with --stage-offsets, and refused without it (exit 2, the option named, not a traceback).
 """
 
 from __future__ import annotations
@@ -90,6 +90,8 @@ def test_documented_layout_fits_or_is_tight(row):
                           ("--optimizer-sharding", "optimizer_sharding"), ("--precision", "precision"),
                           ("--param-dtype", "param_dtype")):
         assert _option(args, option) == str(getattr(yaml_setup, field)), (option, field)
+    offsets = next((a.split("=", 1)[1] for a in args if a.startswith("--stage-offsets=")), None)
+    assert (tuple(int(x) for x in offsets.split(",")) if offsets else None) == yaml_setup.stage_offsets
     assert ("--sequence-parallel" in args) == yaml_setup.sequence_parallel
     assert ("--flash-attention" in args) == yaml_setup.flash_attention
     res, data = _run(row)
@@ -123,6 +125,11 @@ def test_a_layout_a_config_json_cannot_place_is_refused_naming_the_option():
                        "--expert-parallel", "8", "--seq-length", "4096", "--device-memory", "55GiB")
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "--pipeline-stages = 16" in res.stderr and "61 + 1 MTP" in res.stderr
+    wrong = run_msdoctor("memory", "--config", str(_config(row)), "--pipeline-stages", "16", "--micro-batch-num", "32",
+                         "--seq-length", "4096", "--stage-offsets=1,1")
+    assert wrong.returncode == 2 and "--stage-offsets" in wrong.stderr and "offset has 2 entries" in wrong.stderr
+    bad = run_msdoctor("memory", "--config", str(_config(row)), "--stage-offsets=1,x", "--seq-length", "4096")
+    assert bad.returncode == 2 and "--stage-offsets" in bad.stderr and "Traceback" not in bad.stderr
     # pipeline 2 divides the 62 layers: the same file is estimated
     ok = run_msdoctor("memory", "--config", str(_config(row)), "--device-target", "Ascend", "--devices", "1024",
                       "--data-parallel", "128", "--tensor-parallel", "4", "--pipeline-stages", "2",

@@ -19,7 +19,7 @@ OPTION_OF = {
     "micro_batch_num": "--micro-batch-num", "sequence_parallel": "--sequence-parallel",
     "flash_attention": "--flash-attention", "dropout": "--dropout", "framework": "--framework",
     "master_weights": "--master-weights", "grad_dtype": "--grad-dtype", "selective_ffn": "--recompute",
-    "pretrained_model_dir": "--pretrained-model-dir",
+    "pretrained_model_dir": "--pretrained-model-dir", "stage_offsets": "--stage-offsets",
 }
 #: options that change the model rather than the setup
 MODEL_OPTIONS = ("dropout",)
