@@ -79,7 +79,7 @@ def _sparse_dense_layers(r: Reader, experts: int) -> Optional[int]:
     dense = sum(1 for i in range(layers) if i in only or not (experts > 0 and (i + 1) % step == 0))
     if step_keys is not None:
         r.origins["dense_layers"] = step_keys
-    if only:
+    if only and only_keys is not None:
         r.origins["dense_layers"] = only_keys
     return dense
 
