@@ -89,3 +89,69 @@ def test_each_1203_case_gets_the_answer_it_was_scored_for(case_id: str) -> None:
         said = f"{m.title}\n{m.cause}\n{m.fix_for('/env/bin/python')}"
         for word in case.get("names", []):
             assert word in said, (case_id, word, said)
+
+
+# -- the 2026-12-04 hold-out (tests/data/explain/holdout_2026-12-04.toml): set C, collected and scored blind -------------
+DATA_1204 = Path(__file__).parent / "data" / "explain" / "holdout_2026-12-04.toml"
+
+
+def _cases_1204() -> list[dict[str, Any]]:
+    import tomllib
+
+    return tomllib.loads(DATA_1204.read_text(encoding="utf-8"))["case"]
+
+
+CASES_1204 = {c["id"]: c for c in _cases_1204()}
+
+
+def test_the_1204_hold_out_is_sourced_unseen_and_keeps_its_first_verdicts() -> None:
+    cases = list(CASES_1204.values())
+    assert len(cases) >= 45 and {c["set"] for c in cases} == {"C"}
+    assert len({c["source"] for c in cases}) == len(cases)
+    # collected from threads no other explain data uses (the same thread under another spelling counts as used)
+    others = "".join(p.read_text(encoding="utf-8") for p in DATA_1204.parent.glob("*.toml") if p != DATA_1204)
+    for c in cases:
+        assert c["source"].startswith("https://") and c["text"].strip() and c["settled"].strip(), c["id"]
+        assert c["source"] not in others, c["id"]
+        assert c["first_verdict"] in VERDICTS and c["verdict"] in VERDICTS, c["id"]
+        assert c["first_verdict"] in {"right", "none"} or c.get("first_note"), c["id"]
+        assert c["verdict"] in {"right", "none"} or c.get("note"), c["id"]
+        if (c["verdict"], c["entry"]) != (c["first_verdict"], c["first_entry"]):
+            assert "no longer unseen" in c.get("note", ""), c["id"]  # a rule written from it changed its answer
+    first = collections.Counter(c["first_verdict"] for c in cases)
+    now = collections.Counter(c["verdict"] for c in cases)
+    print(f"hold-out 2026-12-04 when first scored: {dict(first)}; now: {dict(now)} of {len(cases)}")
+
+
+def _answer_now(case: dict[str, Any]) -> None:
+    got = explain_text(case["text"])
+    ids = [m.entry_id for m in got]
+    if not case["entry"]:
+        assert ids == [], f"{case['id']}: was no answer, now {ids}: re-score it"
+        return
+    assert ids and ids[0] == case["entry"], f"{case['id']}: scored for {case['entry']}, now {ids}: re-score it"
+    if case["verdict"] == "right":
+        m = got[0]
+        said = f"{m.title}\n{m.cause}\n{m.fix_for('/env/bin/python')}"
+        for word in case.get("names", []):
+            assert word in said, (case["id"], word, said)
+
+
+@pytest.mark.parametrize("case_id", sorted(CASES_1204))
+def test_each_1204_case_gets_the_answer_it_was_scored_for(case_id: str) -> None:
+    """Every case is pinned to the answer it was scored for (its entry, and for a right answer the owners it named):
+    any change of answer fails until the case is scored again by hand."""
+    _answer_now(CASES_1204[case_id])
+
+
+@pytest.mark.parametrize(
+    "case_id",
+    [
+        pytest.param(i, marks=pytest.mark.xfail(strict=True, reason="scored wrong: explain must not say this"))
+        if c["verdict"] == "wrong"
+        else i
+        for i, c in sorted(CASES_1204.items())
+    ],
+)
+def test_no_1204_case_stands_as_wrong(case_id: str) -> None:
+    assert CASES_1204[case_id]["verdict"] != "wrong", f"{case_id}: {CASES_1204[case_id].get('note', '')}"

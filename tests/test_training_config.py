@@ -610,6 +610,30 @@ def test_train_gate_stops_on_a_training_config_failure(tmp_path):
     assert not (run_dir / "train.log").exists()
 
 
+REAL_FINETUNE = sorted(p for p in DATA.parent.rglob("*.yaml")
+                       if "finetune" in p.name and ("memory" in str(p) or "training_config" in str(p)))
+
+
+def test_real_finetune_configs_are_judged_as_finetune_runs():
+    """Every real MindFormers finetune config under tests/data, unmodified, is judged by finetune conventions
+    (no pretraining batch-range warning), whatever tells it: run_mode: finetune, or only its name, as in
+    configs/glm3/run_glm3_6b_finetune_800T_A2_64G.yaml (run_mode 'train', load_checkpoint '': the checkpoint is
+    given at launch), which the finetune_* prefix rule missed and warned on (global batch 32 of 256-1024)."""
+    judged = {}
+    for path in REAL_FINETUNE:
+        cfg = load_config(path)
+        if cfg.kind != "mindformers":
+            continue
+        f = only(judge(path, cfg.device_num, min(8, cfg.device_num or 8)), "batch-range")
+        judged[path.name] = f
+        assert f.status is Status.PASS and "finetune run" in f.title, (path, f.title)
+    assert len(judged) >= 25
+    glm3 = judged["run_glm3_6b_finetune_800T_A2_64G.yaml"]
+    assert "run_glm3_6b_finetune_800T_A2_64G.yaml" in glm3.proved and "32" in glm3.title
+    # a pretraining config is still judged by the pretraining range
+    assert only(judge(LLAMA7, 8, 8), "batch-range").status is Status.WARN
+
+
 def test_batch_range_is_not_judged_on_finetune_runs(tmp_path):
     """Issue 26 item 4: a finetune run keeps its own batch conventions; the pretraining range warning is noise."""
     by_mode = variant(tmp_path, LLAMA7, "run_mode: 'train'", "run_mode: 'finetune'")

@@ -123,8 +123,11 @@ def _requested(ctx: Context) -> tuple[Optional[str], Optional[str], Optional[Loc
         return target, str(ctx.options.extra.get("device_target_from") or "--device-target"), None
     cfg = ctx.get(CONFIG)
     assert cfg is not None  # the target came from the config: requested_device_target read it there
-    keys = ("runtime", "device_target") if cfg.kind == "msdoctor" else ("context", "device_target")
-    line = cfg.doc.line_of(*keys)
+    if cfg.kind == "msdoctor":
+        line = cfg.doc.line_of("runtime", "device_target")
+    else:  # the training setup's key for it (context.device_target), as memory-fit and training-config name it
+        origin = cfg.setup.origin("device_target") if cfg.setup is not None else None
+        line = origin.line if origin is not None else None
     return target, f"{cfg.path}:{line}" if line else str(cfg.path), Location(str(cfg.path), line)
 
 

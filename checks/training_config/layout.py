@@ -4,8 +4,8 @@ the (KV) heads and the node, pipeline stages and offsets against the layers, mic
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
 
+from msdoctor.domain.pipeline import stage_layers
 from msdoctor.domain.run_plan import Resolved, Val
 from msdoctor.model import Finding
 
@@ -127,42 +127,6 @@ def _tp_node(res: Resolved, env: Env) -> list[Finding]:
                                       proved=f"{tp} <= {dpn.value} devices per node ({dpn.source})",
                                       location=_loc(res, res.tensor_parallel), code="tp-node"))
     return out
-
-
-def stage_layers(layers: int, pp: int, vpp: int, offset: Any) -> tuple[Optional[list], str]:
-    """Layers per stage as MindFormers' LayerSetting assigns them, or (None, why it refuses).
-
-    mindformers/models/utils.py (r1.5.0) LayerSetting: the offset (an int, one per stage, or
-    pp_interleave_num rows of one per stage) must sum to L % (pp x vpp) before it is broadcast to
-    (vpp, pp); each chunk then gets L // (pp x vpp) + its offset.
-    """
-    chunks = pp * vpp
-    avg, rem = divmod(layers, chunks)
-    if offset is None:
-        offset = 0
-    if isinstance(offset, bool):
-        return None, "offset must be an integer or a list of integers"
-    if isinstance(offset, int):
-        total, grid = offset, [[offset] * pp for _ in range(vpp)]
-    elif isinstance(offset, list) and offset and all(isinstance(x, list) for x in offset):
-        if len(offset) != vpp or any(len(row) != pp for row in offset):
-            return None, f"a 2-D offset needs {vpp} rows (pp_interleave_num) of {pp} entries (pipeline_stage)"
-        if not all(isinstance(x, int) and not isinstance(x, bool) for row in offset for x in row):
-            return None, "offset entries must be integers"
-        total, grid = sum(sum(row) for row in offset), [list(row) for row in offset]
-    elif isinstance(offset, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in offset):
-        if len(offset) != pp:
-            return None, f"offset has {len(offset)} entries, pipeline_stage is {pp}"
-        total, grid = sum(offset), [list(offset) for _ in range(vpp)]
-    else:
-        return None, "offset must be an integer or a list of integers (one per pipeline stage)"
-    if total != rem:
-        return None, (f"the offsets sum to {total}, MindFormers needs {layers} % {chunks} = {rem}"
-                      + (" (the layers do not divide evenly; an offset list places the remainder)" if rem else ""))
-    counts = [sum(avg + grid[v][s] for v in range(vpp)) for s in range(pp)]
-    if min(counts) < 1:
-        return None, f"a stage would get {min(counts)} layers"
-    return counts, ""
 
 
 def _suggest_offset(layers: int, pp: int) -> list[int]:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from typing import Callable
 
+from msdoctor.domain.pipeline import stage_layers
 from msdoctor.domain.run_plan import Resolved
 from msdoctor.model import Finding, Location
 
 from .common import DEFAULT_MAX_LOST_HOURS, CheckpointSize, DataFacts, Env, Fact
-from .layout import rule_layout, stage_layers
+from .layout import rule_layout
 from .precision import rule_precision
 from .schedule import rule_batch, rule_batch_range, rule_lr, rule_warmup, total_steps, warmup_steps
 from .storage import rule_checkpoint_disk, rule_checkpoint_interval, rule_data

@@ -53,6 +53,8 @@ PIP_CODES = frozenset({
 })
 MAX_ROUNDS = 24
 MAX_CANDIDATES = 10
+#: pip's own pick of a moving owner (one resolve) is a shortcut: past this, the search steps down instead
+PICK_TIMEOUT_S = 90.0
 #: which owner gives way when two wants on one package contradict: the larger number moves first
 _RANK = {"mindspore": 0, "mindnlp": 1, "mindformers": 1, "transformers": 2}
 
@@ -225,7 +227,7 @@ class _Search:
         return p.version if p is not None else self.installed(package)
 
     # -- moving an owner --------------------------------------------------------------------------
-    def candidates(self, owner: str) -> tuple[Optional[list[str]], str]:
+    def candidates(self, owner: str, limit: Optional[int] = MAX_CANDIDATES) -> tuple[Optional[list[str]], str]:
         versions, why = self.r.versions(owner)
         if versions is None:
             return None, why
@@ -241,7 +243,7 @@ class _Search:
             newer = [v for v in ok if hv is not None and Version(v) > hv]
         except InvalidVersion:
             older, newer = ok, []
-        return (older + newer)[:MAX_CANDIDATES], ""
+        return (older + newer)[:limit], ""
 
     def _installable(self, owner: str, version: str) -> bool:
         """The matrix's knowledge of what cannot come from the index alone (MindFormers 2.0.0/2.1.0)."""
@@ -254,14 +256,17 @@ class _Search:
             return ms is None or (ms.on_pypi and py in ms.python)
         return True
 
-    def move(self, owner: str) -> Optional[str]:
-        """Put the owner's next candidate in place; why not, when there is none."""
+    def move(self, owner: str, others: Sequence[str] = ()) -> Optional[str]:
+        """Put the owner's next candidate in place; why not, when there is none.
+
+        ``others``: the owners that may move after it (their wants are not held against it, see pip_pick).
+        """
         cands, why = self.candidates(owner)
         if cands is None:
             return f"pip could not list the versions of {owner}: {why}"
         if not cands:
             return f"no other version of {owner} on the index is left to try"
-        v = cands[0]
+        v = self.pip_pick(owner, self.candidates(owner, limit=None)[0] or cands, others) or cands[0]
         self.tried_for.setdefault(owner, []).append(v)
         self.moved[owner] = v
         for package in list(self.pins):
@@ -269,6 +274,39 @@ class _Search:
             if not self.pins[package]:
                 del self.pins[package]  # nobody wants it any more
         return None
+
+    def pip_pick(self, owner: str, cands: Sequence[str], others: Sequence[str] = ()) -> Optional[str]:
+        """The candidate pip's own resolver picks for the owner under the other pins, or None.
+
+        Stepping down one version per round costs a round (several dry runs) per version: datasets 5.2.0
+        needs huggingface-hub>=1.31, transformers 4.57 needs <1.0, and the datasets that fits is many
+        releases down. One dry run with the other pins as constraints (-c) lets pip's backtracking resolver
+        walk the owner's releases itself, reading only their metadata. Its answer is taken only when it is
+        one of the candidates (not tried yet, installable, within the owner's own pins); otherwise, or when
+        pip fails, the caller steps down as before. The wants of the ``others``, owners that may move too
+        (kernels wants huggingface-hub>=1.32 as datasets does), are left out: held against the owner, they
+        would make the constraints contradict and pip backtrack through every release.
+        """
+        if len(cands) < 2:
+            return None
+        skip = {owner, *others}
+        constraints = []
+        for package, specs in sorted(self.pins.items()):
+            if package == owner:
+                continue
+            spec = _merged({o: sp for o, sp in specs.items() if o not in skip})
+            if spec:
+                constraints.append(f"{package}{spec}")
+        constraints += [f"{o}=={v}" for o, v in sorted(self.moved.items()) if o != owner]
+        wanted = _merged(self.pins.get(owner, {}))
+        dr = self.r.dry_run([f"{owner}{wanted}"], no_deps=False, constraints=constraints, timeout_s=PICK_TIMEOUT_S)
+        if not dr.ok:
+            _log.debug("pip_pick %s: pip could not pick (%s)", owner, dr.state)
+            return None
+        key = _canon(owner)
+        picked = next((p.version for p in dr.install if p.key == key), None)
+        _log.debug("pip_pick %s: pip picks %s under %s", owner, picked, constraints)
+        return picked if picked in cands else None
 
     # -- the loop ---------------------------------------------------------------------------------
     def resolve_pins(self) -> Optional[tuple[str, str, DryRun]]:
@@ -403,7 +441,9 @@ def _move_an_owner(s: _Search, relevant: list[Finding], plan: StackPlan) -> bool
     """Move the owner of a remaining want (the highest :func:`_rank`); when none can move, the plan says why."""
     owners = [w.owner for f in relevant for w in wants_of(f) if w.owner]
     mover = max(owners, key=_rank) if owners else None
-    why = s.move(mover) if mover else "the remaining problems have no version to move"
+    # the owners that rank as high as the mover may move after it
+    others = sorted({o for o in owners if o != mover and _rank(o) >= _rank(mover)})
+    why = s.move(mover, others) if mover else "the remaining problems have no version to move"
     if why or mover is None:
         plan.blocking = [f.title for f in relevant]
         plan.reason = f"{why}; " + "; ".join(plan.blocking[:3])
@@ -426,9 +466,17 @@ def _settle_pins(s: _Search, plan: StackPlan, base: list[Finding]) -> bool:
             owners = [package]
         s.tried.append(f"{package}{spec}: " + ("no such version on the index" if dr.state == "unsatisfiable"
                                                 else (dr.error or dr.state)[:300]))
-        movable = next((o for o in owners if o in s.moved or s.current(o)), None)
-        why = s.move(movable) if movable else (
-            f"nothing to move: {package}{spec} is wanted by {', '.join(owners) or 'the rules'}")
+        movable = [o for o in owners if o in s.moved or s.current(o)]
+        why = f"nothing to move: {package}{spec} is wanted by {', '.join(owners) or 'the rules'}"
+        # the highest-ranked owner moves; when it has no other version, the next one does
+        for i, mover in enumerate(movable):
+            # those after it may still move; those before it could not, so their wants hold
+            others = [o for o in movable[i + 1:] if _rank(o) >= _rank(mover)]
+            why_not = s.move(mover, others)
+            if why_not is None:
+                why = ""
+                break
+            why = why_not
         if why:
             plan.state = "none"
             plan.reason = f"{package}{spec} is not available from the index ({_short(dr.error)}); {why}"

@@ -33,6 +33,9 @@ RECOMPUTE_CHOICES = ["none", "selective", "selective-attention", "selective-ffn"
 @click.option("--expert-parallel", type=_POS, metavar="N",
               help="Expert-parallel ranks: a mixture-of-experts model's experts split over N of the data-parallel "
                    "devices (MindFormers expert_parallel).")
+@click.option("--stage-offsets", metavar="LIST",
+              help="MindFormers model_config.offset: extra layers per pipeline stage, comma-separated "
+                   "(--stage-offsets=-1,0,0,1); what places uneven layers, e.g. from a config.json.")
 @click.option("--sequence-parallel/--no-sequence-parallel", default=None,
               help="Shard the norm and dropout activations over the tensor-parallel ranks.")
 @click.option("--flash-attention/--no-flash-attention", default=None,
@@ -62,7 +65,8 @@ RECOMPUTE_CHOICES = ["none", "selective", "selective-attention", "selective-ffn"
 def memory(config: Path, device_memory: Optional[str], devices: Optional[int], device_target: Optional[str],
            seq_length: Optional[int], micro_batch_size: Optional[int], grad_accumulation: Optional[int],
            data_parallel: Optional[int], tensor_parallel: Optional[int], pipeline_stages: Optional[int],
-           micro_batch_num: Optional[int], expert_parallel: Optional[int], sequence_parallel: Optional[bool], flash_attention: Optional[bool],
+           micro_batch_num: Optional[int], expert_parallel: Optional[int], stage_offsets: Optional[str],
+           sequence_parallel: Optional[bool], flash_attention: Optional[bool],
            dropout: Optional[bool], recompute: Optional[str], optimizer_sharding: Optional[str],
            precision: Optional[str], param_dtype: Optional[str], grad_dtype: Optional[str],
            master_weights: Optional[bool], framework: Optional[str], pretrained_model_dir: Optional[str],
@@ -97,12 +101,24 @@ def memory(config: Path, device_memory: Optional[str], devices: Optional[int], d
                           micro_batch_num=micro_batch_num, sequence_parallel=sequence_parallel,
                           flash_attention=flash_attention, dropout=dropout, framework=framework,
                           master_weights=master_weights, grad_dtype=grad_dtype, selective_ffn=selective_ffn,
-                          pretrained_model_dir=pretrained_model_dir, expert_parallel=expert_parallel)
+                          pretrained_model_dir=pretrained_model_dir, expert_parallel=expert_parallel,
+                          stage_offsets=_offsets(stage_offsets))
     source = _load(config, overrides)
     plan = make_plan(source, Context(Options(config_path=config.resolve())), device_memory=device_memory,
                      probe=False, limit=suggestions)
     _show(plan, fmt, verbose)
     return int(ExitCode.PROBLEMS if plan.verdict == "does not fit" else ExitCode.OK)
+
+
+def _offsets(text: Optional[str]) -> Optional[tuple]:
+    """--stage-offsets as integers, one per stage (else a usage error naming the option)."""
+    if text is None:
+        return None
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected integers separated by commas, one per pipeline stage "
+                                 "(e.g. --stage-offsets=-1,0,0,1)", param_hint="--stage-offsets") from None
 
 
 def _check_size(device_memory: Optional[str]) -> None:

@@ -563,7 +563,8 @@ def finetune_reason(doc: Document) -> str:
     """Why a MindFormers YAML is a finetune run, or "" (pretraining). MindFormers starts a finetune with
     ``run_mode: finetune`` (run_mindformer.py --run_mode, mindformers/trainer/base_trainer.py), from a
     checkpoint (``load_checkpoint`` without ``resume_training``), and names its finetune configs
-    ``finetune_*.yaml`` (research/*/ and configs/*/ of mindspore-lab/mindformers)."""
+    ``finetune_*.yaml`` or ``run_<model>_finetune_*.yaml`` (research/*/ and configs/*/ of mindspore-lab/mindformers):
+    "finetune" as a word of the file name, run_mode and the checkpoint being empty in those files (filled at launch)."""
     data = doc.data if isinstance(doc.data, dict) else {}
     mode = str(data.get("run_mode") or "").strip().lower()
     if mode == "finetune":
@@ -571,9 +572,10 @@ def finetune_reason(doc: Document) -> str:
     ckpt = data.get("load_checkpoint")
     if isinstance(ckpt, str) and ckpt.strip() and not PLACEHOLDER_RE.search(ckpt) and not data.get("resume_training"):
         return f"load_checkpoint {ckpt!r} without resume_training (line {doc.lines.get(('load_checkpoint',))})"
-    name = Path(doc.path).name.lower() if doc.path is not None else ""
-    if name.startswith("finetune"):
-        return f"the file is named {Path(str(doc.path)).name} (MindFormers names its finetune configs finetune_*)"
+    stem = Path(doc.path).stem.lower() if doc.path is not None else ""
+    if "finetune" in re.split(r"[^a-z0-9]+", stem):
+        return (f"the file is named {Path(str(doc.path)).name} (MindFormers names its finetune configs finetune_*.yaml "
+                "and run_*_finetune_*.yaml, e.g. configs/glm3/run_glm3_6b_finetune_800T_A2_64G.yaml)")
     return ""
 
 

@@ -132,7 +132,10 @@ def _compute(ctx: Context) -> Optional[TrainingSetup]:
     cfg = ctx.get(CONFIG)
     if cfg is None:
         return None
-    return read(cfg, ctx.options.extra.get("memory_overrides"))
+    overrides = ctx.options.extra.get("memory_overrides")
+    if overrides is None and cfg.setup is not None:
+        return cfg.setup  # the reading the config's device target and count came from: one reading per run
+    return read(cfg, overrides)
 
 
 TRAINING_SETUP: FactSpec[Optional[TrainingSetup]] = FactSpec(

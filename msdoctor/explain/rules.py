@@ -169,14 +169,17 @@ def pairing_groups(name: str, module: str, before: Sequence[str], line: str = ""
                    after: Sequence[str] = ()) -> dict[str, str]:
     """Cause, fix and check for ``cannot import name NAME from MODULE`` / ``module MODULE has no attribute NAME``
     raised in a file of another package; empty: no claim."""
+    if module and name and re.search(r"\(unknown location\)\s*$", line):
+        return namespace_groups(name, module)  # whoever imports it: the module found is no installed package
     path = _raising_path(before)
     if path is None or not module:
-        return (user_site_groups(name, module, line) or variants_groups(module, (*before, line, *after))) if module \
-            else {}
+        return (user_site_groups(name, module, line) or variants_groups(module, (*before, line, *after))
+                or missing_name_groups(name, module, line, None)) if module else {}
     owner = frame_owner(path)
     top = _top(module)
     if owner is None or owner.name.lower() in (top.lower(), "python"):
-        return user_site_groups(name, module, line) or variants_groups(module, (*before, line, *after))
+        return (user_site_groups(name, module, line) or variants_groups(module, (*before, line, *after))
+                or (missing_name_groups(name, module, line, path) if owner is None else {}))
     lib = owner.name
     if name == "__version__" and module == top:
         # every release of a distributed package sets it; a module without it is not the installed package: a
@@ -208,6 +211,75 @@ def pairing_groups(name: str, module: str, before: Sequence[str], line: str = ""
     }
 
 
+def missing_name_groups(name: str, module: str, line: str, caller: Optional[str]) -> dict[str, str]:
+    """``cannot import name N from M`` / ``module M has no attribute N`` where no package's frame shows who uses N (no
+    frame, or the user's own file): the fact is that the M imported has no N; which release of M the code expects,
+    and whether M is the installed package at all, the paste does not tell. Said as that, and how to tell, for a
+    package module (a dotted M, or an M whose path lies in site-packages); no claim for a plain module name found
+    elsewhere (it may be the user's own file), for a module that is being imported (a circular import: another
+    rule), or where MindSpore's family has its own entry (api-skew)."""
+    if not name or name == "__version__" or "partially initialized" in line:
+        return {}
+    from_path = _FROM_PATH.search(line)  # `from 'M' (PATH)`: where Python found M
+    where = from_path.group("path").strip() if from_path else ""
+    if where == "unknown location":
+        return namespace_groups(name, module)
+    in_site = bool(where) and bool(_SITE.search(where))
+    if where and not in_site:
+        return {}  # found outside site-packages: the user's own module or a checkout, another reading
+    if "." not in module and not in_site:
+        return {}
+    if _specific_entry_explains(line):
+        return {}
+    top = _top(module)
+    used = (f"Your code ({caller}) uses {module}.{name}" if caller
+            else f"The code that uses {module}.{name} (its frame is not in the paste) needs it")
+    return {
+        "_title": f"the installed {top} has no {module}.{name}: the code expects another {top} release",
+        "_cause": (f"{used}, and the {module} that Python imported has no {name}. An installed package gains and loses "
+                   f"names between releases (added in a later one, renamed or removed in another), so the code was "
+                   f"written for another release of {top} than the one installed: the two do not pair. (If {top} is "
+                   f"not the installed package at all, a directory or file of that name first on sys.path, "
+                   f"`{top}.__file__` shows it.)"),
+        "_fix": (f"`{{python}} -c \"import {top}; print({top}.__file__, getattr({top}, '__version__', None))\"` shows "
+                 f"which copy and release is imported; then install the {top} release that has {module}.{name} (the "
+                 f"one the code or the package importing it requires: `{{python}} -m pip check` and `{{python}} -m pip "
+                 f"show {top}`), or change the code to the name the installed release has. Unverified: msdoctor did "
+                 f"not read either release."),
+        "rule": "name-missing",
+    }
+
+
+def namespace_groups(name: str, module: str) -> dict[str, str]:
+    """``cannot import name N from M (unknown location)``: Python says "unknown location" for a module without a file,
+    a namespace package (https://peps.python.org/pep-0420/): a directory named M with no __init__.py on sys.path. The
+    installed package has an __init__.py, so the M imported is not it: a checkout or folder of that name in the current
+    directory or on PYTHONPATH, or a site-packages/M directory left behind by an uninstall or a broken install."""
+    top = _top(module)
+    return {
+        "_title": f"the {top} that was imported is not the installed {top} package (a directory without __init__.py)",
+        "_cause": (f"Python found {module} at an unknown location: it imported a directory named {top} that has no "
+                   f"__init__.py as a namespace package, and such a directory has none of the package's names, so "
+                   f"{name} cannot be imported from it. The installed {top} has an __init__.py; the directory taken "
+                   f"instead is a folder or source checkout named {top} in the current directory or on PYTHONPATH, "
+                   f"or a site-packages/{top} left behind by an uninstall or a broken install (no {top} installed at "
+                   f"all)."),
+        "_fix": (f"`{{python}} -c \"import {top}; print(list({top}.__path__))\"` shows the directory: start Python "
+                 f"elsewhere or drop it from PYTHONPATH; if it is site-packages/{top}, remove it (`{{python}} -m pip "
+                 f"uninstall {top}`, then delete what is left) and install {top} again if the code needs it. "
+                 f"Unverified: `msdoctor check --only duplicate-installs` finds a shadowing copy."),
+        "rule": "namespace-package",
+    }
+
+
+def _specific_entry_explains(line: str) -> bool:
+    """Whether the catalogue has a generic entry of its own for this line's family (MindSpore's api-skew, which knows
+    which releases added and dropped its names): that text is better than this rule's."""
+    from msdoctor.explain.catalogue import load_catalogue
+
+    return any(e.id == "api-skew" and e.pattern.search(line) for e in load_catalogue())
+
+
 # -- pip: a wheel's tags against the interpreter ------------------------------------------------------------------
 #: a wheel file name: name-version(-build)?-python-abi-platform.whl (https://packaging.python.org/en/latest/
 #: specifications/binary-distribution-format/#file-name-convention); the platform tag may be a dotted set
@@ -217,6 +289,13 @@ _MANYLINUX = re.compile(r"^manylinux_(?P<maj>\d+)_(?P<min>\d+)_(?P<arch>\w+)$")
 _LEGACY_MANYLINUX = {"manylinux1": "2.5", "manylinux2010": "2.12", "manylinux2014": "2.17"}
 #: the Python version the paste states (`python version is 3.7.7`, `Python 3.10`, `pip3.10 install`)
 _STATED_PY = re.compile(r"\bpython(?: version)?(?: is|:)? ?(?P<v>3\.\d+)(?:\.\d+)?\b|\bpip(?P<p>3\.\d+) install", re.I)
+
+
+#: a macOS platform tag names the oldest macOS the wheel runs on and the machine it is built for
+#: (https://packaging.python.org/en/latest/specifications/platform-compatibility-tags/#macos)
+_MACOSX = re.compile(r"^macosx_(?P<maj>\d+)_(?P<min>\d+)_(?P<arch>\w+)$")
+_MAC_MACHINES = {"arm64": "an Apple silicon Mac (arm64)", "x86_64": "an Intel Mac (x86_64)",
+                 "universal2": "an Intel or Apple silicon Mac (universal2)", "intel": "an Intel Mac"}
 
 
 def _platform(tag: str) -> tuple[str, str]:
@@ -234,6 +313,11 @@ def _platform(tag: str) -> tuple[str, str]:
         return f"Linux {tag[6:]}", tag[6:]
     if tag.startswith("win"):
         return f"Windows ({tag})", tag
+    mac = _MACOSX.match(tag)
+    if mac:
+        arch = mac.group("arch")
+        machine = _MAC_MACHINES.get(arch, arch)
+        return f"macOS {mac.group('maj')}.{mac.group('min')} or later on {machine} ({tag})", arch
     if tag.startswith("macosx"):
         return f"macOS ({tag})", tag
     return tag, tag
@@ -286,6 +370,11 @@ def wheel_groups(wheel: str, context: Sequence[str]) -> dict[str, str]:
         mismatch = (f" The paste shows Python {stated}, which the Python tag fits: the platform tag is the mismatch "
                     f"(another OS or machine than {', '.join(platforms)}, e.g. an aarch64 server, Windows or "
                     f"macOS, or a pip that is not the Linux one).")
+    if any(t.startswith("macosx_") for t in plat.split(".")) and not mismatch:
+        mismatch = (" On macOS both halves of the platform tag count: a macOS older than the version the tag names "
+                    "refuses the wheel, and so does a Mac of the other kind (an x86_64 wheel on an Apple silicon Mac "
+                    "whose Python runs natively as arm64, or an arm64 one on an Intel Mac); `sw_vers` and `python -c "
+                    "\"import platform; print(platform.mac_ver(), platform.machine())\"` show which.")
     return {
         "_title": f"pip refused {wheel}: it is built for {python} on {', '.join(platforms)}",
         "_cause": (f"A wheel's file name states where it installs: {py} (Python tag), {m.group('abi')} (ABI), {plat} "
@@ -546,7 +635,9 @@ def runtime_groups(lib: str, what: str, version: str) -> dict[str, str]:
         import posixpath
 
         lib = posixpath.normpath(lib)  # `.../anaconda3/bin/../lib/libstdc++.so.6` is the base env's lib/
-    if not lib or _SYSTEM_LIB.match(lib):
+    if not lib or not re.search(r"[/\\]", lib):  # no copy named, or only its file name: which one, not shown
+        return _unnamed_runtime_groups(what, version)
+    if _SYSTEM_LIB.match(lib):
         return {}
     site = file_owner(lib)
     env = _ENV_LIB.match(lib)
@@ -574,6 +665,62 @@ def runtime_groups(lib: str, what: str, version: str) -> dict[str, str]:
         "_fix": (fix + f". Check: `strings {lib} | grep {what}_` lists the versions that copy has. Unverified: msdoctor "
                  f"did not read the files."),
         "rule": "runtime-copy",
+    }
+
+
+def _unnamed_runtime_groups(what: str, version: str) -> dict[str, str]:
+    """``version `GLIBCXX_3.4.30' not found`` with no library named before it: the C++ runtime the loader took lacks
+    the version, but which copy it took the paste does not show. A conda environment ships its own libstdc++ in its
+    lib/, which its interpreter loads before the system's and which can be the older of the two, so "the system's is
+    too old" is not known here; say what is known and how to tell the copies apart. glibc itself (GLIBC_*) is always the
+    system's: the general text stands."""
+    if what not in ("GLIBCXX", "CXXABI"):
+        return {}
+    need = f"{what}_{version}"
+    return {
+        "_title": f"the libstdc++.so.6 that was loaded lacks {need} (the paste does not show which copy)",
+        "_cause": (f"A compiled library needs {need} from the C++ runtime (libstdc++), and the copy of libstdc++.so.6 "
+                   f"the loader took does not have it. The paste does not name that copy: it is either the system's "
+                   f"(too old for a library built on a newer Linux or with a newer gcc) or, in a conda environment, the "
+                   f"environment's own lib/libstdc++.so.6, which its interpreter loads before the system's and which "
+                   f"can be older than the system's."),
+        "_fix": (f"The full error line names the copy (`PATH/libstdc++.so.6: version `{need}' not found`). Compare "
+                 f"the candidates: `strings $CONDA_PREFIX/lib/libstdc++.so.6 | grep {need}` and `strings "
+                 f"/usr/lib/x86_64-linux-gnu/libstdc++.so.6 | grep {need}` (/usr/lib64 on RHEL-like systems). Then "
+                 f"put a new enough one first: in a conda env `conda install -c conda-forge libstdcxx-ng`, or point "
+                 f"the env's lib/libstdc++.so.6 at the system's if that one has {need} (keep a copy); if neither has "
+                 f"it, install a build of the library made for this system. Unverified: msdoctor did not read the "
+                 f"files."),
+        "rule": "runtime-unnamed",
+    }
+
+
+# -- NumPy's C API could not be loaded --------------------------------------------------------------------------
+#: what says NumPy 2 is the one installed: its own banner about modules built for 1.x, its 2.x-only symbol, a 2.x
+#: version printed
+_NUMPY2 = re.compile(r"compiled using NumPy 1\.x|NumPy 2\.\d|_ARRAY_API not found|numpy[ =_-]*2\.\d+\.\d+", re.I)
+_MULTIARRAY = re.compile(r"numpy\.core\.multiarray failed to import", re.I)
+
+
+def numpy_groups(line: str, context: Sequence[str]) -> dict[str, str]:
+    """``numpy.core.multiarray failed to import`` is what a compiled module says when it cannot load NumPy's C API.
+    With NumPy 2 it is the ABI break (its banner, ``_ARRAY_API not found`` or a 2.x version say so: the general text
+    stands); without any sign of NumPy 2 in the paste the C API is missing for another reason (NumPy not installed in
+    this environment, a broken or partial install, or a NumPy older than the module was built for), and the general
+    "NumPy 2 is installed" is not known: say what is."""
+    if not _MULTIARRAY.search(line) or any(_NUMPY2.search(x) for x in (line, *context)):
+        return {}
+    return {
+        "_title": "a compiled module could not load NumPy's C API (numpy.core.multiarray)",
+        "_cause": ("A compiled extension imports NumPy's C API when it loads, and that import failed. The paste shows "
+                   "no NumPy 2 (whose ABI break gives the same line with its own banner): NumPy is not installed in "
+                   "the environment that runs the code, its install is broken or partial, or it is another release "
+                   "than the one the module was built against."),
+        "_fix": ("`{python} -m pip show numpy` shows whether and which NumPy is installed in this environment: install "
+                 "it if missing (`{python} -m pip install numpy`; for MindSpore <= 2.9 and CANN's TBE stack "
+                 "`\"numpy<2\"`), or reinstall it (`{python} -m pip install --force-reinstall numpy==<version>`) "
+                 "when `{python} -c \"import numpy\"` fails too. Unverified: msdoctor did not read the environment."),
+        "rule": "numpy-missing",
     }
 
 
@@ -931,13 +1078,35 @@ def wrapped_arguments(after: Sequence[str]) -> str:
             return m.group(0)
     return ""
 
+#: a call that passes on its own ``*args`` / ``**kwargs`` unchanged (a wrapper's body): ``f(self, *args, **kwargs)``
+_FORWARDS = re.compile(r"\((?:[^()]*,\s*)?\*{1,2}[A-Za-z_]\w*\s*(?:,\s*\*\*[A-Za-z_]\w*\s*)?\)\s*$")
+
+
+def _caller_path(before: Sequence[str]) -> Optional[str]:
+    """The file of the frame that made the call the exception is about: the raising frame, or, past frames whose
+    source line only forwards ``*args`` / ``**kwargs`` (a wrapper passing the call on), the frame before them."""
+    found: list[tuple[str, str]] = []  # (path, the source line printed under the frame)
+    for i, line in enumerate(before):
+        m = _FRAME.search(line)
+        if m is None or _MACHINERY.search(m.group("path")):
+            continue
+        code = before[i + 1] if i + 1 < len(before) and not _FRAME.search(before[i + 1]) else ""
+        found.append((m.group("path"), _unprefixed(code).strip()))
+    if not found:
+        return _raising_path(before)
+    while len(found) > 1 and _FORWARDS.search(found[-1][1]):
+        found.pop()
+    return found[-1][0]
+
+
 def signature_groups(func: str, what: str, before: Sequence[str]) -> dict[str, str]:
     """Cause and fix for Python's ``F() got an unexpected keyword argument 'k'`` / ``F() missing N required ...
     arguments`` / ``F() takes N positional arguments but M were given``. Python raises it at the call, so the last
     frame is the caller's: when a package L owns it, L calls F as another release of F's library defined it (F gained
     required arguments, or lost or renamed one): L and that library are releases that do not pair. Empty (no claim)
-    when the caller is the user's own file or not shown."""
-    path = _raising_path(before)
+    when the caller is the user's own file or not shown. A frame whose line only forwards its arguments
+    (``init_func(self, *args, **kwargs)``: a decorator's or wrapper's) is not the caller: the frame before it is."""
+    path = _caller_path(before)
     if path is None:
         return {}
     caller = frame_owner(path)
@@ -958,6 +1127,44 @@ def signature_groups(func: str, what: str, before: Sequence[str]) -> dict[str, s
                  f"installed one (`{{python}} -m pip install -U {lib}`). Unverified: msdoctor did not read either "
                  f"release's code; `{{python}} -m pip check` shows a declared requirement that is not met."),
         "rule": "release-pairing", "frame": path,
+    }
+
+
+# -- a CUDA library of another CUDA release than the system's -----------------------------------------------------
+#: CUDA toolkit libraries whose soname carries the CUDA release they belong to (libcudart.so.10.1, libcublas.so.11);
+#: cuDNN's and the driver's sonames carry their own versions, not CUDA's
+_CUDA_SONAME = re.compile(r"^(?P<name>libcudart|libcublas(?:Lt)?|libcusolver|libcusparse|libcufft|libcurand|libnvrtc)"
+                          r"\.so\.(?P<major>\d+)(?:\.(?P<minor>\d+))?")
+#: the CUDA release the paste states for the system: `cuda12.1`, `CUDA 12.1`, `CUDA Version: 12.2` (nvidia-smi),
+#: `/usr/local/cuda-12.1`
+_STATED_CUDA = re.compile(r"\bcuda(?:[ _-]?version)?[ :=_-]*(?P<major>\d{2})\.(?P<minor>\d)\b", re.I)
+
+
+def cuda_build_groups(lib: str, context: Sequence[str]) -> dict[str, str]:
+    """A CUDA library that cannot be found (libcudart.so.10.1) while the paste states another CUDA release for the
+    system (cuda12.1): what loads it was built for the library's CUDA, not for the one installed, so the answer is a
+    build of that package for the installed CUDA (or that CUDA added), not "CUDA is missing". Empty when the paste
+    states no CUDA release, several, or the same major as the library's."""
+    m = _CUDA_SONAME.match(lib)
+    if m is None:
+        return {}
+    stated = {(s.group("major"), s.group("minor")) for line in context
+              for s in _STATED_CUDA.finditer(line.replace(lib, ""))}
+    if len({major for major, _ in stated}) != 1:
+        return {}
+    major, minor = next(iter(stated))
+    if major == m.group("major"):
+        return {}
+    belongs = m.group("major") + (f".{m.group('minor')}" if m.group("minor") else ".x")
+    system = f"{major}.{minor}"
+    return {
+        "cause": (f"The paste shows CUDA {system} on this system, while {lib} belongs to CUDA {belongs}: the package "
+                  f"that loads it (a wheel or compiled extension) was built for CUDA {belongs}, not for the CUDA "
+                  f"installed, so the library it asks for is not there."),
+        "fix": (f"Install that package's build for CUDA {system} (its CUDA variant: a +cu{major}{minor} / -cu{major}x "
+                f"wheel, or the extension rebuilt against this CUDA; the traceback's last frames name the package), "
+                f"or install CUDA {belongs} as well and put its lib64 on LD_LIBRARY_PATH. Unverified: `nvcc --version` "
+                f"and `nvidia-smi` show the installed CUDA."),
     }
 
 

@@ -24,7 +24,7 @@ STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", 
               "signature", "opcheck")
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
 AFTER = ("conflict", "build", "wheel", "requirement", "port", "import", "pairing", "version",
-         "signature", "library")
+         "signature", "library", "numpy")
 FRAME_LINES = 10
 #: how far back the device rule looks for evidence (`id`, CapEff, `ls -l /dev/davinci*` printed before the error)
 DEVICE_LINES = 25
@@ -141,7 +141,7 @@ class _Scanner:
         # a rich traceback prints up to a dozen source lines in its box after the frame line (signature errors are
         # pasted from such tracebacks): that lookup reads as far back as the device evidence
         back = (DEVICE_LINES if entry.lookup in ("device", "signature") else FRAME_LINES
-                if entry.lookup in STRUCTURAL or entry.lookup == "library" else 0)
+                if entry.lookup in STRUCTURAL or entry.lookup in ("library", "numpy") else 0)
         before = tuple(norm[max(0, i - back):i]) if back else ()
         after = tuple(norm[i + 1:i + 1 + AFTER_LINES]) if entry.lookup in AFTER else ()
         found.hits.append(_Hit(no, shown, groups, cause, solution, before, after))
@@ -208,6 +208,11 @@ class _Scanner:
 
             groups.update(runtime_groups(groups.get("lib", ""), groups.get("what", ""), groups.get("v", "")))
             return True
+        if e.lookup == "numpy":
+            from msdoctor.explain.rules import numpy_groups
+
+            groups.update(numpy_groups(hit.line, (*hit.before, *hit.after)))
+            return True
         if e.lookup == "device":
             from msdoctor.explain.rules import device_access_groups
 
@@ -238,6 +243,13 @@ class _Scanner:
                 "directory to LD_LIBRARY_PATH, or install it")
             if lib and lib.device_target:
                 groups["lib_target"] = lib.device_target
+            if lib and lib.device_target == "GPU":
+                from msdoctor.explain.rules import cuda_build_groups
+
+                extra = cuda_build_groups(groups.get("lib", ""), (*hit.before, hit.line, *hit.after))
+                if extra:  # the paste states another CUDA than the one the library belongs to
+                    groups["lib_cause"] = extra["cause"]
+                    groups["lib_fix"] = extra["fix"]
             if lib and lib.device_target == "Ascend":
                 from msdoctor.explain.rules import ascend_loader_groups
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -9,6 +10,8 @@ from typing import Any, Optional
 from msdoctor.context import Context, FactSpec
 from msdoctor.docfile import Document, load
 from msdoctor.errors import UserError
+
+_SETUP_LOCK = threading.RLock()  # reentrant: reading the setup may ask this file for its device target again
 
 MINDFORMERS_MARKERS = ("runner_config", "parallel_config", "context", "trainer", "run_mode", "recompute_config",
                        "runner_wrapper", "train_dataset", "optimizer", "lr_schedule")
@@ -35,33 +38,54 @@ class ConfigFacts:
         return self.doc.data
 
     @property
+    def setup(self) -> Any:
+        """The training setup of this file (:func:`msdoctor.domain.training_setup.read`, no options), read once and
+        kept: the device target and device count below are its values, and the ``training_setup`` fact of a run
+        without options is this object. None for an unreadable pretrained_model_dir (its error is the memory
+        command's and the memory-fit check's to report)."""
+        with _SETUP_LOCK:  # checks run in threads: the first to ask reads it, the others get that reading
+            if "_setup" not in self.__dict__:
+                from msdoctor.domain.training_setup import read
+
+                try:
+                    self.__dict__["_setup"] = read(self)
+                except UserError:
+                    self.__dict__["_setup"] = None
+        return self.__dict__["_setup"]
+
+    @property
     def device_target(self) -> Optional[str]:
-        """The device the config asks for, spelled Ascend / GPU / CPU (None: not stated)."""
+        """The device the config asks for, spelled Ascend / GPU / CPU (None: not stated): the training setup's."""
         if self.kind == "msdoctor" and self.run is not None:
             return self.run.runtime.device_target
-        if self.kind == "mindformers" and isinstance(self.data, dict):
-            context = self.data.get("context") or {}
-            value = context.get("device_target") if isinstance(context, dict) else None
-            return _normalise_target(value)
+        if self.kind == "mindformers":
+            setup = self.setup
+            if setup is None or setup.target is not None:
+                return setup.target if setup is not None else None
+            origin = setup.origin("device_target")  # a value the setup does not know: as written, for the check
+            node: Any = self.data
+            for key in origin.keys if origin is not None else ():
+                node = node.get(key) if isinstance(node, dict) else None
+            return _normalise_target(node) if origin is not None else None
         return None
 
     @property
     def device_num(self) -> Optional[int]:
+        """Devices in the job: msdoctor's runtime.device_num; for a MindFormers YAML the training setup's layout,
+        data x tensor x pipeline x context parallel (MindFormers' legacy and mcore names alike)."""
         if self.kind == "msdoctor" and self.run is not None:
             return self.run.runtime.device_num
-        if self.kind == "mindformers" and isinstance(self.data, dict):
-            pc = self.data.get("parallel_config") or {}
-            from msdoctor.memory.keys import MF_PARALLEL_ALIASES  # MindFormers' legacy and mcore names
-
-            try:
-                n = 1
-                for name in ("data_parallel", "tensor_parallel", "pipeline_stages", "context_parallel"):
-                    n *= int(next((pc[k] for k in MF_PARALLEL_ALIASES[name] if pc.get(k) is not None), 1))
-                return n
-            except (TypeError, ValueError, AttributeError):
+        if self.kind == "mindformers":
+            setup = self.setup
+            lay = setup.layout if setup is not None else None
+            if lay is None:
                 return None
+            fields = ("data_parallel", "tensor_parallel", "pipeline_stages", "context_parallel")
+            keys = [tuple(setup.origins.get(f) or setup.default_key(f) or ("parallel_config",)) for f in fields]
+            if any(tuple(p.keys) == k[:len(p.keys)] for p in setup.problems for k in keys if p.keys):
+                return None  # a value MindFormers would refuse (memory-fit names it): the count is unknown
+            return int(lay.data_parallel * lay.tensor_parallel * lay.pipeline_stages * lay.context_parallel)
         return None
-
 
     @property
     def devices_per_node(self) -> Optional[int]:

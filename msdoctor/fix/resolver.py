@@ -182,8 +182,9 @@ class Resolver:
         return res
 
     def dry_run(self, specs: Sequence[str], *, no_deps: bool = True,
-                constraints: Sequence[str] = ()) -> DryRun:
-        """What ``pip install SPEC...`` would install now (nothing is installed)."""
+                constraints: Sequence[str] = (), timeout_s: Optional[float] = None) -> DryRun:
+        """What ``pip install SPEC...`` would install now (nothing is installed); ``timeout_s`` bounds this
+        one call below the default (a shortcut the caller can do without)."""
         args = ["install", "--dry-run", "--quiet", "--report", "-", *PIP_NET_ARGS]
         if no_deps:
             args.append("--no-deps")
@@ -200,7 +201,7 @@ class Resolver:
             if key in self._cache:
                 res = self._cache[key]
             else:
-                res = self._run([*args, *specs], self.dry_run_timeout_s)
+                res = self._run([*args, *specs], min(self.dry_run_timeout_s, timeout_s or self.dry_run_timeout_s))
                 self._cache[key] = res
         finally:
             if scratch_c:

@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from msdoctor.domain.pipeline import stage_layers as placed
 from msdoctor.memory.spec import DTYPE_BYTES, Component, Device, Estimate, ModelShape, Setup, StageTotal
 from msdoctor.memory.units import fmt_bytes, fmt_count
 
@@ -137,12 +138,14 @@ def total_params(m: ModelShape, tensor_parallel: int = 1) -> int:
 
 
 def stage_layers(m: ModelShape, s: Setup) -> list[int]:
-    """Layers on each pipeline stage (MindFormers offsets move layers between stages)."""
+    """Layers on each pipeline stage, placed as MindFormers' LayerSetting places them (the offsets and interleaved
+    chunks included): :func:`msdoctor.domain.pipeline.stage_layers`, which the training-config check uses too."""
     p = s.pipeline_stages
     n = m.num_layers + m.mtp_layers  # MindFormers places the MTP modules by the pipeline too (LayerSetting)
-    base = n // p
-    if s.stage_offsets and len(s.stage_offsets) == p:
-        return [base + int(o) for o in s.stage_offsets]
+    counts, _ = placed(n, p, s.virtual_pipeline_chunks, s.stage_offsets)
+    if counts is not None:
+        return counts
+    base = n // p  # a split MindFormers refuses (validate says why): the remainder on the last stages
     out = [base] * p
     for i in range(n - base * p):  # uneven split: the remainder goes to the last stages
         out[p - 1 - i] += 1

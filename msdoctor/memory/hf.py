@@ -46,6 +46,9 @@ def _moe(r: Reader) -> dict:
         out["shared_experts"] = r.int("shared_experts", (), A["shared_experts"], 0) or 0
         out["shared_ffn_size"] = r.int("shared_ffn_size", (), A["shared_ffn_size"])
         out["dense_layers"] = max(0, r.int("dense_layers", (), A["dense_layers"], 0) or 0)
+        sparse = _sparse_dense_layers(r, experts)
+        if sparse is not None:
+            out["dense_layers"] = sparse
     for key in K.HF_MLA_KEYS:
         got = r.int(key, (), (key,))
         if got:
@@ -54,6 +57,31 @@ def _moe(r: Reader) -> dict:
     if mtp > 0:
         out["mtp_layers"] = mtp
     return out
+
+
+def _sparse_dense_layers(r: Reader, experts: int) -> Optional[int]:
+    """The dense layers of a Qwen2-MoE / Qwen3-MoE config: transformers builds a sparse MLP in layer i when
+    ``i not in mlp_only_layers and num_experts > 0 and (i + 1) % decoder_sparse_step == 0``, else a dense MLP of
+    intermediate_size (Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer, transformers 4.57 models/qwen2_moe and
+    models/qwen3_moe modeling files; the keys and their defaults 1 and [] from Qwen2MoeConfig / Qwen3MoeConfig).
+    None when the config has neither key (every layer sparse after first_k_dense_replace)."""
+    step_raw, step_keys = r.find((), K.HF_SPARSE_STEP)
+    only_raw, only_keys = r.find((), K.HF_MLP_ONLY_LAYERS)
+    layers, _ = r.find((), K.HF_INTS["num_layers"])
+    if (step_keys is None and only_keys is None) or not isinstance(layers, int) or isinstance(layers, bool):
+        return None
+    step = step_raw if isinstance(step_raw, int) and not isinstance(step_raw, bool) and step_raw > 0 else 1
+    if step_keys is not None and step != step_raw:
+        r.bad(step_keys, "expected a positive integer (a sparse MLP every this many layers)", step_raw)
+    only = set(only_raw) if isinstance(only_raw, list) and all(isinstance(i, int) for i in only_raw) else set()
+    if only_keys is not None and only_raw not in (None, []) and not only:
+        r.bad(only_keys, "expected a list of layer indices", only_raw)
+    dense = sum(1 for i in range(layers) if i in only or not (experts > 0 and (i + 1) % step == 0))
+    if step_keys is not None:
+        r.origins["dense_layers"] = step_keys
+    if only and only_keys is not None:
+        r.origins["dense_layers"] = only_keys
+    return dense
 
 
 def _model(r: Reader, doc: Document, notes: list) -> tuple[Optional[ModelShape], int]:
@@ -97,7 +125,10 @@ def _model(r: Reader, doc: Document, notes: list) -> tuple[Optional[ModelShape],
                      f"{moe['expert_ffn_size'] or ffn}, top-{moe['experts_per_token']}"
                      + (f", {moe['shared_experts']} shared" if moe["shared_experts"] else "")
                      + (f", shared width {moe['shared_ffn_size']}" if moe["shared_ffn_size"] else "")
-                     + (f", first {moe['dense_layers']} layers dense" if moe["dense_layers"] else ""))
+                     + (f", {moe['dense_layers']} dense layers (counted as the first ones for the pipeline)"
+                        if moe["dense_layers"] and "dense_layers" in r.origins
+                        and r.origins["dense_layers"][-1] in K.HF_SPARSE_STEP + K.HF_MLP_ONLY_LAYERS
+                        else f", first {moe['dense_layers']} layers dense" if moe["dense_layers"] else ""))
     if moe.get("kv_lora_rank"):
         notes.append(f"multi-head latent attention: kv_lora_rank {moe['kv_lora_rank']}, "
                      f"q_lora_rank {moe.get('q_lora_rank', 0)}")

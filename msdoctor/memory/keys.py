@@ -121,7 +121,7 @@ dtype rms_norm_eps layer_norm_eps layer_norm_epsilon attention_dropout hidden_dr
 embd_pdrop model_type architectures num_local_experts num_experts n_routed_experts qk_norm num_experts_per_tok
 moe_intermediate_size n_shared_experts router_aux_loss_coef output_router_logits router_jitter_noise
 first_k_dense_replace shared_expert_intermediate_size q_lora_rank kv_lora_rank qk_nope_head_dim qk_rope_head_dim
-v_head_dim num_nextn_predict_layers
+v_head_dim num_nextn_predict_layers decoder_sparse_step mlp_only_layers
 """.split())
 
 HF_IGNORED = frozenset("""
@@ -138,7 +138,7 @@ remove_invalid_values exponential_decay_length_penalty max_length min_length do_
 num_beams num_beam_groups diversity_penalty temperature top_k top_p typical_p repetition_penalty
 length_penalty no_repeat_ngram_size encoder_no_repeat_ngram_size num_return_sequences
 output_scores return_dict_in_generate tie_encoder_decoder torch_compile architectures_map
-use_return_dict cache_implementation mlp_only_layers decoder_sparse_step norm_topk_prob
+use_return_dict cache_implementation norm_topk_prob
 rope_type original_max_position_embeddings attention_multiplier embedding_multiplier logits_scaling
 residual_multiplier
 """.split())
@@ -293,3 +293,6 @@ HF_MOE_ALIASES = {
 }
 HF_MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 HF_MTP_KEYS = ("num_nextn_predict_layers",)
+#: Qwen2MoeConfig / Qwen3MoeConfig: a sparse MLP every decoder_sparse_step layers, except mlp_only_layers
+HF_SPARSE_STEP = ("decoder_sparse_step",)
+HF_MLP_ONLY_LAYERS = ("mlp_only_layers",)

@@ -405,20 +405,20 @@ def from_mindformers(doc: Document, pretrained_model_dir: Optional[str] = None) 
                   dict(doc.lines), dict(r.defaults))
 
 
-def _offsets(r: Reader, notes: list) -> Optional[tuple]:
+def _offsets(r: Reader, notes: list) -> Any:
+    """``model_config.offset`` as written (lists as tuples): one per stage, pp_interleave_num rows of one per stage,
+    or an int; placed by :func:`msdoctor.domain.pipeline.stage_layers` (MindFormers' LayerSetting). None: absent or
+    all zero (an even split)."""
     raw, keys = r.find(MC, ("offset",))
     if not keys:
         return None
     r.origins["stage_offsets"] = keys
-    if isinstance(raw, (list, tuple)) and all(isinstance(x, int) for x in raw):
-        return tuple(raw) if any(raw) else None
-    if isinstance(raw, (list, tuple)) and all(isinstance(x, (list, tuple)) for x in raw):
-        # pp_interleave_num > 1: one list per chunk; a stage's layers are the sum over its chunks
-        sums = [sum(int(c[i]) for c in raw if i < len(c)) for i in range(max(len(c) for c in raw))]
-        return tuple(sums) if any(sums) else None
+    if isinstance(raw, (list, tuple)) and all(isinstance(x, int) and not isinstance(x, bool) for x in raw):
+        return tuple(raw) if any(raw) or not raw else None  # [] is refused by the placement, as MindFormers does
+    if isinstance(raw, (list, tuple)) and raw and all(isinstance(x, (list, tuple)) for x in raw) and all(
+            isinstance(v, int) and not isinstance(v, bool) for c in raw for v in c):
+        return tuple(tuple(c) for c in raw) if any(v for c in raw for v in c) else None
     if isinstance(raw, int) and not isinstance(raw, bool):
-        if raw:
-            notes.append(f"model_config.offset = {raw}: a single offset is not modelled; layers are split evenly")
-        return None
+        return raw or None
     r.bad(keys, "expected an integer or a list of integers (one per pipeline stage)", raw)
     return None

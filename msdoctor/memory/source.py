@@ -83,6 +83,7 @@ class Overrides:
     selective_ffn: Optional[bool] = None
     pretrained_model_dir: Optional[str] = None
     expert_parallel: Optional[int] = None
+    stage_offsets: Optional[tuple] = None
 
     def given(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Optional
 
+from msdoctor.domain.pipeline import stage_layers as placed
 from msdoctor.memory.reader import target_of
 from msdoctor.memory.source import Overrides, Source
 from msdoctor.training.config import ConfigError, Problem
@@ -18,7 +19,7 @@ OPTION_OF = {
     "micro_batch_num": "--micro-batch-num", "sequence_parallel": "--sequence-parallel",
     "flash_attention": "--flash-attention", "dropout": "--dropout", "framework": "--framework",
     "master_weights": "--master-weights", "grad_dtype": "--grad-dtype", "selective_ffn": "--recompute",
-    "pretrained_model_dir": "--pretrained-model-dir",
+    "pretrained_model_dir": "--pretrained-model-dir", "stage_offsets": "--stage-offsets",
 }
 #: options that change the model rather than the setup
 MODEL_OPTIONS = ("dropout",)
@@ -151,22 +152,23 @@ def _head_problems(src: Source) -> list[Problem]:
     return out
 
 
+def _plain(value: Any) -> Any:
+    """An offset as the YAML wrote it (lists, not the setup's tuples), for the message."""
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
+
+
 def _pipeline_problems(src: Source) -> list[Problem]:
     """The layers split into the stages (evenly, or by stage_offsets), and every stage gets a micro-batch."""
     m, s = src.model, src.setup
     p = s.pipeline_stages
     out: list[Problem] = []
-    if s.stage_offsets:
-        offs = list(s.stage_offsets)
+    if s.stage_offsets is not None:
         n = m.num_layers + m.mtp_layers  # MindFormers places MTP layers by the pipeline too (LayerSetting)
-        counts = [n // p + o for o in offs]
-        if len(offs) != p:
-            out.append(_problem(src, "stage_offsets", f"needs one entry per pipeline stage ({p}), has {len(offs)}",
-                                list(offs)))
-        elif sum(counts) != n or min(counts) < 1:
+        counts, why = placed(n, p, s.virtual_pipeline_chunks, s.stage_offsets)
+        if counts is None:
             mtp = f" ({m.num_layers} + {m.mtp_layers} MTP)" if m.mtp_layers else ""
-            out.append(_problem(src, "stage_offsets", f"gives stages of {counts} layers; they must be >= 1 and add "
-                                f"up to {n}{mtp}", list(offs)))
+            out.append(_problem(src, "stage_offsets", f"does not place the {n} layers{mtp}: {why}",
+                                _plain(s.stage_offsets)))
     elif (m.num_layers + m.mtp_layers) % (p * s.virtual_pipeline_chunks):
         what = "pipeline stages" if s.virtual_pipeline_chunks == 1 else "pipeline stages x interleaved chunks"
         mtp = f" + {m.mtp_layers} MTP" if m.mtp_layers else ""
