@@ -71,13 +71,25 @@ def _record(name: str, before: dict, fix: str, after: dict) -> None:
                             "fix": fix, "after": [[x["status"], x["title"]] for x in after["findings"]]}) + "\n")
 
 
-@pytest.fixture(scope="module")
-def ms210(tmp_path_factory: pytest.TempPathFactory) -> Venv:
+def _ms210(root: Path) -> Venv:
     """A real venv with what `pip install mindspore` gives today (MindSpore 2.10.0, numpy 2.x)."""
     need_index()
-    venv = make_venv(tmp_path_factory.mktemp("ms210") / "venv", with_pip=True)  # msdoctor asks the target's pip
+    venv = make_venv(root, with_pip=True)  # msdoctor asks the target's pip
     venv.pip("install", "--quiet", "--no-compile", "mindspore", timeout=1800)
     return venv
+
+
+@pytest.fixture(scope="module")
+def ms210(tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """Read only (pip's dry runs): shared by the module's tests that do not install into it."""
+    return _ms210(tmp_path_factory.mktemp("ms210") / "venv")
+
+
+@pytest.fixture
+def ms210_own(tmp_path: Path) -> Venv:
+    """A venv of the test's own, for a test that installs into it: with no module fixture the test is a unit of
+    its own (tests/conftest.py), so it runs on the other worker while the mindnlp case reads ``ms210``."""
+    return _ms210(tmp_path / "ms210")
 
 
 def _version(venv: Venv, dist: str) -> str:
@@ -117,7 +129,8 @@ def _base_version(dist: str) -> str:
     return version(dist)
 
 
-def test_mindformers_210_on_mindspore_2100_only_versions_the_index_has(ms210: Venv) -> None:
+def test_mindformers_210_on_mindspore_2100_only_versions_the_index_has(ms210_own: Venv) -> None:
+    ms210 = ms210_own
     ms210.pip("install", "--no-deps", "--quiet", "--no-compile", "mindformers==2.1.0")
     before, rc = _vm(ms210.python)
     codes = {x.get("code") for x in before["findings"] if x["status"] == "fail"}
