@@ -155,3 +155,52 @@ def test_each_1204_case_gets_the_answer_it_was_scored_for(case_id: str) -> None:
 )
 def test_no_1204_case_stands_as_wrong(case_id: str) -> None:
     assert CASES_1204[case_id]["verdict"] != "wrong", f"{case_id}: {CASES_1204[case_id].get('note', '')}"
+
+
+# -- the second 2026-12-04 hold-out (tests/data/explain/holdout_2026-12-04d.toml): set D, collected and scored blind -----
+DATA_1204D = Path(__file__).parent / "data" / "explain" / "holdout_2026-12-04d.toml"
+
+
+def _cases_1204d() -> list[dict[str, Any]]:
+    import tomllib
+
+    return tomllib.loads(DATA_1204D.read_text(encoding="utf-8"))["case"]
+
+
+CASES_1204D = {c["id"]: c for c in _cases_1204d()}
+
+
+def test_the_1204d_hold_out_is_sourced_unseen_and_keeps_its_first_verdicts() -> None:
+    cases = list(CASES_1204D.values())
+    assert len(cases) >= 8 and {c["set"] for c in cases} == {"D"}
+    assert len({c["source"] for c in cases}) == len(cases)
+    others = "".join(p.read_text(encoding="utf-8") for p in DATA_1204D.parent.glob("*.toml") if p != DATA_1204D)
+    for c in cases:
+        assert c["source"].startswith("https://") and c["text"].strip() and c["settled"].strip(), c["id"]
+        assert c["source"] not in others, c["id"]
+        assert c["first_verdict"] in VERDICTS and c["verdict"] in VERDICTS, c["id"]
+        assert c["first_verdict"] in {"right", "none"} or c.get("first_note"), c["id"]
+        assert c["verdict"] in {"right", "none"} or c.get("note"), c["id"]
+        if (c["verdict"], c["entry"]) != (c["first_verdict"], c["first_entry"]):
+            assert "no longer unseen" in c.get("note", ""), c["id"]
+    first = collections.Counter(c["first_verdict"] for c in cases)
+    now = collections.Counter(c["verdict"] for c in cases)
+    print(f"hold-out 2026-12-04 set D when first scored: {dict(first)}; now: {dict(now)} of {len(cases)}")
+
+
+@pytest.mark.parametrize("case_id", sorted(CASES_1204D))
+def test_each_1204d_case_gets_the_answer_it_was_scored_for(case_id: str) -> None:
+    _answer_now(CASES_1204D[case_id])
+
+
+@pytest.mark.parametrize(
+    "case_id",
+    [
+        pytest.param(i, marks=pytest.mark.xfail(strict=True, reason="scored wrong: explain must not say this"))
+        if c["verdict"] == "wrong"
+        else i
+        for i, c in sorted(CASES_1204D.items())
+    ],
+)
+def test_no_1204d_case_stands_as_wrong(case_id: str) -> None:
+    assert CASES_1204D[case_id]["verdict"] != "wrong", f"{case_id}: {CASES_1204D[case_id].get('note', '')}"

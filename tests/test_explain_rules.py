@@ -362,3 +362,12 @@ def test_a_cuda_library_of_another_cuda_than_the_stated_one() -> None:
     assert "The paste shows CUDA" not in _first(HOLDOUT_1204["xinference-1286"]["text"]).cause
     same = "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory\nCUDA Version: 12.4\n"
     assert "The paste shows CUDA" not in _first(same).cause
+
+
+def test_a_python_inside_the_requires_python_range_is_no_claim() -> None:
+    """pip prints the line only for a Python outside the range; one inside it, or a range that does not parse, is not
+    that line: no claim (and no guess at which side of the range the Python is on)."""
+    assert explain_text("ERROR: Package 'x' requires a different Python: 3.9.1 not in '>=3.9'") == []
+    assert explain_text("ERROR: Package 'x' requires a different Python: 3.9.1 not in '>=3.9,,'") == []
+    m = explain_text("ERROR: Package 'x' requires a different Python: 3.9.1 not in '!=3.9.1'")[0]
+    assert "outside that range" in m.cause and "older" not in m.cause and "newer" not in m.cause

@@ -424,6 +424,47 @@ def distribution_groups(req: str, context: Sequence[str]) -> dict[str, str]:
     }
 
 
+
+# -- pip: a package's Requires-Python --------------------------------------------------------------------------------
+#: the operators that set a lowest Python (the interpreter is older than it) or a highest (newer than it)
+_LOWER_OPS = frozenset({">=", ">", "~="})
+_UPPER_OPS = frozenset({"<", "<="})
+
+
+def requires_python_groups(pkg: str, have: str, spec: str) -> dict[str, str]:
+    """Cause and fix for pip's ``Package 'P' requires a different Python: V not in 'SPEC'`` (its legacy resolver,
+    src/pip/_internal/resolution/legacy/resolver.py, reading the distribution's Requires-Python metadata): the Python
+    running pip, V, is outside SPEC, too old or too new. Empty (no claim) when SPEC or V do not parse, or V is in
+    SPEC (the line is then not what pip prints)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        specs, version = SpecifierSet(spec), Version(have)
+    except (InvalidSpecifier, InvalidVersion):
+        return {}
+    if specs.contains(version, prereleases=True):
+        return {}
+    failed = [s for s in specs if not s.contains(version, prereleases=True)]
+    if failed and all(s.operator in _LOWER_OPS for s in failed):
+        side = (f"Python {have} is older than the oldest Python {pkg} supports ({', '.join(map(str, failed))})")
+    elif failed and all(s.operator in _UPPER_OPS for s in failed):
+        side = (f"Python {have} is newer than the newest Python {pkg} supports ({', '.join(map(str, failed))})")
+    else:
+        side = f"Python {have} is outside that range"
+    return {
+        "_title": f"{pkg} requires Python {spec}; the pip that ran is Python {have}'s",
+        "_cause": (f"{pkg}'s package metadata (Requires-Python) says {spec}, and pip checks it against the Python "
+                   f"it runs with: {side}. Either that release of {pkg} does not support this Python, or the pip "
+                   f"that ran belongs to another Python than the one meant (a second Python on PATH: `pip` of one, "
+                   f"`python` of another)."),
+        "_fix": (f"`{{python}} -m pip --version` shows which Python a pip belongs to; install with an interpreter "
+                 f"inside {spec} (`<that python> -m pip install ...`, or a venv made from it), or pick a release of "
+                 f"{pkg} whose Requires-Python admits Python {have} (`{{python}} -m pip index versions {pkg}` lists "
+                 f"those this interpreter can install). Unverified: msdoctor did not read {pkg}'s other releases."),
+        "rule": "requires-python",
+    }
+
 # -- pip: the resolver's conflict lines ---------------------------------------------------------------------------
 #: the lines pip prints under "The conflict is caused by:" (pip's resolver, src/pip/_internal/resolution/resolvelib/
 #: factory.py: "The user requested X" and "P V depends on X"); a log prefix (timestamp) may precede them
@@ -1255,6 +1296,8 @@ _CLAIMS: dict[str, Callable[[dict[str, str], Sequence[str], str, Sequence[str]],
     "build": lambda g, b, line, a: build_groups(g.get("pkg") or g.get("pkg2") or g.get("pkg3") or "", (*b, line, *a)),
     "wheel": lambda g, b, line, a: wheel_groups(g.get("wheel", ""), (*b, line, *a)),
     "distribution": lambda g, b, line, a: distribution_groups(g.get("req") or g.get("req2", ""), (*b, line, *a)),
+    "requires-python": lambda g, b, line, a: requires_python_groups(g.get("pkg", ""), g.get("have", ""),
+                                                                   g.get("spec", "")),
 }
 CLAIMS = frozenset(_CLAIMS)
 
