@@ -182,8 +182,8 @@ def test_checks_pass_training_runs_stops_on_sigterm_with_a_checkpoint_and_resume
     again = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path)
     assert again.returncode == 2 and "--resume" in again.stderr  # a run directory is never silently reused
 
-    resumed = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--resume",
-                           cwd=tmp_path, timeout=300)
+    resumed = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--resume", "--quick",
+                           cwd=tmp_path, timeout=300)  # the full gate ran above; the resume is the point here
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert f"resume: step {stopped_at} " in (run_dir / "train.log").read_text()
     steps = [int(r["step"]) for r in _rows(run_dir)]
@@ -208,8 +208,9 @@ def test_a_failed_run_shows_its_log_tail_and_the_likely_cause(tmp_path):
 
     (tmp_path / "msdoctor.toml").write_text(
         'ignore = [{ id = "training-config/bf16-on-cpu", reason = "trying bf16 kernels on CPU on purpose" }]\n')
-    run_dir = tmp_path / "run2"
-    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path, timeout=300)
+    run_dir = tmp_path / "run2"  # --quick: the trainer's failure is the point, not the gate's live probe
+    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--quick", cwd=tmp_path,
+                       timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
     assert "checks passed" in res.stdout and "training failed" in res.stderr
     assert "train.log <==" in res.stderr  # the end of the logs
@@ -228,8 +229,35 @@ def invocation(run_dir: Path) -> dict:
     return json.loads((run_dir / "check-report.json").read_text())["facts"]["invocation"]
 
 
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One passing `msdoctor train` that three tests read: an Ascend config run with --device-target CPU, with
+    --skip of a failing plugin's check, from another directory with --project (a relative data path, the project's
+    msdoctor.toml, the default run directory under the project). Each option changes what the gate checks or
+    where the trainer reads, and none touches what another one proves; one run instead of three saves two gates
+    and two trainer starts (about 15 s each on an idle 2-core machine)."""
+    tmp = tmp_path_factory.mktemp("one-run")
+    project, elsewhere = tmp / "project", tmp / "elsewhere"
+    (project / "corpus").mkdir(parents=True)
+    elsewhere.mkdir()
+    corpus = project / "corpus" / "a.txt"
+    corpus.write_text(Path(textwrap.__file__).read_text())
+    (project / "msdoctor.toml").write_text(
+        'ignore = [{ id = "training-config/checkpoint-interval", reason = "a smoke run" }]\n')
+    data = json.loads(json.dumps(TINY))
+    data["runtime"] = {"device_target": "Ascend", "device_num": 1}  # the file says Ascend
+    data["data"] = {"cache_dir": str(tmp / "tokens"), "paths": ["corpus/*.txt"]}
+    config = write_yaml(tmp / "ascend.yaml", data)
+    site = plugin_site(tmp)
+    res = run_msdoctor("train", "--config", str(config), "--project", str(project), "--device-target", "CPU",
+                       "--skip", "gate-fixture", "--max-steps", "8", env=env_with({"PYTHONPATH": str(site)}),
+                       cwd=elsewhere, timeout=300)
+    return {"res": res, "project": project, "elsewhere": elsewhere, "corpus": corpus, "config": config, "site": site,
+            "run_dir": project / "runs" / "gate-tiny"}
+
+
 @slow
-def test_device_target_overrides_the_config_for_the_gate_and_the_trainer(tmp_path):
+def test_device_target_overrides_the_config_for_the_gate_and_the_trainer(tmp_path, one_run):
     """The gate checks the device --device-target names (from --device-target), and the trainer runs on it."""
     cpu = tiny_config(tmp_path)  # the file says CPU
     run_dir = tmp_path / "run-ascend"
@@ -241,14 +269,11 @@ def test_device_target_overrides_the_config_for_the_gate_and_the_trainer(tmp_pat
     assert invocation(run_dir)["device_target"] == "Ascend"
     assert_not_started(run_dir)
 
-    ascend = write_yaml(tmp_path / "ascend.yaml", {**yaml.safe_load(cpu.read_text()),
-                                                   "runtime": {"device_target": "Ascend", "device_num": 1}})
+    ascend = one_run["config"]  # the same file the shared run trained from with --device-target CPU
     refused = run_msdoctor("train", "--config", str(ascend), "--output-dir", str(tmp_path / "run-file"), "--quick",
-                           cwd=tmp_path, timeout=300)
+                           "--project", str(one_run["project"]), cwd=tmp_path, timeout=300)
     assert refused.returncode == 1 and report_status(tmp_path / "run-file")["device-target"] == "fail", refused.stdout
-    run_dir = tmp_path / "run-cpu"
-    res = run_msdoctor("train", "--config", str(ascend), "--output-dir", str(run_dir), "--device-target", "CPU",
-                       "--max-steps", "8", cwd=tmp_path, timeout=300)
+    res, run_dir = one_run["res"], one_run["run_dir"]
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert any("requested CPU (from --device-target)" in t for t in finding_titles(run_dir, "device-target"))
     assert json.loads((run_dir / "config.json").read_text())["runtime"]["device_target"] == "CPU"
@@ -284,16 +309,13 @@ def test_quick_leaves_the_live_probe_out_and_says_so(tmp_path):
 
 
 @slow
-def test_skip_leaves_a_check_out_of_the_gate_loudly(tmp_path):
-    site = plugin_site(tmp_path)
-    env = env_with({"PYTHONPATH": str(site)})
+def test_skip_leaves_a_check_out_of_the_gate_loudly(tmp_path, one_run):
+    env = env_with({"PYTHONPATH": str(one_run["site"])})
     config = str(tiny_config(tmp_path, train={"max_steps": 8}))
     bad = run_msdoctor("train", "--config", config, "--output-dir", str(tmp_path / "bad"), "--skip", "gate-fixtur",
                        env=env, cwd=tmp_path, timeout=300)
     assert bad.returncode == 2 and "unknown check id 'gate-fixtur' (did you mean 'gate-fixture'?)" in bad.stderr
-    run_dir = tmp_path / "run"
-    res = run_msdoctor("train", "--config", config, "--output-dir", str(run_dir), "--skip", "gate-fixture",
-                       env=env, cwd=tmp_path, timeout=300)
+    res, run_dir = one_run["res"], one_run["run_dir"]  # --skip gate-fixture with the failing plugin installed
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     said = "warning: --skip: the gate does not run gate-fixture"
     before, _, after = res.stdout.partition("checks passed")
@@ -303,27 +325,19 @@ def test_skip_leaves_a_check_out_of_the_gate_loudly(tmp_path):
 
 
 @slow
-def test_project_is_where_the_gate_and_the_trainer_read_relative_paths(tmp_path):
+def test_project_is_where_the_gate_and_the_trainer_read_relative_paths(one_run):
     """--project: its msdoctor.toml applies, the config's relative data path and run directory are read from it,
     and the trainer runs there (it reads the same files the gate counted)."""
-    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
-    (project / "corpus").mkdir(parents=True)
-    elsewhere.mkdir()
-    corpus = project / "corpus" / "a.txt"
-    corpus.write_text(Path(textwrap.__file__).read_text())
-    (project / "msdoctor.toml").write_text(
-        'ignore = [{ id = "training-config/checkpoint-interval", reason = "a smoke run" }]\n')
-    config = str(tiny_config(tmp_path, data={"paths": ["corpus/*.txt"]}, train={"max_steps": 8}))
-
-    res = run_msdoctor("train", "--config", config, "--output-dir", str(tmp_path / "here"), "--quick",
-                       cwd=elsewhere, timeout=300)
+    project, elsewhere, corpus = one_run["project"], one_run["elsewhere"], one_run["corpus"]
+    here = elsewhere.parent / "here"
+    res = run_msdoctor("train", "--config", str(one_run["config"]), "--output-dir", str(here), "--device-target",
+                       "CPU", "--quick", cwd=elsewhere, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
-    assert report_status(tmp_path / "here")["training-config"] == "fail"  # no corpus/ in the current directory
+    assert report_status(here)["training-config"] == "fail"  # no corpus/ in the current directory
 
-    res = run_msdoctor("train", "--config", config, "--project", str(project), cwd=elsewhere, timeout=300)
+    res, run_dir = one_run["res"], one_run["run_dir"]  # the same config with --project, from elsewhere
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    run_dir = project / "runs" / "gate-tiny"
-    assert not (elsewhere / "runs").exists()
+    assert run_dir.is_dir() and not (elsewhere / "runs").exists()
     report = json.loads((run_dir / "check-report.json").read_text())
     findings = [f for c in report["checks"] for f in c["findings"]]
     assert [f["suppressed"] for f in findings if f["code"] == "checkpoint-interval"] == ["a smoke run"]

@@ -34,9 +34,14 @@ TINY = {"name": "trust-tiny", "runtime": {"device_target": "CPU", "device_num": 
         "logging": {"every_steps": 1, "tensorboard": False}, "checkpoint": {"every_steps": 10, "keep_last": 2}}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def token_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("token-cache")
+    """One token cache for this module's tests in this pytest process. Function scope: a module fixture would make
+    the module's eight trainer tests one unit of work for one worker (tests/conftest.py), where they share nothing
+    but this cache; this way they spread over the workers."""
+    path = tmp_path_factory.getbasetemp() / "token-cache-train-trust"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 def merged(**sections: dict) -> dict:
@@ -232,7 +237,7 @@ def test_sigkill_of_msdoctor_train_kills_the_trainer_a_second_train_is_refused_a
         tmp_path, token_cache):
     config = gate_config(tmp_path, token_cache, train={"max_steps": 400})
     run_dir = tmp_path / "run"
-    proc = start_train(config, run_dir)
+    proc = start_train(config, run_dir, "--quick")  # the supervisor is the point here, not the gate's live probe
     try:
         wait_rows(proc, run_dir, 12)  # past the first checkpoint (every 10 steps)
         holders = lock_holders(run_dir)
@@ -262,7 +267,7 @@ def test_sigkill_of_msdoctor_train_kills_the_trainer_a_second_train_is_refused_a
 
     newest = ckpt.find_latest(run_dir / "checkpoints").step
     resumed = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--resume",
-                           "--max-steps", str(newest + 3), cwd=tmp_path, timeout=300)
+                           "--max-steps", str(newest + 3), "--quick", cwd=tmp_path, timeout=300)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert (f"note: took over the lock of {run_dir}: its holders PID {holders['msdoctor train']} (msdoctor train), "
             f"PID {holders['trainer']} (trainer) ended without releasing it") in resumed.stdout
@@ -328,7 +333,7 @@ def test_a_worker_in_its_own_session_dies_with_its_parent(tmp_path, token_cache)
 def test_ctrl_c_to_the_process_group_is_signal_2_and_exit_130_after_a_checkpoint(tmp_path, token_cache):
     config = gate_config(tmp_path, token_cache, train={"max_steps": 400}, checkpoint={"every_steps": 0})
     run_dir = tmp_path / "run"
-    proc = start_train(config, run_dir)
+    proc = start_train(config, run_dir, "--quick")  # the signal's way through msdoctor train is the point
     try:
         wait_rows(proc, run_dir, 5)
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole foreground group
@@ -474,9 +479,9 @@ def test_credentials_and_home_paths_are_redacted_in_every_run_file_unless_no_red
     assert "~/missing/tokenizer.json" in (run_dir / "stderr.log").read_text()
     assert "~/missing/tokenizer.json" in (run_dir / "train.log").read_text()
 
-    raw_dir = tmp_path / "raw"
-    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(raw_dir), "--no-redact", env=env,
-                       cwd=tmp_path, timeout=300)
+    raw_dir = tmp_path / "raw"  # --quick: the live probe's facts were shown redacted above; this run keeps the raw
+    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(raw_dir), "--no-redact", "--quick",
+                       env=env, cwd=tmp_path, timeout=300)
     assert res.returncode == 1
     assert secret_url in (raw_dir / "config.yaml").read_text()
     assert str(home / "missing" / "tokenizer.json") in (raw_dir / "train.log").read_text()

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,16 +83,27 @@ def token_meta(cache: Path) -> dict:
     return metas[0]
 
 
-def test_tiny_cpu_loss_falls_below_the_unigram_entropy_of_its_corpus(tmp_path, token_cache):
-    """The shipped tiny-cpu config, shortened: a model that ignores context cannot beat the unigram entropy."""
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunConfig, subprocess.CompletedProcess, Path]:
+    """The shipped tiny-cpu config, shortened to 100 steps, its global batch of 8 as 4 x 2 accumulated (the
+    accumulation buffers then count in the resume test): one uninterrupted run that the loss test and the resume
+    test both read. (run directory, config, the trainer's result, its token cache)."""
+    tmp = tmp_path_factory.mktemp("tiny-run")
+    cache = tmp_path_factory.getbasetemp() / "token-cache-training-run"  # the token_cache fixture's folder
+    cache.mkdir(exist_ok=True)
     raw = yaml.safe_load((REPO / "training" / "configs" / "tiny-cpu.yaml").read_text())
-    raw = merge(raw, {"train": {"max_steps": 100, "precision": "bf16"},
+    raw = merge(raw, {"train": {"max_steps": 100, "precision": "bf16", "micro_batch_size": 4, "grad_accumulation": 2},
                       "checkpoint": {"every_steps": 25, "keep_last": 2}, "logging": {"every_steps": 1}})
-    run_dir = tmp_path / "run"
-    cfg = write_config(run_dir, raw, token_cache)
-    res = trainer(run_dir, cwd=tmp_path)
+    run_dir = tmp / "run"
+    cfg = write_config(run_dir, raw, cache)
+    return run_dir, cfg, trainer(run_dir, cwd=tmp), cache
+
+
+def test_tiny_cpu_loss_falls_below_the_unigram_entropy_of_its_corpus(tiny_run):
+    """The shipped tiny-cpu config, shortened: a model that ignores context cannot beat the unigram entropy."""
+    run_dir, cfg, res, cache = tiny_run
     rows = metrics(run_dir)
-    entropy = token_meta(token_cache)["unigram_entropy"]
+    entropy = token_meta(cache)["unigram_entropy"]
     first = float(rows[1]["loss"])
     last = sum(float(rows[s]["loss"]) for s in range(91, 101)) / 10
     print(f"loss {first:.3f} -> {last:.3f} (mean of steps 91-100); unigram entropy {entropy:.3f} nats")
@@ -105,7 +117,7 @@ def test_tiny_cpu_loss_falls_below_the_unigram_entropy_of_its_corpus(tmp_path, t
     assert all(ckpt.verify(run_dir / "checkpoints" / k) is None for k in kept)
     log = (run_dir / "train.log").read_text()
     assert "precision fp32 on CPU instead of bf16" in log  # CPU has no bf16 kernels: said, not hidden
-    assert f"global batch {cfg.global_batch} sequences" in res.stdout
+    assert f"global batch {cfg.global_batch} sequences" in res.stdout and cfg.global_batch == 8
     # tensorboardX is in the test extra: the run wrote the same losses as TensorBoard scalars
     tb_loss = {step: value for step, tag, value in tensorboard_scalars(run_dir / "tb") if tag == "train/loss"}
     assert sorted(tb_loss) == list(range(1, 101))
@@ -140,28 +152,29 @@ def tensorboard_scalars(tb_dir):
     return [tuple(x) for x in json.loads(res.stdout)]
 
 
-def test_resume_reproduces_the_uninterrupted_run(tmp_path, token_cache):
-    """2N steps in one go == N steps, a new process, resume to 2N (with accumulation, so its buffers count)."""
-    raw = merge(SMALL, {"train": {"micro_batch_size": 4, "grad_accumulation": 2}})
-    one = tmp_path / "one"
-    write_config(one, raw, token_cache)
-    trainer(one, cwd=tmp_path)
-    two = tmp_path / "two"
-    write_config(two, raw, token_cache)
-    trainer(two, "--stop-at", "20", cwd=tmp_path)
-    assert ckpt.find_latest(two / "checkpoints").step == 20
+def test_resume_reproduces_the_uninterrupted_run(tmp_path, tiny_run):
+    """The uninterrupted 100 steps (with accumulation, so its buffers count) == a new process resuming from its
+    step-75 checkpoint, stopped at 90 (--stop-at leaves the schedule as it is), and a third one resuming to 100."""
+    one = tiny_run[0]
+    two = tmp_path / "two"  # the uninterrupted run's directory as a crash after step 75 would leave it
+    shutil.copytree(one, two, ignore=shutil.ignore_patterns("step_00000100", "tb"))
+    assert ckpt.find_latest(two / "checkpoints").step == 75
+    trainer(two, "--resume", "--stop-at", "90", cwd=tmp_path)
+    assert "resume: step 75" in (two / "train.log").read_text()
+    assert ckpt.find_latest(two / "checkpoints").step == 90
+    assert sorted(metrics(two)) == list(range(1, 91))  # the rows past the checkpoint were dropped, then rewritten
     trainer(two, "--resume", cwd=tmp_path)
-    assert "resume: step 20" in (two / "train.log").read_text()
+    assert "resume: step 90" in (two / "train.log").read_text()
     a, b = metrics(one), metrics(two)
-    assert sorted(b) == list(range(1, 41))  # the resumed CSV continues the first one
-    diffs = [abs(float(a[s]["loss"]) - float(b[s]["loss"])) for s in range(21, 41)]
-    print(f"max |loss difference| over steps 21-40: {max(diffs):.3g}")
+    assert sorted(b) == list(range(1, 101))  # the resumed CSV continues the first one
+    diffs = [abs(float(a[s]["loss"]) - float(b[s]["loss"])) for s in range(76, 101)]
+    print(f"max |loss difference| over steps 76-100: {max(diffs):.3g}")
     assert max(diffs) <= 1e-6, diffs  # observed: 0.0 (bitwise) on MindSpore 2.7.0 CPU
-    assert a[40]["loss"] == b[40]["loss"]
+    assert a[100]["loss"] == b[100]["loss"] and a[80]["lr"] == b[80]["lr"]
     # resuming the finished run says so and changes nothing
     trainer(two, "--resume", cwd=tmp_path)
-    assert "nothing to do: the checkpoint is at step 40" in (two / "train.log").read_text()
-    assert sorted(metrics(two)) == list(range(1, 41))
+    assert "nothing to do: the checkpoint is at step 100" in (two / "train.log").read_text()
+    assert sorted(metrics(two)) == list(range(1, 101))
 
 
 def test_kill_9_while_checkpoints_are_written_never_leaves_a_corrupt_one_to_resume(tmp_path, token_cache):
