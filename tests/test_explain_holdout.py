@@ -91,25 +91,31 @@ def test_each_1203_case_gets_the_answer_it_was_scored_for(case_id: str) -> None:
             assert word in said, (case_id, word, said)
 
 
-# -- the 2026-12-04 hold-out (tests/data/explain/holdout_2026-12-04.toml): set C, collected and scored blind -------------
-DATA_1204 = Path(__file__).parent / "data" / "explain" / "holdout_2026-12-04.toml"
+# -- the 2026-12-04 hold-outs, collected and scored blind: set C (holdout_2026-12-04.toml) and set D
+# (holdout_2026-12-04d.toml, a second, smaller collection) -------------------------------------------------------------
+HOLDOUT_DIR = Path(__file__).parent / "data" / "explain"
+#: set -> (file, at least this many cases)
+BLIND_SETS = {"C": (HOLDOUT_DIR / "holdout_2026-12-04.toml", 45), "D": (HOLDOUT_DIR / "holdout_2026-12-04d.toml", 8)}
 
 
-def _cases_1204() -> list[dict[str, Any]]:
+def _blind_cases(path: Path) -> list[dict[str, Any]]:
     import tomllib
 
-    return tomllib.loads(DATA_1204.read_text(encoding="utf-8"))["case"]
+    return tomllib.loads(path.read_text(encoding="utf-8"))["case"]
 
 
-CASES_1204 = {c["id"]: c for c in _cases_1204()}
+#: "set/id" -> case, over both sets
+BLIND = {f"{name}/{c['id']}": c for name, (path, _) in BLIND_SETS.items() for c in _blind_cases(path)}
 
 
-def test_the_1204_hold_out_is_sourced_unseen_and_keeps_its_first_verdicts() -> None:
-    cases = list(CASES_1204.values())
-    assert len(cases) >= 45 and {c["set"] for c in cases} == {"C"}
+@pytest.mark.parametrize("name", sorted(BLIND_SETS))
+def test_a_blind_hold_out_is_sourced_unseen_and_keeps_its_first_verdicts(name: str) -> None:
+    path, at_least = BLIND_SETS[name]
+    cases = _blind_cases(path)
+    assert len(cases) >= at_least and {c["set"] for c in cases} == {name}
     assert len({c["source"] for c in cases}) == len(cases)
     # collected from threads no other explain data uses (the same thread under another spelling counts as used)
-    others = "".join(p.read_text(encoding="utf-8") for p in DATA_1204.parent.glob("*.toml") if p != DATA_1204)
+    others = "".join(p.read_text(encoding="utf-8") for p in HOLDOUT_DIR.glob("*.toml") if p != path)
     for c in cases:
         assert c["source"].startswith("https://") and c["text"].strip() and c["settled"].strip(), c["id"]
         assert c["source"] not in others, c["id"]
@@ -120,87 +126,35 @@ def test_the_1204_hold_out_is_sourced_unseen_and_keeps_its_first_verdicts() -> N
             assert "no longer unseen" in c.get("note", ""), c["id"]  # a rule written from it changed its answer
     first = collections.Counter(c["first_verdict"] for c in cases)
     now = collections.Counter(c["verdict"] for c in cases)
-    print(f"hold-out 2026-12-04 when first scored: {dict(first)}; now: {dict(now)} of {len(cases)}")
+    print(f"hold-out {path.name} (set {name}) when first scored: {dict(first)}; now: {dict(now)} of {len(cases)}")
 
 
-def _answer_now(case: dict[str, Any]) -> None:
+@pytest.mark.parametrize("key", sorted(BLIND))
+def test_each_blind_case_gets_the_answer_it_was_scored_for(key: str) -> None:
+    """Every case is pinned to the answer it was scored for (its entry, and for a right answer the owners it named):
+    any change of answer fails until the case is scored again by hand."""
+    case = BLIND[key]
     got = explain_text(case["text"])
     ids = [m.entry_id for m in got]
     if not case["entry"]:
-        assert ids == [], f"{case['id']}: was no answer, now {ids}: re-score it"
+        assert ids == [], f"{key}: was no answer, now {ids}: re-score it"
         return
-    assert ids and ids[0] == case["entry"], f"{case['id']}: scored for {case['entry']}, now {ids}: re-score it"
+    assert ids and ids[0] == case["entry"], f"{key}: scored for {case['entry']}, now {ids}: re-score it"
     if case["verdict"] == "right":
         m = got[0]
         said = f"{m.title}\n{m.cause}\n{m.fix_for('/env/bin/python')}"
         for word in case.get("names", []):
-            assert word in said, (case["id"], word, said)
-
-
-@pytest.mark.parametrize("case_id", sorted(CASES_1204))
-def test_each_1204_case_gets_the_answer_it_was_scored_for(case_id: str) -> None:
-    """Every case is pinned to the answer it was scored for (its entry, and for a right answer the owners it named):
-    any change of answer fails until the case is scored again by hand."""
-    _answer_now(CASES_1204[case_id])
+            assert word in said, (key, word, said)
 
 
 @pytest.mark.parametrize(
-    "case_id",
+    "key",
     [
-        pytest.param(i, marks=pytest.mark.xfail(strict=True, reason="scored wrong: explain must not say this"))
+        pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="scored wrong: explain must not say this"))
         if c["verdict"] == "wrong"
-        else i
-        for i, c in sorted(CASES_1204.items())
+        else k
+        for k, c in sorted(BLIND.items())
     ],
 )
-def test_no_1204_case_stands_as_wrong(case_id: str) -> None:
-    assert CASES_1204[case_id]["verdict"] != "wrong", f"{case_id}: {CASES_1204[case_id].get('note', '')}"
-
-
-# -- the second 2026-12-04 hold-out (tests/data/explain/holdout_2026-12-04d.toml): set D, collected and scored blind -----
-DATA_1204D = Path(__file__).parent / "data" / "explain" / "holdout_2026-12-04d.toml"
-
-
-def _cases_1204d() -> list[dict[str, Any]]:
-    import tomllib
-
-    return tomllib.loads(DATA_1204D.read_text(encoding="utf-8"))["case"]
-
-
-CASES_1204D = {c["id"]: c for c in _cases_1204d()}
-
-
-def test_the_1204d_hold_out_is_sourced_unseen_and_keeps_its_first_verdicts() -> None:
-    cases = list(CASES_1204D.values())
-    assert len(cases) >= 8 and {c["set"] for c in cases} == {"D"}
-    assert len({c["source"] for c in cases}) == len(cases)
-    others = "".join(p.read_text(encoding="utf-8") for p in DATA_1204D.parent.glob("*.toml") if p != DATA_1204D)
-    for c in cases:
-        assert c["source"].startswith("https://") and c["text"].strip() and c["settled"].strip(), c["id"]
-        assert c["source"] not in others, c["id"]
-        assert c["first_verdict"] in VERDICTS and c["verdict"] in VERDICTS, c["id"]
-        assert c["first_verdict"] in {"right", "none"} or c.get("first_note"), c["id"]
-        assert c["verdict"] in {"right", "none"} or c.get("note"), c["id"]
-        if (c["verdict"], c["entry"]) != (c["first_verdict"], c["first_entry"]):
-            assert "no longer unseen" in c.get("note", ""), c["id"]
-    first = collections.Counter(c["first_verdict"] for c in cases)
-    now = collections.Counter(c["verdict"] for c in cases)
-    print(f"hold-out 2026-12-04 set D when first scored: {dict(first)}; now: {dict(now)} of {len(cases)}")
-
-
-@pytest.mark.parametrize("case_id", sorted(CASES_1204D))
-def test_each_1204d_case_gets_the_answer_it_was_scored_for(case_id: str) -> None:
-    _answer_now(CASES_1204D[case_id])
-
-
-@pytest.mark.parametrize(
-    "case_id",
-    [
-        pytest.param(i, marks=pytest.mark.xfail(strict=True, reason="scored wrong: explain must not say this"))
-        if c["verdict"] == "wrong"
-        else i
-        for i, c in sorted(CASES_1204D.items())
-    ],
-)
-def test_no_1204d_case_stands_as_wrong(case_id: str) -> None:
-    assert CASES_1204D[case_id]["verdict"] != "wrong", f"{case_id}: {CASES_1204D[case_id].get('note', '')}"
+def test_no_blind_case_stands_as_wrong(key: str) -> None:
+    assert BLIND[key]["verdict"] != "wrong", f"{key}: {BLIND[key].get('note', '')}"
