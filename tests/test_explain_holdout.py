@@ -78,17 +78,22 @@ def test_each_1203_case_gets_the_answer_it_was_scored_for(case_id: str) -> None:
     answer fails until the case is re-scored by hand (a new answer may be a wrong one)."""
     case = CASES_1203[case_id]
     assert case["verdict"] != "wrong", f"{case_id}: explain answers it wrongly ({case.get('note', '')})"
+    _assert_answer_as_scored(case_id, case)
+
+
+def _assert_answer_as_scored(key: str, case: dict[str, Any]) -> None:
+    """explain's answer now is the entry the case was scored for, and a right answer still names its words."""
     got = explain_text(case["text"])
     ids = [m.entry_id for m in got]
     if not case["entry"]:
-        assert ids == [], f"{case_id}: was no answer, now {ids}: re-score it"
+        assert ids == [], f"{key}: was no answer, now {ids}: re-score it"
         return
-    assert ids and ids[0] == case["entry"], f"{case_id}: scored for {case['entry']}, now {ids}: re-score it"
+    assert ids and ids[0] == case["entry"], f"{key}: scored for {case['entry']}, now {ids}: re-score it"
     if case["verdict"] == "right":
         m = got[0]
         said = f"{m.title}\n{m.cause}\n{m.fix_for('/env/bin/python')}"
         for word in case.get("names", []):
-            assert word in said, (case_id, word, said)
+            assert word in said, (key, word, said)
 
 
 # -- the 2026-12-04 hold-outs, collected and scored blind: set C (holdout_2026-12-04.toml) and set D
@@ -133,18 +138,7 @@ def test_a_blind_hold_out_is_sourced_unseen_and_keeps_its_first_verdicts(name: s
 def test_each_blind_case_gets_the_answer_it_was_scored_for(key: str) -> None:
     """Every case is pinned to the answer it was scored for (its entry, and for a right answer the owners it named):
     any change of answer fails until the case is scored again by hand."""
-    case = BLIND[key]
-    got = explain_text(case["text"])
-    ids = [m.entry_id for m in got]
-    if not case["entry"]:
-        assert ids == [], f"{key}: was no answer, now {ids}: re-score it"
-        return
-    assert ids and ids[0] == case["entry"], f"{key}: scored for {case['entry']}, now {ids}: re-score it"
-    if case["verdict"] == "right":
-        m = got[0]
-        said = f"{m.title}\n{m.cause}\n{m.fix_for('/env/bin/python')}"
-        for word in case.get("names", []):
-            assert word in said, (key, word, said)
+    _assert_answer_as_scored(key, BLIND[key])
 
 
 @pytest.mark.parametrize(
