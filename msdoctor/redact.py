@@ -25,7 +25,6 @@ import enum
 import getpass
 import os
 import re
-import socket
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
@@ -213,7 +212,8 @@ class Redactor:
         if hosts is None:
             found = set()
             try:
-                name = socket.gethostname()
+                # uname's nodename is gethostname() on POSIX (the socket module is not loaded for it)
+                name = os.uname().nodename if hasattr(os, "uname") else __import__("socket").gethostname()
                 found.update({name, name.split(".")[0]})
             except OSError:
                 pass

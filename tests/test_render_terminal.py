@@ -87,3 +87,71 @@ def test_a_passing_check_is_one_line_and_its_proof_shows_under_verbose() -> None
     assert any("✗ dup" in line for line in quiet)  # problems keep their detail
     loud = "\n".join(lines(True))
     assert "MindSpore 2.7.0 fits Python 3.11" in loud and "Requires-Python >=3.9 holds" in loud
+
+
+class TtyStream(Utf8Stream):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_text_console_colours_by_the_rules(monkeypatch) -> None:
+    """--color / --no-color decide; NO_COLOR turns it off, FORCE_COLOR on, a terminal gets it unless TERM=dumb."""
+    from msdoctor.render.console import TextConsole
+
+    for var in ("NO_COLOR", "FORCE_COLOR", "TERM"):
+        monkeypatch.delenv(var, raising=False)
+    assert not TextConsole(Utf8Stream()).color  # a pipe or a file
+    assert TextConsole(TtyStream()).color
+    assert TextConsole(Utf8Stream(), color=True).color  # --color on a pipe: forced, as its help says
+    monkeypatch.setenv("TERM", "dumb")
+    assert not TextConsole(TtyStream()).color
+    monkeypatch.delenv("TERM")
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not TextConsole(TtyStream()).color and TextConsole(TtyStream(), color=True).color
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert TextConsole(Utf8Stream()).color and not TextConsole(Utf8Stream(), color=False).color
+
+
+def test_text_console_styles_each_line_and_keeps_text_literal() -> None:
+    from msdoctor.render.console import TextConsole
+
+    buf = Utf8Stream()
+    c = TextConsole(buf, color=True)
+    c.print("[bold]a[/bold]\n\n\tb", style="bold red")
+    c.print("plain", end="")
+    c.print(" more", style="dim")
+    assert buf.getvalue() == "\x1b[1;31m[bold]a[/bold]\x1b[0m\n\n\x1b[1;31m        b\x1b[0m\nplain\x1b[2m more\x1b[0m\n"
+
+
+def test_text_console_wraps_on_a_terminal_only_keeping_the_indent() -> None:
+    """A terminal wraps at spaces to its width (East Asian wide characters count two cells); a pipe keeps lines."""
+    from msdoctor.render.console import TextConsole, wrap
+
+    line = "      fix: " + " ".join(["word"] * 12)
+    tty = TtyStream()
+    TextConsole(tty, color=False, width=30).print(line)
+    out = tty.getvalue().splitlines()
+    assert len(out) > 1 and all(len(x) <= 30 for x in out) and all(x.startswith("      ") for x in out)
+    assert " ".join(x.strip() for x in out) == line.strip()
+    pipe = Utf8Stream()
+    TextConsole(pipe, color=False, width=30).print(line)
+    assert pipe.getvalue() == line + "\n"
+    cjk = wrap("  昇腾设备 不可用 " * 4, 20)
+    assert all(sum(2 if ord(ch) > 0x2e80 else 1 for ch in x) <= 20 for x in cjk), cjk
+    long = wrap("  /a/very/long/path/" + "x" * 50, 24)
+    assert all(len(x) <= 24 for x in long) and "".join(x.strip() for x in long) == "/a/very/long/path/" + "x" * 50
+
+
+def test_check_quick_never_imports_rich(tmp_path) -> None:
+    """The report is text: rich (a third of check --quick's own time) loads only for tables and the spinner."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from msdoctor.cli import main\n"
+            "try:\n    main(['check', '--quick', '--only', 'python-env,version-matrix'])\n"
+            "except SystemExit:\n    pass\n"
+            "print('rich' in sys.modules, 'rich.console' in sys.modules, file=sys.stderr)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert res.stderr.strip().splitlines()[-1] == "False False", res.stderr
+    assert "(python-env)" in res.stdout

@@ -90,9 +90,9 @@ def installed_query(python_path: str) -> dict[str, Optional[str]]:
 def _render(sections: list[dict[str, Any]], verdicts: list[dict[str, Any]], date: str, header: str) -> None:
     from rich.table import Table
 
-    from msdoctor.render.console import make_console
+    from msdoctor.render.console import make_rich_console
 
-    console = make_console(sys.stdout)
+    console = make_rich_console(sys.stdout)
     console.print(header)
     for sec in sections:
         table = Table(title=f"what goes with {sec['query']}", title_justify="left", show_header=False, expand=False)

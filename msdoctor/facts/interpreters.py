@@ -11,7 +11,6 @@ import os
 import shutil
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Optional
 
@@ -223,9 +222,21 @@ class InterpreterProbes:
         unique = list(dict.fromkeys(p for p in paths if p))
         if not unique:
             return {}
-        with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(unique)), thread_name_prefix="interp") as pool:
-            results = list(pool.map(self.get, unique))
-        return dict(zip(unique, results))
+        # plain threads, MAX_WORKERS at a time: concurrent.futures would import logging on every check --quick
+        results: dict[str, InterpInfo] = {}
+
+        def probe(batch: list[str]) -> None:
+            for p in batch:
+                results[p] = self.get(p)
+
+        batches = [unique[i::MAX_WORKERS] for i in range(min(MAX_WORKERS, len(unique)))]
+        threads = [threading.Thread(target=probe, args=(b,), name=f"interp_{i}", daemon=True)
+                   for i, b in enumerate(batches)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return {p: results[p] for p in unique}
 
     def _run_safely(self, path: str, jupyter: bool) -> InterpInfo:
         try:

@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import tempfile
-from importlib import resources
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from msdoctor import proc
@@ -124,9 +123,13 @@ class ProbeError(Exception):
 
 def script_source(name: str) -> str:
     """The source of probe script ``name`` (e.g. "target_probe.py")."""
-    return resources.files(__name__).joinpath(name).read_text(encoding="utf-8") if hasattr(
-        resources, "files"
-    ) else resources.read_text(__name__, name)  # pragma: no cover - Python < 3.9
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    if os.path.isfile(here):  # installed as files (pip, an editable checkout): no importlib.resources (zipfile, ...)
+        with open(here, encoding="utf-8") as fh:
+            return fh.read()
+    from importlib import resources  # pragma: no cover - a zipped msdoctor
+
+    return resources.files(__name__).joinpath(name).read_text(encoding="utf-8")  # pragma: no cover
 
 
 def extract_json(stdout: str) -> Any:

@@ -40,11 +40,9 @@ class RenderOptions:
 
 
 def preload(formats: Sequence[str]) -> None:
-    """Import the renderers of ``formats`` (rich's console for the terminal: 30-100 ms) and the redactor in a
-    background thread, while the checks mostly wait on their child processes; render() then finds them loaded."""
+    """Import the renderers of ``formats`` and the redactor in a background thread, while the checks mostly wait
+    on their child processes; render() then finds them loaded."""
     modules = [FORMATS[f] for f in dict.fromkeys(formats) if f in FORMATS] + ["msdoctor.redact"]
-    if "terminal" in formats:
-        modules.append("rich.console")
 
     def load() -> None:
         for name in modules:
