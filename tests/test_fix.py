@@ -110,3 +110,26 @@ def test_the_kernel_fixers_apply_reports_what_it_did_and_a_failed_step(tmp_path)
     done = KernelFixer().apply(plan, ctx, lambda line: None)
     assert done.ok and len(done.done) == 1 and done.done[0].startswith(f"wrote {settings} (backup: ")
     assert '"python.defaultInterpreterPath": "/e/ms/bin/python"' in settings.read_text()
+
+
+def test_fix_kernel_refuses_a_plan_that_does_not_verify_and_changes_nothing(tmp_path, monkeypatch) -> None:
+    """The real command, the real target (this interpreter) and its real plan; only verify's answer is forced."""
+    import sys
+
+    from click.testing import CliRunner
+
+    from msdoctor.checks.kernel_mismatch import fixer
+    from msdoctor.commands.fix_kernel import fix_kernel
+    from msdoctor.model import Finding
+
+    left = Finding.fail("kernel 'x' would still run /elsewhere/bin/python")
+    monkeypatch.setattr(fixer.KernelFixer, "verify", lambda self, plan, ctx: [left])
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter"))
+    res = CliRunner().invoke(fix_kernel, ["--python", sys.executable, "--project", str(tmp_path), "--no-vscode",
+                                          "--yes"], standalone_mode=False)
+    assert res.exception is None, res.output
+    assert res.return_value == 1
+    assert "register Jupyter kernel" in res.output
+    assert "the plan does not verify" in res.output and "[fail] kernel 'x' would still run" in res.output
+    assert "nothing was changed" in res.output and "done:" not in res.output
+    assert not (tmp_path / "jupyter").exists()

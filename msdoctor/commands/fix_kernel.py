@@ -9,7 +9,6 @@ from typing import Callable, Optional, TypeVar
 import click
 
 from msdoctor.commands.common import project_option, resolve_target, target_options
-from msdoctor.context import Context, FactUnavailable, Options
 from msdoctor.errors import UserError
 from msdoctor.model import ExitCode
 
@@ -58,6 +57,7 @@ def fix_kernel(
     """
     from msdoctor.checks.kernel_mismatch.fix import KernelRequest, check_kernel_name, render_plan, summary_of
     from msdoctor.checks.kernel_mismatch.fixer import KernelFixer
+    from msdoctor.context import Context, Options
 
     if name is not None and check_kernel_name(name):
         raise click.BadParameter(check_kernel_name(name) or "", param_hint="--name")
@@ -77,8 +77,11 @@ def fix_kernel(
     n = len(plan.changes)
     still = _facts(lambda: fixer.verify(plan, ctx))
     if still:
-        click.echo("the plan does not verify: after it, kernel-mismatch would still find:\n"
-                   + "\n".join(f"  [{f.status.value}] {f.title}" for f in still) + "\nnothing was changed", err=True)
+        from msdoctor.redact import clean_text
+
+        click.echo(clean_text("the plan does not verify: after it, kernel-mismatch would still find:\n"
+                              + "\n".join(f"  [{f.status.value}] {f.title}" for f in still)
+                              + "\nnothing was changed"), err=True)
         return int(ExitCode.PROBLEMS)
     click.echo("verified: kernel-mismatch's verdicts, run on the kernels and settings as the plan would leave them, "
                "find no problem with what it changes")
@@ -113,6 +116,8 @@ T = TypeVar("T")
 
 def _facts(step: Callable[[], T]) -> T:
     """A fixer step that reads facts of the target: one it cannot examine is exit 3, no verdict."""
+    from msdoctor.context import FactUnavailable
+
     try:
         return step()
     except FactUnavailable as exc:
