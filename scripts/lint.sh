@@ -5,14 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/ruff check --quiet .
 # msdoctor is installed from five folders (package-dir in pyproject.toml: checks/ is msdoctor.checks, ...).
-# mypy cannot follow that mapping, so it checks a tree of links laid out as the installed package;
-# its messages name build/typecheck/msdoctor/checks/..., which is checks/... here.
-tree=build/typecheck
-rm -rf "$tree"
-mkdir -p "$tree/msdoctor"
-for f in msdoctor/* checks compat_matrix training docs; do
-  case "$f" in */__pycache__) continue ;; esac
-  ln -s "$PWD/$f" "$tree/msdoctor/"
-done
+# mypy checks the package laid out as installed: the tree setuptools' strict editable mode builds from
+# pyproject.toml (scripts/static_tree.py; editors use the same tree, docs/architecture.md). Its messages name
+# build/static-tree/msdoctor/checks/..., which is checks/... here.
+tree=$(.venv/bin/python scripts/static_tree.py)
 cd "$tree"
-../../.venv/bin/mypy --config-file ../../pyproject.toml --cache-dir ../mypy_cache -p msdoctor
+"$OLDPWD/.venv/bin/mypy" --config-file "$OLDPWD/pyproject.toml" --cache-dir "$OLDPWD/build/mypy_cache" -p msdoctor

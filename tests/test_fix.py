@@ -77,3 +77,59 @@ def test_fix_of_an_unknown_check_is_a_usage_error_with_a_hint() -> None:
     assert "did you mean 'version-matrix'" in res.stderr and "Traceback" not in res.stderr
     res = run_msdoctor("fix", "python-env", env=env_with(), timeout=60)  # a check without a fixer
     assert res.returncode == 2 and "no fixer for check 'python-env'" in res.stderr
+
+
+def test_each_check_with_a_fixer_has_one_in_the_protocol_under_its_check_id() -> None:
+    from msdoctor.checks.kernel_mismatch.fixer import FIXER as KERNEL_FIXER
+    from msdoctor.cli import FIXERS
+
+    fixers = {f.check_id: f for f in (FIXER, KERNEL_FIXER)}
+    assert set(fixers) == set(FIXERS)
+    for f in fixers.values():
+        assert all(callable(getattr(f, step)) for step in ("plan", "verify", "apply"))
+
+
+def test_the_kernel_fixers_apply_reports_what_it_did_and_a_failed_step(tmp_path) -> None:
+    """apply() of kernel-mismatch's fixer on a plan of one real step (VS Code's setting, written in tmp_path)."""
+    from msdoctor.checks.kernel_mismatch.fix import KernelRequest, TargetSummary, build_plan
+    from msdoctor.checks.kernel_mismatch.fixer import KernelFixer
+    from test_fix_kernel import interp, jfacts
+
+    settings = tmp_path / ".vscode" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"python.defaultInterpreterPath": "/usr/bin/python3"}\n')
+    t = TargetSummary("/e/ms/bin/python", interp("/e/ms/bin/python"), "ms", "venv")
+    plan = build_plan(t, jfacts(tmp_path), KernelRequest(), tmp_path, {})
+    plan.steps = [s for s in plan.steps if s.kind == "vscode"]
+    ctx = Context(Options(python=t.python, project_dir=tmp_path), environ={})
+    settings.write_text('{"python.defaultInterpreterPath": "/usr/bin/python3.12"}\n')  # changed meanwhile
+    failed = KernelFixer().apply(plan, ctx, lambda line: None)
+    assert not failed.ok and "changed while fix-kernel was running" in failed.detail
+    assert failed.fix == "rerun fix-kernel" and failed.done == ()
+    settings.write_text('{"python.defaultInterpreterPath": "/usr/bin/python3"}\n')
+    done = KernelFixer().apply(plan, ctx, lambda line: None)
+    assert done.ok and len(done.done) == 1 and done.done[0].startswith(f"wrote {settings} (backup: ")
+    assert '"python.defaultInterpreterPath": "/e/ms/bin/python"' in settings.read_text()
+
+
+def test_fix_kernel_refuses_a_plan_that_does_not_verify_and_changes_nothing(tmp_path, monkeypatch) -> None:
+    """The real command, the real target (this interpreter) and its real plan; only verify's answer is forced."""
+    import sys
+
+    from click.testing import CliRunner
+
+    from msdoctor.checks.kernel_mismatch import fixer
+    from msdoctor.commands.fix_kernel import fix_kernel
+    from msdoctor.model import Finding
+
+    left = Finding.fail("kernel 'x' would still run /elsewhere/bin/python")
+    monkeypatch.setattr(fixer.KernelFixer, "verify", lambda self, plan, ctx: [left])
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter"))
+    res = CliRunner().invoke(fix_kernel, ["--python", sys.executable, "--project", str(tmp_path), "--no-vscode",
+                                          "--yes"], standalone_mode=False)
+    assert res.exception is None, res.output
+    assert res.return_value == 1
+    assert "register Jupyter kernel" in res.output
+    assert "the plan does not verify" in res.output and "[fail] kernel 'x' would still run" in res.output
+    assert "nothing was changed" in res.output and "done:" not in res.output
+    assert not (tmp_path / "jupyter").exists()

@@ -10,6 +10,7 @@ sys.executable, and runs msdoctor inside that kernel.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import pty
@@ -28,6 +29,8 @@ from msdoctor.facts.jupyter import JupyterFacts, scan_kernels
 from msdoctor.checks.kernel_mismatch.fix import (
     KernelRequest, TargetSummary, build_plan, check_kernel_name, default_kernel_name, render_plan, safe_kernel_name,
 )
+from msdoctor.checks.kernel_mismatch.fixer import jupyter_after, verify_plan
+from msdoctor.model import Status
 
 from test_jsonc import comments
 
@@ -157,6 +160,69 @@ def test_stale_kernels_are_listed_and_removed_only_when_asked(tmp_path: Path) ->
     plan = build_plan(summary("/e/ms/bin/python"), jfacts(tmp_path), KernelRequest(remove_stale=True), tmp_path, {})
     (stale,) = [s for s in plan.steps if s.kind == "stale"]
     assert "'gone'" in stale.title and stale.data["backup_dir"].endswith("kernels.msdoctor-backup")
+
+
+# -- verify: the check's verdicts on the facts as the plan would leave them --------------------------------
+def _world(tmp_path: Path, *, ipykernel: bool = True) -> tuple:
+    """A target with mindspore and another interpreter without it (both files on disk: the check calls a
+    kernel whose argv[0] is missing stale), a project with .vscode/settings.json naming the other one."""
+    target, other = tmp_path / "e/ms/bin/python", tmp_path / "e/bare/bin/python"
+    for py in (target, other):
+        py.parent.mkdir(parents=True)
+        py.touch()
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".vscode/settings.json").write_text(SETTINGS % other)
+    infos = {str(target): interp(str(target), ipykernel=ipykernel), str(other): interp(str(other), ms=False)}
+    return str(target), str(other), infos
+
+
+def _verify(plan: Any, tmp_path: Path, infos: dict) -> list:
+    return verify_plan(plan, jfacts(tmp_path), infos[plan.target], lambda paths: {p: infos[p] for p in paths},
+                       {}, tmp_path)
+
+
+def test_verify_passes_a_plan_that_repairs_and_fails_one_that_would_not(tmp_path: Path) -> None:
+    target, other, infos = _world(tmp_path)
+    before = jfacts(tmp_path)
+    plan = build_plan(TargetSummary(target, infos[target], "ms", "venv"), before, KernelRequest(), tmp_path, {})
+    assert [(s.kind, s.change) for s in plan.steps] == [("ipykernel", False), ("kernel", True), ("vscode", True)]
+    assert _verify(plan, tmp_path, infos) == []
+    # a kernel registered by the wrong interpreter: its row and "no kernel runs the target" stay
+    wrong = copy.deepcopy(plan)
+    wrong.steps[1].command[0] = other
+    titles = [f.title for f in _verify(wrong, tmp_path, infos)]
+    assert any("cannot import mindspore, the target can" in t and other in t for t in titles), titles
+    assert f"no Jupyter kernel runs the target {target}" in titles
+    # VS Code's setting left on the other interpreter
+    wrong = copy.deepcopy(plan)
+    wrong.steps[2].data["new"] = jsonc.set_key(wrong.steps[2].data["new"], ["python.defaultInterpreterPath"], other)
+    (f,) = _verify(wrong, tmp_path, infos)
+    assert f.status is Status.FAIL and f.code == "vscode-mismatch" and other in f.title
+    # without the planned vscode step the setting is not the plan's claim
+    assert _verify(build_plan(TargetSummary(target, infos[target], "ms", "venv"), before,
+                              KernelRequest(vscode=False), tmp_path, {}), tmp_path, infos) == []
+
+
+def test_verify_counts_the_ipykernel_the_plan_installs_and_misses_it_when_the_step_is_gone(tmp_path: Path) -> None:
+    target, _, infos = _world(tmp_path, ipykernel=False)
+    plan = build_plan(TargetSummary(target, infos[target], "ms", "venv"), jfacts(tmp_path),
+                      KernelRequest(vscode=False), tmp_path, {})
+    assert [(s.kind, s.change) for s in plan.steps] == [("ipykernel", True), ("kernel", True)]
+    assert _verify(plan, tmp_path, infos) == []
+    plan.steps.pop(0)
+    found = {(f.status, f.code) for f in _verify(plan, tmp_path, infos)}
+    assert found == {(Status.WARN, "kernel-no-ipykernel"), (Status.FAIL, "no-kernel-for-target")}
+
+
+def test_verify_drops_the_stale_kernels_it_removes_and_shadows_again(tmp_path: Path) -> None:
+    target, _, infos = _world(tmp_path)
+    kdir = tmp_path / "data" / "kernels"
+    kernel(kdir, "gone", str(tmp_path / "deleted/bin/python"))
+    plan = build_plan(TargetSummary(target, infos[target], "ms", "venv"), jfacts(tmp_path),
+                      KernelRequest(vscode=False, remove_stale=True), tmp_path, {})
+    after, named = jupyter_after(plan, jfacts(tmp_path))
+    assert [k.name for k in after.kernels] == ["ms"] and named == {str(kdir / "ms")}
+    assert after.kernels[0].argv[0] == target and _verify(plan, tmp_path, infos) == []
 
 
 # -- the real thing ----------------------------------------------------------------------------------

@@ -64,16 +64,9 @@ RULES = [
          lambda mod, name: _under(name, "msdoctor") and name != "msdoctor" and not _under(name, "msdoctor.training")),
 ]
 
-#: Violations on main that other work in flight removes: (rule id, importer, imported). Each says who removes
-#: it; a new violation fails, and so does an entry here that no longer occurs (delete it then).
-KNOWN: dict[tuple[str, str, str], str] = {
-    ("memory", "msdoctor.memory.validate", "msdoctor.training.config"): "ConfigError/Problem move to msdoctor/domain/ "
-    "with the one TrainingSetup (issue 27 item 3, the setup engineer)",
-    ("memory", "msdoctor.memory.reader", "msdoctor.training.config"): "the same",
-    ("memory", "msdoctor.memory.mindformers", "msdoctor.training.config"): "the same",
-    ("memory", "msdoctor.memory.hf", "msdoctor.training.config"): "the same",
-    ("memory", "msdoctor.memory.runconfig", "msdoctor.training.config"): "the same",
-}
+#: Violations that other work in flight removes: (rule id, importer, imported) -> who removes it. Empty: the
+#: tree keeps every rule. A new violation fails, and so does an entry here that no longer occurs (delete it then).
+KNOWN: dict[tuple[str, str, str], str] = {}
 
 
 def module_name(path: Path, root: Path) -> tuple[str, str, bool]:
@@ -212,3 +205,51 @@ def test_the_checker_finds_the_same_imports_as_the_interpreter_would(tmp_path: P
     tree = ast.parse("from . import sibling\n")
     names = {n for n, _ in imported_names(tree, "msdoctor.render.terminal", False)}
     assert "msdoctor.render.sibling" in names
+
+
+# -- rule 4 holds at run time too: the estimator's readers raise msdoctor.domain.problems, not the trainer's pair --
+def test_estimating_a_mindformers_or_hf_file_loads_nothing_of_the_trainer() -> None:
+    """A fresh interpreter reads a MindFormers YAML and a Hugging Face config.json (a good one and an
+    impossible one each), and msdoctor.training is not in sys.modules afterwards: no re-export hides the import."""
+    code = textwrap.dedent("""\
+        import sys
+        from pathlib import Path
+        from msdoctor.domain.problems import ConfigError
+        from msdoctor.memory import load_source
+        from msdoctor.memory.sources import Overrides
+        raised = []
+        for name, over in [("tests/data/memory/pretrain_llama2_7b_legacy.yaml", None),
+                           ("tests/data/memory/pretrain_llama2_7b_legacy.yaml", Overrides(tensor_parallel=3)),
+                           ("tests/data/memory/hf/Qwen3-32B/config.json", Overrides(seq_length=4096)),
+                           ("tests/data/memory/hf/Qwen3-32B/config.json", Overrides(tensor_parallel=3))]:
+            try:
+                load_source(Path(name), over) if over else load_source(Path(name))
+            except ConfigError as exc:
+                raised.append(len(exc.problems))
+        print(raised, sorted(m for m in sys.modules if m.startswith("msdoctor.training")))
+        """)
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["[1,", "1]", "[]"], res.stdout
+
+
+def test_the_readers_and_the_trainer_state_a_problem_the_same_way() -> None:
+    """The two Problem/ConfigError pairs (msdoctor's readers, the reference trainer) have the same fields and
+    print the same text, so a message reads the same whichever of them found it."""
+    import dataclasses
+
+    from msdoctor.domain import problems as domain
+    from msdoctor.training import config as trainer
+
+    assert [(f.name, f.default) for f in dataclasses.fields(domain.Problem)] == \
+        [(f.name, f.default) for f in dataclasses.fields(trainer.Problem)]
+    cases = [((), "must be a mapping", None, None), (("model", "num_heads"), "must divide", 3, 12),
+             (("--devices",), "is 8, not 16", 8, None), ((0, "x"), "odd key", {"a": 1}, 7)]
+    for path in (None, Path("cfg.yaml")):
+        for case in cases:
+            assert domain.Problem(*case).render(path) == trainer.Problem(*case).render(path)
+        assert str(domain.ConfigError(path, [domain.Problem(*c) for c in cases])) == \
+            str(trainer.ConfigError(path, [trainer.Problem(*c) for c in cases]))

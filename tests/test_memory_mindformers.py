@@ -19,7 +19,7 @@ from msdoctor.context import Context
 from msdoctor.memory import GIB, Device, Overrides, Setup, estimate, load_source, make_plan, total_params
 from msdoctor.memory import keys as K
 from msdoctor.memory.estimator import activation_components, layer_activation, layer_plan
-from msdoctor.training.config import ConfigError
+from msdoctor.domain.problems import ConfigError  # what msdoctor's readers raise (the trainer has its own)
 
 if sys.version_info >= (3, 11):
     import tomllib

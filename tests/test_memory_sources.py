@@ -18,7 +18,7 @@ import pytest
 from msdoctor.errors import UserError
 from msdoctor.memory import GIB, Overrides, estimate, load_source, total_params
 from msdoctor.memory.capacity import Detected, make_device
-from msdoctor.training.config import ConfigError
+from msdoctor.domain.problems import ConfigError  # what msdoctor's readers raise (the trainer has its own)
 
 DATA = Path(__file__).parent / "data" / "memory"
 LEGACY = DATA / "pretrain_llama2_7b_legacy.yaml"

@@ -24,7 +24,7 @@ from helpers import make_ctx, run_json, run_msdoctor
 from msdoctor.checks.training_config import TrainingConfigCheck, gather, gather_env
 from msdoctor.domain.run_plan import Val, is_placeholder, read_directives, resolve
 from msdoctor.checks.training_config.rules import Env, Fact, evaluate, stage_layers
-from msdoctor.training.config import ConfigError
+from msdoctor.domain.problems import ConfigError  # what msdoctor's readers raise (the trainer has its own)
 
 from msdoctor.facts.config import CONFIG, load_config
 from msdoctor.model import Status

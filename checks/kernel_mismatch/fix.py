@@ -13,6 +13,8 @@ plans nothing ("idempotent"). Steps, in order:
    with a backup;
 4. with --remove-stale: kernelspecs whose interpreter was deleted are moved to a
    ``kernels.msdoctor-backup`` folder beside their kernels folder.
+
+fixer.py makes these the check's fixer (plan, verify, apply: msdoctor/fix/__init__.py).
 """
 
 from __future__ import annotations

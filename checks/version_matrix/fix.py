@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 from msdoctor.checks.version_matrix.common import Want, wants_of as _wants_of
 from msdoctor.context import FactSpec
 from msdoctor.facts.matrix import MATRIX
-from msdoctor.fix import Applied
+from msdoctor.fix import Applied, Fixer
 from msdoctor.fix.resolver import DryRun, Planned, Resolver
 from msdoctor.model import Finding, Status
 
@@ -667,4 +667,4 @@ class StackFixer:
         return Applied(True, f"installed {len(plan.changes)} package(s)")
 
 
-FIXER = StackFixer()
+FIXER: Fixer[StackPlan] = StackFixer()

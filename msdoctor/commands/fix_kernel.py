@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Callable, Optional, TypeVar
 
 import click
 
@@ -56,13 +56,17 @@ def fix_kernel(
       msdoctor fix-kernel --remove-stale --no-vscode
     """
     from msdoctor.checks.kernel_mismatch.fix import KernelRequest, check_kernel_name, render_plan, summary_of
+    from msdoctor.checks.kernel_mismatch.fixer import KernelFixer
+    from msdoctor.context import Context, Options
 
     if name is not None and check_kernel_name(name):
         raise click.BadParameter(check_kernel_name(name) or "", param_hint="--name")
     python_path = resolve_target(python, conda_env)
     project_dir = (project or Path.cwd()).resolve()
     req = KernelRequest(name=name, display_name=display_name, scope=scope, vscode=vscode, remove_stale=remove_stale)
-    plan = _plan(python_path, project_dir, req)
+    fixer = KernelFixer(req)
+    ctx = Context(Options(python=python_path, project_dir=project_dir))
+    plan = _facts(lambda: fixer.plan(ctx))
     click.echo(render_plan(plan))
     if plan.blocked:
         first = plan.blocked[0]
@@ -71,13 +75,32 @@ def fix_kernel(
         click.echo(summary_of(plan))
         return int(ExitCode.OK)
     n = len(plan.changes)
+    still = _facts(lambda: fixer.verify(plan, ctx))
+    if still:
+        from msdoctor.redact import clean_text
+
+        click.echo(clean_text("the plan does not verify: after it, kernel-mismatch would still find:\n"
+                              + "\n".join(f"  [{f.status.value}] {f.title}" for f in still)
+                              + "\nnothing was changed"), err=True)
+        return int(ExitCode.PROBLEMS)
+    click.echo("verified: kernel-mismatch's verdicts, run on the kernels and settings as the plan would leave them, "
+               "find no problem with what it changes")
     if dry_run:
         click.echo(f"dry run: {n} change(s) planned, nothing was changed")
         return int(ExitCode.OK)
     if not yes and not _confirmed(n):
         click.echo("aborted: nothing was changed")
         return int(ExitCode.PROBLEMS)
-    return _apply(plan)
+    applied = fixer.apply(plan, ctx, lambda line: click.echo(line, err=True))
+    for line in applied.done:
+        click.echo(f"done: {line}")
+    if not applied.ok:
+        click.echo(f"error: {applied.detail}", err=True)
+        if applied.fix:
+            click.echo(f"  fix: {applied.fix}", err=True)
+        return int(ExitCode.PROBLEMS)
+    click.echo(f"verify with: msdoctor check --only kernel-mismatch --python {plan.target}")
+    return int(ExitCode.OK)
 
 
 def _confirmed(n: int) -> bool:
@@ -88,41 +111,14 @@ def _confirmed(n: int) -> bool:
     return bool(click.confirm(f"Apply {n} change(s)?", default=False))
 
 
-def _apply(plan: Any) -> int:
-    """Apply the plan, printing what was done (also when a step failed) and how to verify it."""
-    import os
+T = TypeVar("T")
 
-    from msdoctor.checks.kernel_mismatch.fix import FixFailed, apply_plan
+
+def _facts(step: Callable[[], T]) -> T:
+    """A fixer step that reads facts of the target: one it cannot examine is exit 3, no verdict."""
+    from msdoctor.context import FactUnavailable
 
     try:
-        done = apply_plan(plan, os.environ, lambda line: click.echo(line, err=True))
-    except FixFailed as exc:
-        for line in exc.done:
-            click.echo(f"done: {line}")
-        click.echo(f"error: {exc.message}", err=True)
-        if exc.fix:
-            click.echo(f"  fix: {exc.fix}", err=True)
-        return int(ExitCode.PROBLEMS)
-    for line in done:
-        click.echo(f"done: {line}")
-    click.echo(f"verify with: msdoctor check --only kernel-mismatch --python {plan.target}")
-    return int(ExitCode.OK)
-
-
-def _plan(python_path: str, project_dir: Path, req: object) -> Any:  # a msdoctor.fix.kernel.KernelPlan
-    from msdoctor.context import Context, FactUnavailable, Options
-    from msdoctor.facts.interpreters import INTERPRETERS
-    from msdoctor.facts.jupyter import KERNELSPECS
-    from msdoctor.checks.kernel_mismatch.fix import TargetSummary, build_plan
-
-    ctx = Context(Options(python=python_path, project_dir=project_dir))
-    try:
-        info = ctx.get(INTERPRETERS).get(python_path, jupyter=True)
-        if not info.ok:
-            raise FactUnavailable(f"cannot run {python_path}: {info.error}", "pass --python a working interpreter")
-        jf = ctx.get(KERNELSPECS)
-        t = ctx.target
+        return step()
     except FactUnavailable as exc:
         raise UserError(exc.message, exc.fix, exit_code=ExitCode.NO_VERDICT) from None
-    summary = TargetSummary(python=python_path, info=info, env_name=t.env_name, env_kind=t.env_kind)
-    return build_plan(summary, jf, req, project_dir, ctx.environ)  # type: ignore[arg-type]

@@ -101,9 +101,9 @@ def read(config: Any, overrides: Any = None) -> TrainingSetup:
 
     Raises msdoctor.errors.UserError only for an unreadable file; impossible values land in ``problems``.
     """
+    from msdoctor.domain.problems import ConfigError
     from msdoctor.memory.sources import read as read_source
     from msdoctor.memory.sources import validate
-    from msdoctor.training.config import ConfigError
 
     path, kind = getattr(config, "path", None), getattr(config, "kind", "?")
     try:

@@ -128,7 +128,6 @@ def load_config(path: Path) -> ConfigFacts:
             problems (all of them listed, each with file:line).
     """
     from msdoctor.shipped import path as shipped
-    from msdoctor.training.config import ConfigError, from_dict
 
     doc = load(Path(path))
     kind = detect_kind(doc)
@@ -138,7 +137,7 @@ def load_config(path: Path) -> ConfigFacts:
             raise UserError(f"{doc.path}: the training config is empty (no keys)",
                             f"give the config's keys: start from {shipped('training/configs/tiny-cpu.yaml')}; "
                             f"{shipped('docs/training-config.md')} lists every key")
-        from msdoctor.training.config import Problem
+        from msdoctor.training.config import ConfigError, Problem, from_dict  # the trainer validates its own YAML
 
         twice = [Problem(keys, f"given twice (lines {first} and {second}); YAML would silently keep the last one",
                          None, second) for keys, first, second in doc.duplicates]

@@ -10,9 +10,10 @@ A fixer lives next to its check (``checks/<id>/fix.py``; the check names it in i
 3. ``apply(plan, ctx, on_line)``: the change itself, after the user confirmed; then the command runs the
    check again on the real facts and reports before and after.
 
-This package holds what fixers share (the target's pip as an oracle, msdoctor/fix/resolver.py). The
-Jupyter/VS Code kernel fixer lives next to its check (checks/kernel_mismatch/fix.py) with a plan/apply API of
-its own, not yet this protocol's three steps.
+This package holds what fixers share (the target's pip as an oracle, msdoctor/fix/resolver.py). The two
+fixers: version-matrix's (checks/version_matrix/fix.py, ``fix-stack``) and kernel-mismatch's
+(checks/kernel_mismatch/fixer.py over the steps of fix.py, ``fix-kernel``); each is typed as a ``Fixer`` of
+its plan where it is defined, so mypy checks that it follows this protocol.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from msdoctor.memory import keys as K
 from msdoctor.memory.reader import MAX_HINTS, Reader, did_you_mean
 from msdoctor.memory.source import Source
 from msdoctor.memory.spec import ModelShape, Setup
-from msdoctor.training.config import ConfigError, Problem
+from msdoctor.domain.problems import ConfigError, Problem
 
 
 def _unknown(doc: Document) -> tuple[list[Problem], list[Problem]]:

@@ -22,7 +22,7 @@ from msdoctor.memory import keys as K
 from msdoctor.memory.reader import Partial, Reader, SourceError, cap_of, target_of, unknown_keys
 from msdoctor.memory.source import Source
 from msdoctor.memory.spec import ModelShape, Setup
-from msdoctor.training.config import Problem
+from msdoctor.domain.problems import Problem
 
 MC = ("model", "model_config")
 PC = ("parallel_config",)

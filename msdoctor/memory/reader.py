@@ -15,7 +15,7 @@ from msdoctor.docfile import Document
 from msdoctor.memory.source import DeviceCap
 from msdoctor.memory.spec import TARGETS, Setup
 from msdoctor.memory.units import SizeError, parse_size
-from msdoctor.training.config import ConfigError, Problem
+from msdoctor.domain.problems import ConfigError, Problem
 
 @dataclass
 class Partial:

@@ -9,7 +9,7 @@ from msdoctor.memory.reader import Partial, SourceError
 from msdoctor.memory.source import DeviceCap, Source
 from msdoctor.memory.spec import ModelShape, Setup
 from msdoctor.memory.units import SizeError, parse_size
-from msdoctor.training.config import Problem
+from msdoctor.domain.problems import Problem
 
 MSDOCTOR_ORIGINS = {
     "num_layers": ("model", "num_layers"), "hidden_size": ("model", "hidden_size"),

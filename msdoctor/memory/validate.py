@@ -8,7 +8,7 @@ from typing import Any, Optional
 from msdoctor.domain.pipeline import stage_layers as placed
 from msdoctor.memory.reader import target_of
 from msdoctor.memory.source import Overrides, Source
-from msdoctor.training.config import ConfigError, Problem
+from msdoctor.domain.problems import ConfigError, Problem
 
 OPTION_OF = {
     "seq_length": "--seq-length", "micro_batch_size": "--micro-batch-size", "grad_accumulation": "--grad-accumulation",
