@@ -24,7 +24,7 @@ import pytest
 
 from helpers import BASE_PYTHON, make_venv, probe_json, skip_if_index_unreachable
 
-from msdoctor.checks.registry_collisions import evaluate
+from msdoctor.checks.registry_collisions.rules import evaluate
 from msdoctor.facts.registries import builtins_of, scan_installed, scan_project
 from msdoctor.facts.target import TargetFacts
 from msdoctor.model import Status

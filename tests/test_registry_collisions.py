@@ -27,7 +27,8 @@ import pytest
 
 from helpers import BASE_PYTHON, check_of, make_ctx, make_venv, probe_json, run_json, skip_if_index_unreachable
 
-from msdoctor.checks.registry_collisions import RegistryCollisionsCheck, evaluate
+from msdoctor.checks.registry_collisions import RegistryCollisionsCheck
+from msdoctor.checks.registry_collisions.rules import evaluate
 from msdoctor.facts.registries import builtins_of, scan_installed, scan_project
 from msdoctor.facts.target import TARGET, TargetFacts
 from msdoctor.model import Status

@@ -21,7 +21,8 @@ from typing import Any, Optional
 
 import pytest
 from helpers import make_ctx, run_json, run_msdoctor
-from msdoctor.checks.training_config import TrainingConfigCheck, gather, gather_env
+from msdoctor.checks.training_config import TrainingConfigCheck, gather
+from msdoctor.checks.training_config.environment import gather_env
 from msdoctor.domain.run_plan import Val, is_placeholder, read_directives, resolve
 from msdoctor.checks.training_config.rules import Env, Fact, evaluate, stage_layers
 from msdoctor.domain.problems import ConfigError  # what msdoctor's readers raise (the trainer has its own)

@@ -27,7 +27,6 @@ brings its own torch front-end) are left alone: the plan does not pull in multi-
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
@@ -35,16 +34,23 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 from msdoctor.checks.version_matrix.common import Want, wants_of as _wants_of
 from msdoctor.context import FactSpec
 from msdoctor.facts.matrix import MATRIX
-from msdoctor.fix import Applied, Fixer
-from msdoctor.fix.resolver import DryRun, Planned, Resolver
 from msdoctor.model import Finding, Status
 
 if TYPE_CHECKING:  # pragma: no cover
+    # the fixer's machinery loads when a plan is searched or applied: check --quick only folds its findings
+    from msdoctor.fix import Applied, Fixer
+    from msdoctor.fix.resolver import DryRun, Planned, Resolver
     from msdoctor.context import Context
     from msdoctor.facts.target import TargetFacts
     from msdoctor.matrix import Matrix
 
-_log = logging.getLogger(__name__)
+
+
+def _debug(msg: str, *args: object) -> None:
+    """A debug line of the plan search (logging loads only when a search runs)."""
+    import logging
+
+    logging.getLogger(__name__).debug(msg, *args)
 
 #: finding codes whose evidence carries ``wants`` a pip install can meet
 PIP_CODES = frozenset({
@@ -207,6 +213,8 @@ class _Search:
             fits = [v for v in versions if _holds_final(spec, v)]
             if not fits:
                 have = ", ".join(versions[:6]) + (" ..." if len(versions) > 6 else "") if versions else "none"
+                from msdoctor.fix.resolver import DryRun
+
                 dr = DryRun(argv=[self.r.python, "-m", "pip", "index", "versions", package], state="unsatisfiable",
                             missing=f"{package}{spec}", available=versions,
                             error=f"the index has no {package}{spec} (it has: {have})")
@@ -301,11 +309,11 @@ class _Search:
         wanted = _merged(self.pins.get(owner, {}))
         dr = self.r.dry_run([f"{owner}{wanted}"], no_deps=False, constraints=constraints, timeout_s=PICK_TIMEOUT_S)
         if not dr.ok:
-            _log.debug("pip_pick %s: pip could not pick (%s)", owner, dr.state)
+            _debug("pip_pick %s: pip could not pick (%s)", owner, dr.state)
             return None
         key = _canon(owner)
         picked = next((p.version for p in dr.install if p.key == key), None)
-        _log.debug("pip_pick %s: pip picks %s under %s", owner, picked, constraints)
+        _debug("pip_pick %s: pip picks %s under %s", owner, picked, constraints)
         return picked if picked in cands else None
 
     # -- the loop ---------------------------------------------------------------------------------
@@ -382,7 +390,7 @@ def plan_stack(t: "TargetFacts", m: "Matrix", resolver: Resolver, *, max_rounds:
     outcome: Optional[str] = None
     for _ in range(max_rounds):
         relevant = _relevant(problems(current, m), left_alone)
-        _log.debug("round: %d problem(s): %s | pins %s | moved %s", len(relevant),
+        _debug("round: %d problem(s): %s | pins %s | moved %s", len(relevant),
                    "; ".join(f.title for f in relevant)[:600], {k: _merged(v) for k, v in s.pins.items()}, s.moved)
         if not relevant:
             outcome = "found"
@@ -600,8 +608,9 @@ CHECK_BUDGET_S = 420.0
 
 
 def _compute(ctx: "Context") -> StackPlan:
-
     t = ctx.target
+    from msdoctor.fix.resolver import Resolver
+
     resolver = Resolver(t.executable, environ=ctx.environ, budget_s=CHECK_BUDGET_S)
     return plan_stack(t, ctx.get(MATRIX), resolver)
 
@@ -635,6 +644,8 @@ class StackFixer:
         if ctx.has(STACK_PLAN):
             return ctx.get(STACK_PLAN)
 
+        from msdoctor.fix.resolver import Resolver
+
         resolver = Resolver(ctx.options.python or ctx.target.executable, environ=ctx.environ, budget_s=PLAN_BUDGET_S)
         return plan_stack(ctx.target, ctx.get(MATRIX), resolver)
 
@@ -649,6 +660,8 @@ class StackFixer:
         return [f for f in _relevant(problems(after, ctx.get(MATRIX)), set(plan.left_alone)) if f.title not in left]
 
     def apply(self, plan: StackPlan, ctx: "Context", on_line: Callable[[str], None]) -> Applied:
+        from msdoctor.fix import Applied
+
         """Run the plan's one pip command with the target's pip, from a scratch directory, its output to
         ``on_line``."""
         import os
@@ -667,4 +680,4 @@ class StackFixer:
         return Applied(True, f"installed {len(plan.changes)} package(s)")
 
 
-FIXER: Fixer[StackPlan] = StackFixer()
+FIXER: "Fixer[StackPlan]" = StackFixer()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
@@ -184,16 +184,24 @@ def _compute(ctx: Context) -> KernelView:
         rows.append(running)
     vscode = ctx.get(VSCODE)
     rows += vscode_rows(vscode)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelspecs") as pool:
-        # the target's Jupyter search path (one probe) overlaps the probes that do not depend on it;
-        # the target is asked for first with its Jupyter paths, so that one probe answers every row naming it
-        specs = pool.submit(ctx.get, KERNELSPECS)
-        probes.reserve(tpath, jupyter=True)
-        _fill(rows, probes)
+    # the target's Jupyter search path (one probe) overlaps the probes that do not depend on it; the target is
+    # asked for first with its Jupyter paths, so that one probe answers every row naming it (a plain thread:
+    # concurrent.futures would import logging on every check --quick)
+    def load_specs() -> None:
         try:
-            jupyter, jupyter_error = specs.result(), None
-        except FactUnavailable as exc:
-            jupyter, jupyter_error = None, exc.message
+            ctx.get(KERNELSPECS)
+        except BaseException:  # noqa: BLE001 - kept in the fact's slot: ctx.get below raises it again
+            pass
+
+    specs = threading.Thread(target=load_specs, name="kernelspecs", daemon=True)
+    specs.start()
+    probes.reserve(tpath, jupyter=True)
+    _fill(rows, probes)
+    specs.join()
+    try:
+        jupyter, jupyter_error = ctx.get(KERNELSPECS), None
+    except FactUnavailable as exc:
+        jupyter, jupyter_error = None, exc.message
     target = probes.get(tpath, jupyter=True)
     if not target.ok:
         raise FactUnavailable(f"could not run the target {tpath}: {target.error}",

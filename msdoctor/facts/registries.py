@@ -17,13 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from msdoctor.context import Context, FactSpec
-from msdoctor.registry_scan.builtins import LIBRARIES, Builtins, read_library
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - the readers load when a fact is computed, not when the check registers
     from msdoctor.facts.target import Distribution, TargetFacts
-from msdoctor.registry_scan.sources import (
-    ScanResult, SourceFile, SourceSet, config_dir_files,
-    editable_source, may_register, project_files, project_prefilter, record_files, requires_any,
-)
+    from msdoctor.registry_scan.builtins import Builtins
+    from msdoctor.registry_scan.sources import ScanResult, SourceFile
 
 
 def _package_dir(t: "TargetFacts", library: str) -> Optional[str]:
@@ -37,6 +34,8 @@ def _package_dir(t: "TargetFacts", library: str) -> Optional[str]:
 
 def builtins_of(t: "TargetFacts") -> Builtins:
     """The built-in registries of every library the target can import."""
+    from msdoctor.registry_scan.builtins import LIBRARIES, Builtins, read_library
+
     out = Builtins()
     for library in LIBRARIES:
         pkg = _package_dir(t, library)
@@ -69,10 +68,14 @@ class ProjectScan:
 
     @classmethod
     def empty(cls, root: str) -> "ProjectScan":
+        from msdoctor.registry_scan.sources import ScanResult
+
         return cls(ScanResult("project", root), [root])
 
 
 def scan_project(project_dir: str, config_path: Optional[str] = None) -> ProjectScan:
+    from msdoctor.registry_scan.sources import SourceSet, config_dir_files, project_files, project_prefilter
+
     root = os.path.abspath(project_dir)
     files, truncated = project_files(root)
     extra = config_dir_files(config_path, root)
@@ -99,6 +102,11 @@ def scan_installed(t: "TargetFacts", builtins: Builtins, project_dir: Optional[s
     The libraries with their own registry are read as built-ins, not here; an editable install
     of the project itself is left to the project scan.
     """
+    from msdoctor.registry_scan.builtins import LIBRARIES
+    from msdoctor.registry_scan.sources import (
+        SourceSet, editable_source, may_register, project_files, record_files, requires_any,
+    )
+
     own = {lib for lib, reg in builtins.libraries.items() if reg.has_registry}
     out: list[ScanResult] = []
     for dist in t.winners():
@@ -127,7 +135,7 @@ def scan_installed(t: "TargetFacts", builtins: Builtins, project_dir: Optional[s
 
 
 def _top_level_files(dist: "Distribution") -> list[SourceFile]:
-    from msdoctor.registry_scan.sources import module_name
+    from msdoctor.registry_scan.sources import SourceFile, module_name
 
     out = []
     for top in dist.top_level or []:
