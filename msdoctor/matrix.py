@@ -291,11 +291,10 @@ def load_file(path: Path, expected_kind: Optional[str] = None) -> tuple[str, _dt
 
 
 def _package_texts() -> Iterable[tuple[str, str, str]]:
-    from importlib import resources
+    from msdoctor.shipped import read_text
 
-    base = resources.files(PACKAGE)
     for name, kind in MATRIX_FILES.items():
-        yield f"compat_matrix/{name}", kind, base.joinpath(name).read_text(encoding="utf-8")
+        yield f"compat_matrix/{name}", kind, read_text(f"compat_matrix/{name}")
 
 
 def build(texts: Iterable[tuple[str, str, str]], *, deep: bool = True) -> Matrix:

@@ -44,9 +44,9 @@ def parse(text: str, path: str = f"compat_matrix/{FILE}") -> tuple[StackPackage,
 @functools.lru_cache(maxsize=1)
 def packages() -> tuple[StackPackage, ...]:
     """The packaged compat_matrix/stack.toml, parsed once per process."""
-    from importlib import resources
+    from msdoctor.shipped import read_text
 
-    return parse(resources.files("msdoctor.compat_matrix").joinpath(FILE).read_text(encoding="utf-8"))
+    return parse(read_text(f"compat_matrix/{FILE}"))
 
 
 @functools.lru_cache(maxsize=1)

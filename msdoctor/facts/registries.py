@@ -161,11 +161,10 @@ def added_versions() -> tuple[dict[str, str], str]:
 
     Source: compat_matrix/transformers_model_types.toml (observed in the transformers wheels it lists).
     """
-    from importlib import resources
-
+    from msdoctor.shipped import read_text
     from msdoctor.tomlcompat import tomllib
 
-    text = resources.files("msdoctor.compat_matrix").joinpath("transformers_model_types.toml").read_text("utf-8")
+    text = read_text("compat_matrix/transformers_model_types.toml")
     data = tomllib.loads(text)
     return dict(data.get("added", {})), str(data.get("meta", {}).get("baseline", ""))
 
