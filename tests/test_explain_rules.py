@@ -371,3 +371,80 @@ def test_a_python_inside_the_requires_python_range_is_no_claim() -> None:
     assert explain_text("ERROR: Package 'x' requires a different Python: 3.9.1 not in '>=3.9,,'") == []
     m = explain_text("ERROR: Package 'x' requires a different Python: 3.9.1 not in '!=3.9.1'")[0]
     assert "outside that range" in m.cause and "older" not in m.cause and "newer" not in m.cause
+
+
+# -- name-removed and module-shipper: the data (compat_matrix/modules.toml) and the near misses ------------------------
+def _without(text: str, rule: str) -> list[str]:
+    return [m.entry_id for m in explain_text(text) if m.groups.get("rule") == rule]
+
+
+def test_a_removed_name_is_no_claim_where_the_paste_shows_a_release_that_still_has_it() -> None:
+    """The real ASFFNet512 traceback with the numpy the reporter went back to (1.23.5, before the 1.24 that removed
+    np.float) stated in it: the name was not removed there, so the rule stays silent."""
+    text = CASES["ASFFNet512-8"]["text"] + "\n$ pip list | grep numpy\nnumpy 1.23.5\n"
+    assert _without(text, "name-removed") == []
+    py310 = ('  File "/usr/lib/python3.10/site-packages/foo/setup.py", line 3, in <module>\n    import distutils.core\n'
+             "ModuleNotFoundError: No module named 'distutils'\n")
+    got = explain_text(py310)  # Python 3.10 still had distutils: the Debian split, not the 3.12 removal
+    assert [m.groups.get("rule") for m in got] == ["module-shipper"] and "python3-distutils" in got[0].fix
+    assert "pip install distutils" not in got[0].fix_for("/env/bin/python")
+
+
+def test_names_the_data_does_not_list_are_no_claim() -> None:
+    assert _without("AttributeError: module 'numpy' has no attribute 'float32'\n", "name-removed") == []
+    assert _without("AttributeError: `np.float32` removed\n", "name-removed") == []  # not a name NumPy removed
+    text = ('  File "/usr/local/lib/python3.10/site-packages/cffi/api.py", line 48, in __init__\n'
+            "    import _cffi_backend as backend\nModuleNotFoundError: No module named '_cffi_backend'\n")
+    assert _without(text, "module-shipper") == [] and _without(text, "name-removed") == []
+
+
+def test_a_standard_library_module_is_never_a_dependency_to_pip_install() -> None:
+    text = ('  File "/env/lib/python3.11/site-packages/foo/__init__.py", line 3, in <module>\n    import readline\n'
+            "ModuleNotFoundError: No module named 'readline'\n")
+    assert _without(text, "missing-dependency") == []
+
+
+def test_the_removals_are_true_of_the_real_interpreter_and_numpy() -> None:
+    """Every [[removed]] row checked against what runs here: a name or module removed in a release up to this Python
+    (or this numpy) is absent; one removed in a later release is still there, so the row names a real name."""
+    import importlib
+    import importlib.util
+    import sys
+    import warnings
+
+    import numpy
+
+    from msdoctor.explain.owners import module_facts
+
+    def version(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split(".")[:2])
+
+    runs = {"Python": sys.version_info[:2], "numpy": version(numpy.__version__)}
+    checked = 0
+    for r in module_facts().removed:
+        if r.dist not in runs:
+            continue
+        gone = runs[r.dist] >= version(r.release)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if r.names:
+                mod = importlib.import_module(r.module)
+                for name in r.names:
+                    assert hasattr(mod, name) is not gone, (r.module, name, r.release)
+                    checked += 1
+            else:
+                assert (importlib.util.find_spec(r.module) is None) is gone, (r.module, r.release)
+                checked += 1
+    assert checked > 50
+
+
+def test_the_module_facts_are_validated() -> None:
+    from msdoctor.explain.owners import ModuleFactsError, parse_module_facts
+
+    good = 'kind = "module-facts"\n[[removed]]\nmodule = "m"\nnames = ["n"]\ndist = "d"\nrelease = "2.0"\n' \
+           'instead = "x"\nsource = "https://example.org/notes"\n'
+    assert parse_module_facts(good).removed[0].names == ("n",)
+    with pytest.raises(ModuleFactsError, match=r"\[\[removed\]\] #1 \(m\).*source"):
+        parse_module_facts(good.replace("https://example.org/notes", "somewhere"))
+    with pytest.raises(ModuleFactsError, match="release"):
+        parse_module_facts(good.replace('"2.0"', '"two"'))

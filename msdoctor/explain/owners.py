@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Optional
@@ -188,6 +189,7 @@ def interpreter_of_paths(texts: "list[str]") -> Optional[str]:
 IMPORT_NAMES: dict[str, tuple[str, ...]] = {
     "cv2": ("opencv-python", "opencv-contrib-python", "opencv-python-headless", "opencv-contrib-python-headless"),
     "PIL": ("Pillow",), "yaml": ("PyYAML",), "attr": ("attrs",), "sklearn": ("scikit-learn",),
+    "pkg_resources": ("setuptools",),
 }
 
 
@@ -200,3 +202,101 @@ def distributions_of(module: str) -> tuple[str, ...]:
 def import_name_hint() -> str:
     """How the distribution's name differs from the module's, for a fix that installs a missing module."""
     return ", ".join(f"{m} is {d[0]}" for m, d in IMPORT_NAMES.items())
+
+
+# -- modules: what a release removed, and who ships a module pip does not install (compat_matrix/modules.toml) ------
+MODULES = "modules.toml"
+
+
+@dataclass(frozen=True)
+class Removal:
+    """Names (or a whole module, ``names`` empty) that release ``release`` of ``dist`` removed from ``module``."""
+
+    module: str
+    names: tuple[str, ...]
+    dist: str  # a distribution, or "Python" (the standard library)
+    release: str
+    instead: str
+    source: str
+
+
+@dataclass(frozen=True)
+class ModuleShipper:
+    """Who ships a module that pip does not install under its own name, why it is missing, and what provides it."""
+
+    module: str
+    owner: str
+    cause: str
+    fix: str
+    check: str
+    source: str
+
+
+@dataclass(frozen=True)
+class ModuleFacts:
+    removed: tuple[Removal, ...]
+    shipped: dict[str, ModuleShipper]
+
+
+class ModuleFactsError(ValueError):
+    """compat_matrix/modules.toml does not follow its schema (a row without its source, a field of the wrong type)."""
+
+
+def parse_module_facts(text: str, origin: str = MODULES) -> ModuleFacts:
+    """The rows of a modules.toml text, validated; :class:`ModuleFactsError` names the row that is wrong."""
+    from msdoctor.tomlcompat import tomllib
+
+    data = tomllib.loads(text)
+    if data.get("kind") != "module-facts":
+        raise ModuleFactsError(f"{origin}: kind must be 'module-facts'")
+
+    def strings(row: dict, where: str, keys: tuple[str, ...]) -> None:
+        for k in keys:
+            if not isinstance(row.get(k), str) or not row[k].strip():
+                raise ModuleFactsError(f"{where}: '{k}' must be a non-empty string")
+        if "https://" not in row["source"]:
+            raise ModuleFactsError(f"{where}: 'source' must name its public source (a URL)")
+
+    removed = []
+    for i, row in enumerate(data.get("removed", []), 1):
+        where = f"{origin}: [[removed]] #{i} ({row.get('module', '?')})"
+        strings(row, where, ("module", "dist", "release", "instead", "source"))
+        names = row.get("names", [])
+        if not isinstance(names, list) or not all(isinstance(n, str) and n.isidentifier() for n in names):
+            raise ModuleFactsError(f"{where}: 'names' must be a list of identifiers")
+        if not re.fullmatch(r"\d+(?:\.\d+)*", row["release"]):
+            raise ModuleFactsError(f"{where}: 'release' must be a version (2.0, 3.12)")
+        removed.append(Removal(row["module"], tuple(names), row["dist"], row["release"], row["instead"],
+                               row["source"]))
+    shipped = {}
+    for i, row in enumerate(data.get("module", []), 1):
+        where = f"{origin}: [[module]] #{i} ({row.get('module', '?')})"
+        strings(row, where, ("module", "owner", "cause", "fix", "check", "source"))
+        shipped[row["module"]] = ModuleShipper(row["module"], row["owner"], row["cause"], row["fix"], row["check"],
+                                               row["source"])
+    return ModuleFacts(tuple(removed), shipped)
+
+
+@functools.lru_cache(maxsize=1)
+def module_facts() -> ModuleFacts:
+    """The bundled compat_matrix/modules.toml (parsed once per process)."""
+    from importlib import resources
+
+    text = resources.files("msdoctor.compat_matrix").joinpath(MODULES).read_text(encoding="utf-8")
+    return parse_module_facts(text)
+
+
+def removal_of(module: str, name: str = "") -> Optional[Removal]:
+    """The release that removed ``module.name`` (or, with no name, the module ``module`` or the package it is in);
+    None when the data does not say so."""
+    for r in module_facts().removed:
+        if name and r.module == module and name in r.names:
+            return r
+        if not r.names and (module == r.module or module.startswith(r.module + ".")):
+            return r
+    return None
+
+
+def module_shipper(module: str) -> Optional[ModuleShipper]:
+    """Who ships a top-level module that pip does not install (CPython's optional extensions); None otherwise."""
+    return module_facts().shipped.get(module)

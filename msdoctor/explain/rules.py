@@ -20,6 +20,7 @@ dropped. A rule's answer yields to any other entry that explains the same line.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Callable, Optional, Sequence
 
 from msdoctor.explain.owners import (checkout_owner, distributions_of, file_owner, frame_owner,
@@ -89,9 +90,11 @@ def _checkout_of(path: str, package: str) -> bool:
 
 
 def import_groups(module: str, before: Sequence[str], after: Sequence[str] = ()) -> dict[str, str]:
-    """Cause, fix and check for ``No module named MODULE`` from the frames before it, else from two interpreters the
-    paste shows (:func:`interpreters_groups`); empty: no claim."""
-    found = _import_frame_groups(module, before)
+    """Cause, fix and check for ``No module named MODULE``: a module a release removed, or one pip does not install
+    (compat_matrix/modules.toml), else from the frames before it, else from two interpreters the paste shows
+    (:func:`interpreters_groups`); empty: no claim."""
+    found = (removed_groups("", module, before, after) or module_shipper_groups(module)
+             or _import_frame_groups(module, before))
     return found or interpreters_groups(module, (*before, *after))
 
 
@@ -121,6 +124,8 @@ def _import_frame_groups(module: str, before: Sequence[str]) -> dict[str, str]:
         }
     if owner is None or "." in module or owner.name.lower() == top.lower():
         return {}  # the user's own file, or a submodule (its package exists: a pairing, not a missing dependency)
+    if top in getattr(sys, "stdlib_module_names", ()):
+        return {}  # part of Python itself (https://docs.python.org/3/library/sys.html#sys.stdlib_module_names): no pip
     return {
         "_title": f"{owner.name} needs {module}, which is not installed in this environment",
         "_cause": (f"The import of {module} was made by {path} ({owner.name}: {owner.why}); {module} is a dependency "
@@ -170,7 +175,9 @@ def pairing_groups(name: str, module: str, before: Sequence[str], line: str = ""
     """Cause, fix and check for ``cannot import name NAME from MODULE`` / ``module MODULE has no attribute NAME``
     raised in a file of another package; empty: no claim."""
     if module and name and re.search(r"\(unknown location\)\s*$", line):
-        return namespace_groups(name, module)  # whoever imports it: the module found is no installed package
+        return namespace_groups(name, module)
+    if module and name and (removed := removed_groups(name, module, before, (line, *after))):
+        return removed  # the data says which release removed it  # whoever imports it: the module found is no installed package
     path = _raising_path(before)
     if path is None or not module:
         return (user_site_groups(name, module, line) or variants_groups(module, (*before, line, *after))
@@ -1298,6 +1305,7 @@ _CLAIMS: dict[str, Callable[[dict[str, str], Sequence[str], str, Sequence[str]],
     "distribution": lambda g, b, line, a: distribution_groups(g.get("req") or g.get("req2", ""), (*b, line, *a)),
     "requires-python": lambda g, b, line, a: requires_python_groups(g.get("pkg", ""), g.get("have", ""),
                                                                    g.get("spec", "")),
+    "removed": lambda g, b, line, a: numpy_removed_groups(g, b, a),
 }
 CLAIMS = frozenset(_CLAIMS)
 
@@ -1306,3 +1314,137 @@ def claim(lookup: str, groups: dict[str, str], before: Sequence[str], line: str,
           after: Sequence[str]) -> dict[str, str]:
     """The answer of the rule a catalogue entry's lookup names: cause, fix and check, or empty (no claim)."""
     return _CLAIMS[lookup](groups, before, line, after)
+
+
+# -- a name (or module) that a release of its distribution removed (compat_matrix/modules.toml) ----------------------
+#: the Python version the paste shows: `lib/python3.12/`, `Python312\Lib`, `Python 3.12.5`, `python3.12 -m venv`
+_PASTED_PY = re.compile(r"[/\\]python(?P<p>3\.\d{1,2})[/\\]|[/\\]Python3(?P<w>\d{1,2})[/\\]|"
+                        r"\bPython (?P<v>3\.\d{1,2})(?:\.\d+)?\b|\bpython(?P<x>3\.\d{1,2}) -m\b", re.I)
+#: a frame of the standard library itself (`.../lib/python3.12/ctypes/__init__.py`, `...\Lib\pkgutil.py`), not of a
+#: package in its site-packages
+_STDLIB_FRAME = re.compile(r"[/\\]lib[/\\]python\d\.\d+[/\\](?!(?:site|dist)-packages)|[/\\]Lib[/\\](?!site-packages)"
+                           r"[\w.]+\.py$")
+
+
+def _vtuple(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+def _python_shown(context: Sequence[str]) -> str:
+    """The one Python version (3.X) the paste's paths and lines show; "" when none or several."""
+    found = set()
+    for line in context:
+        for m in _PASTED_PY.finditer(line):
+            found.add(m.group("p") or m.group("v") or m.group("x") or f"3.{m.group('w')}")
+    return found.pop() if len(found) == 1 else ""
+
+
+def _dist_shown(dist: str, context: Sequence[str]) -> str:
+    """The one version of distribution ``dist`` the paste states as installed: a file or install line
+    (`numpy-2.0.2`, `Successfully installed numpy-2.0.2`), a pin (`numpy==1.26.4`), pip list's line (`numpy 1.26.4`),
+    torch's environment report (`PyTorch version: 2.0.1`); "" when none or several. Prose naming a release (`deprecated
+    in NumPy 1.20`) is not a version installed."""
+    names = [re.escape(dist)] + (["PyTorch"] if dist == "torch" else [])
+    pat = re.compile(rf"(?<![\w.-])(?:(?:{'|'.join(names)})(?:-|==)|(?:{'|'.join(names)}) version: )"
+                     rf"(?P<v>\d+(?:\.\d+)+)", re.I)
+    found = {m.group("v") for line in context for m in pat.finditer(_unprefixed(line))}
+    listed = re.compile(rf"^{re.escape(dist)}\s+(?P<v>\d+(?:\.\d+)+)\S*\s*$", re.I)  # `pip list`'s line
+    found.update(m.group("v") for line in context if (m := listed.match(_unprefixed(line).strip())))
+    return found.pop() if len(found) == 1 else ""
+
+
+def _user_of(before: Sequence[str], dist: str, module: str) -> Optional[str]:
+    """The frame that used the removed name: the last one that is neither the import machinery, the standard library,
+    nor the removing distribution's own code (NumPy's ``__getattr__`` raises on behalf of its caller)."""
+    top = _top(module)
+    for path in reversed(frames(before)):
+        if _MACHINERY.search(path):
+            continue
+        owner = file_owner(path)
+        if owner is not None and owner.name.lower() in (top.lower(), dist.lower()):
+            continue
+        if owner is None and _STDLIB_FRAME.search(path) and dist == "Python":
+            continue
+        return path
+    return None
+
+
+_PACKAGING_TOOLS = ("setuptools", "pkg_resources", "pip", "_distutils_hack")
+
+
+def removed_groups(name: str, module: str, before: Sequence[str], after: Sequence[str] = (),
+                   release: str = "", said: bool = False) -> dict[str, str]:
+    """``module M has no attribute N`` / ``cannot import name N from M`` / ``No module named M`` (no ``name``) where
+    compat_matrix/modules.toml says a release R of M's distribution removed it: the code that uses it, or the package
+    whose frame raised, was written for a release before R. No claim when the data does not say so, or when the paste
+    shows a version older than R (then the name was not removed: another cause). ``said``: the error message itself
+    names the release that removed it (NumPy 2's), so the release that runs is R or newer."""
+    from msdoctor.explain.owners import removal_of
+
+    r = removal_of(module, name)
+    if r is None:
+        return {}
+    release = release or r.release
+    context = (*before, *after)
+    shown = _python_shown(context) if r.dist == "Python" else _dist_shown(r.dist, context)
+    if shown and _vtuple(shown) < _vtuple(release):
+        return {}  # the installed release still has it: not this
+    label = "Python" if r.dist == "Python" else r.dist
+    what = f"{module}.{name}" if name else module
+    installed = f"{label} {shown}" if shown else f"{label} {release} or newer"
+    path = _user_of(before, r.dist, module)
+    owner = frame_owner(path) if path else None
+    if owner is not None and owner.name.lower() in _PACKAGING_TOOLS:
+        lib = "setuptools" if owner.name.lower() in ("pkg_resources", "_distutils_hack") else owner.name
+        build_env = "pip-build-env" in path  # type: ignore[operator]
+        user = (f"{lib} (its frame {path}{', in the build environment pip made for a package being built' if build_env else ''})")
+        fix = ("Upgrade the packaging tools in this environment: `{python} -m pip install -U pip setuptools`"
+               + (f"; the build environment installs the setuptools the package's own build requirements name "
+                  f"(pyproject.toml [build-system]): install a release of that package made for {label} {release}, or "
+                  f"build it with `--no-build-isolation` once a current setuptools is installed" if build_env else "")
+               + f", or run it with a {label} older than {release}.")
+    elif owner is not None:
+        user = f"{owner.name} (its frame {path}: {owner.why})"
+        fix = (f"Install the {owner.name} release made for {installed} (`{{python}} -m pip install -U {owner.name}`)"
+               + (f", or run it with a Python older than {release} (a venv made from it)." if r.dist == "Python" else
+                  f", or a {label} older than {release} for it: `{{python}} -m pip install \"{r.dist}<{release}\"`."))
+    else:
+        user = f"your code ({path})" if path else "the code that uses it (its frame is not in the paste)"
+        fix = (f"Change the code to {r.instead}"
+               + (f", or run it with a Python older than {release}." if r.dist == "Python" else
+                  f", or install a {label} older than {release}: `{{python}} -m pip install \"{r.dist}<{release}\"`."))
+    check = ("`{python} --version`" if r.dist == "Python" else
+             f"`{{python}} -m pip show {r.dist}` (its Version)")
+    return {
+        "_title": f"{what} was removed in {label} {release}: {user.split(' (')[0]} was written for an older {label}",
+        "_cause": (f"{label} {release} removed {what} ({r.source}), and {user} still uses it"
+                   + (f"; the interpreter runs {installed}." if shown else
+                      f"; the interpreter runs {installed} (the message itself says so)." if said else
+                      f": that is the error if the interpreter runs {installed} (the paste does not show which "
+                      f"release runs).") + f" Replaced by: {r.instead}."),
+        "_fix": fix + f" Unverified: {check} shows the release that runs.",
+        "rule": "name-removed", "removed_in": f"{label} {release}",
+        **({"frame": path} if path else {}),
+    }
+
+
+def module_shipper_groups(module: str) -> dict[str, str]:
+    """``No module named M`` for a module that pip does not install (CPython's optional extensions): who ships it and
+    what provides it (compat_matrix/modules.toml); empty when the data does not name M."""
+    from msdoctor.explain.owners import module_shipper
+
+    s = module_shipper(_top(module))
+    if s is None:
+        return {}
+    return {
+        "_title": f"this Python has no {s.module}: it is part of {s.owner.split(' (')[0]}, not a pip package",
+        "_cause": f"{s.module} is shipped by {s.owner}. {s.cause}",
+        "_fix": s.fix.replace("{module}", s.module) + f" Unverified: `{s.check}` confirms it ({s.source}).",
+        "rule": "module-shipper",
+    }
+
+
+#: NumPy 2's own message names the name and the release (numpy/__init__.py, __expired_attributes__)
+def numpy_removed_groups(g: dict[str, str], before: Sequence[str], after: Sequence[str]) -> dict[str, str]:
+    return removed_groups(g.get("name", ""), "numpy", before, after, g.get("rel", ""), said=bool(g.get("rel")))
+
