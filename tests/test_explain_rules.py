@@ -34,7 +34,7 @@ def test_real_case_gets_the_rule_and_names_the_owners(case_id: str) -> None:
         assert word in text, (case_id, word, text)
     fix = m.fix_for("/env/bin/python")
     assert "Unverified" in fix
-    if case["rule"] not in ("port-bound", "device-permission", "symbol-owner", "runtime-copy", "scheduler-port", "two-interpreters"):  # a fix that runs Python names the target interpreter
+    if case["rule"] not in ("port-bound", "device-permission", "symbol-owner", "runtime-copy", "scheduler-port", "two-interpreters", "acl-code"):  # a fix that runs Python names the target interpreter
         assert "/env/bin/python " in fix
     assert "rules.py fills this" not in m.cause + m.fix  # the placeholder text never reaches the user
 
@@ -448,3 +448,27 @@ def test_the_module_facts_are_validated() -> None:
         parse_module_facts(good.replace("https://example.org/notes", "somewhere"))
     with pytest.raises(ModuleFactsError, match="release"):
         parse_module_facts(good.replace('"2.0"', '"two"'))
+
+
+# -- acl-code: a return code of CANN's runtime -------------------------------------------------------------------------
+def test_an_acl_code_the_data_does_not_list_or_one_next_to_a_cann_code_is_no_claim() -> None:
+    real = CASES["vllm-ascend-7676"]["text"]
+    assert _without(real.replace("507011", "507999"), "acl-code") == []  # not a code CANN's runtime lists
+    # with CANN's own code printed after it, that code's entry and inner lines answer (the category is said once)
+    with_code = real + "E39007: Starting a subprocess on the device timed out.\n"
+    assert [m.entry_id for m in explain_text(with_code)] == ["cann-error-code"]
+    # a listed code with nothing of Ascend's in the paste (no NPU call, no acl/CANN/npu name) is someone else's code
+    assert _without("upload failed, error code: 507011 (gateway timeout)\n", "acl-code") == []
+    assert _without("aclrtSynchronizeStream failed, error code: 507011\n", "acl-code") == ["acl-runtime-code"]
+
+
+def test_the_acl_codes_are_validated() -> None:
+    from msdoctor.explain.owners import ModuleFactsError, acl_codes, parse_acl_codes
+
+    codes = acl_codes()
+    assert {c.kind for c in codes.values()} == {"task-exception", "timeout", "internal", "memory", "setup"}
+    assert all(str(c.code)[0] in "12345" and len(str(c.code)) == 6 for c in codes.values())
+    bad = ('kind = "acl-error-codes"\nsource = "https://example.org"\n[[kinds]]\nid = "a"\nwhat = "w"\ncollect = "c"\n'
+           '[[code]]\ncode = 507001\nkind = "b"\nmeaning = "m"\n')
+    with pytest.raises(ModuleFactsError, match=r"\[\[code\]\] #1 \(507001\)"):
+        parse_acl_codes(bad)

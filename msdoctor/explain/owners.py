@@ -300,3 +300,47 @@ def removal_of(module: str, name: str = "") -> Optional[Removal]:
 def module_shipper(module: str) -> Optional[ModuleShipper]:
     """Who ships a top-level module that pip does not install (CPython's optional extensions); None otherwise."""
     return module_facts().shipped.get(module)
+
+
+# -- the return codes of CANN's runtime (compat_matrix/acl_codes.toml) ---------------------------------------------
+ACL_CODES = "acl_codes.toml"
+
+
+@dataclass(frozen=True)
+class AclCode:
+    code: int
+    meaning: str
+    kind: str  # task-exception, timeout, internal, memory, setup
+    what: str  # what the kind means
+    collect: str  # what to collect for it
+    source: str
+
+
+def parse_acl_codes(text: str, origin: str = ACL_CODES) -> dict[int, AclCode]:
+    """The codes of an acl_codes.toml text, each with its kind's text; :class:`ModuleFactsError` names a bad row."""
+    from msdoctor.tomlcompat import tomllib
+
+    data = tomllib.loads(text)
+    if data.get("kind") != "acl-error-codes" or "https://" not in str(data.get("source", "")):
+        raise ModuleFactsError(f"{origin}: kind must be 'acl-error-codes' and source a URL")
+    kinds = {k.get("id"): k for k in data.get("kinds", [])}
+    for k in kinds.values():
+        if not all(isinstance(k.get(f), str) and k[f].strip() for f in ("id", "what", "collect")):
+            raise ModuleFactsError(f"{origin}: [[kinds]] {k.get('id', '?')}: needs id, what and collect")
+    codes = {}
+    for i, row in enumerate(data.get("code", []), 1):
+        k = kinds.get(row.get("kind", ""))
+        if not isinstance(row.get("code"), int) or k is None or not str(row.get("meaning", "")).strip():
+            raise ModuleFactsError(f"{origin}: [[code]] #{i} ({row.get('code', '?')}): needs an integer code, a "
+                                   f"meaning and a kind defined in [[kinds]]")
+        codes[row["code"]] = AclCode(row["code"], row["meaning"], row["kind"], k["what"], k["collect"],
+                                     data["source"])
+    return codes
+
+
+@functools.lru_cache(maxsize=1)
+def acl_codes() -> dict[int, AclCode]:
+    """The bundled compat_matrix/acl_codes.toml (parsed once per process)."""
+    from importlib import resources
+
+    return parse_acl_codes(resources.files("msdoctor.compat_matrix").joinpath(ACL_CODES).read_text(encoding="utf-8"))

@@ -1306,6 +1306,7 @@ _CLAIMS: dict[str, Callable[[dict[str, str], Sequence[str], str, Sequence[str]],
     "requires-python": lambda g, b, line, a: requires_python_groups(g.get("pkg", ""), g.get("have", ""),
                                                                    g.get("spec", "")),
     "removed": lambda g, b, line, a: numpy_removed_groups(g, b, a),
+    "aclcode": lambda g, b, line, a: acl_code_groups(g.get("acl", ""), g.get("call", ""), line, (*b, *a)),
 }
 CLAIMS = frozenset(_CLAIMS)
 
@@ -1448,3 +1449,35 @@ def module_shipper_groups(module: str) -> dict[str, str]:
 def numpy_removed_groups(g: dict[str, str], before: Sequence[str], after: Sequence[str]) -> dict[str, str]:
     return removed_groups(g.get("name", ""), "numpy", before, after, g.get("rel", ""), said=bool(g.get("rel")))
 
+
+
+# -- a return code of CANN's runtime (compat_matrix/acl_codes.toml): its category, and what to collect ---------------
+#: a CANN error code (EZ9999, EE1001, E39007): its own lines are the better lead, and its entry answers
+_CANN_CODE = re.compile(r"(?<![\w.=])E[A-Z0-9]\d{4}(?:[:)\]]|\s+Inner Error)")
+
+
+#: a sign that the paste is about CANN's runtime: an AscendCL or runtime call, an NPU, CANN, HCCL, torch_npu, MindSpore
+_ASCEND_WORDS = re.compile(r"\bacl[A-Za-z]*\b|\brt[A-Z]\w+|\bnpu|\bascend|\bcann\b|\bhccl|torch_npu|mindspore", re.I)
+
+
+def acl_code_groups(code: str, call: str, line: str, context: Sequence[str] = ()) -> dict[str, str]:
+    """``NPU function error: CALL, error code is 507035`` (torch_npu) and the like: what CANN's runtime defines the code
+    as, what that category rules in, and what to collect; it is not a diagnosis, and says so. Empty for a code the
+    data does not list."""
+    from msdoctor.explain.owners import acl_codes
+
+    c = acl_codes().get(int(code)) if code.isdigit() else None
+    if c is None or any(_CANN_CODE.search(x.replace("\\n", "\n")) for x in (line, *context)):
+        return {}  # not a listed code; or CANN printed its own error code, whose entry and inner lines say more
+    if not call and not any(_ASCEND_WORDS.search(x) for x in (line, *context)):
+        return {}  # nothing in the paste is Ascend's: a code of that value from someone else
+    by = f"{call} returned it" if call else "a call into CANN returned it"
+    framework = "torch_npu" if "c10_npu" in line or "torch_npu" in line else "the framework"
+    return {
+        "_title": f"CANN runtime error {c.code}: {c.meaning} (a category, not a diagnosis)",
+        "_cause": (f"{by}: CANN's runtime defines {c.code} as {c.meaning}. That is {c.what}. Only the category is "
+                   f"known from the code; {framework}'s message does not say which operator, rank or release is at "
+                   f"fault."),
+        "_fix": (f"Collect before concluding: {c.collect}. Unverified: msdoctor read only the code ({c.source})."),
+        "rule": "acl-code", "acl_kind": c.kind,
+    }
