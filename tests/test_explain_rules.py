@@ -472,3 +472,13 @@ def test_the_acl_codes_are_validated() -> None:
            '[[code]]\ncode = 507001\nkind = "b"\nmeaning = "m"\n')
     with pytest.raises(ModuleFactsError, match=r"\[\[code\]\] #1 \(507001\)"):
         parse_acl_codes(bad)
+
+
+def test_a_plain_release_pin_is_not_called_another_index_build() -> None:
+    """The real Samsung/ONE line with a plain release pin: pip's general answer, nothing about a project's own index."""
+    text = CASES["Samsung-ONE-16110"]["text"].replace("2.7.0+cpu", "2.9.9")
+    [m] = explain_text(text)
+    assert m.groups["rule"] == "no-distribution" and "own index" not in m.cause + m.fix
+    # a date-like number that is not a .dev nightly (a post release) is not one either
+    [p] = explain_text("ERROR: No matching distribution found for torch-npu==2.1.0.post20240101\n")
+    assert "nightly" not in p.cause

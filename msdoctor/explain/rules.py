@@ -400,6 +400,38 @@ def wheel_groups(wheel: str, context: Sequence[str]) -> dict[str, str]:
 _FROM_VERSIONS = re.compile(r"\(from versions:? (?P<v>[^)]*)\)?")
 
 
+#: a pinned version that names a build made for one index: a local version label (`+cpu`, `+cu121`: the index
+#: server rejects those on upload, https://packaging.python.org/en/latest/specifications/version-specifiers/#local-
+#: version-identifiers) or a development build dated by its nightly (`.dev20250619`)
+_LOCAL_PIN_VERSION = re.compile(r"==\s*[\w.!]+\+(?P<label>[\w.]+)")
+_NIGHTLY_PIN = re.compile(r"==\s*[\w.!]*?\.dev(?P<date>20\d{6})\b")
+
+
+#: the indexes pip says it used (`Looking in indexes: A, B`, `Looking in links: URL`) or the command names
+_LOOKING = re.compile(r"Looking in (?:indexes|links): (?P<urls>.+)$|(?:--extra-index-url|--index-url|--find-links|"
+                      r"(?<!\S)-[if])[ =](?P<url>https?://\S+)", re.I)
+
+
+def _extra_indexes(context: Sequence[str]) -> list[str]:
+    """The indexes other than PyPI that the paste shows pip using."""
+    found: list[str] = []
+    for line in context:
+        for m in _LOOKING.finditer(line):
+            for url in re.split(r"[,\s]+", m.group("urls") or m.group("url") or ""):
+                if url.startswith("http") and "pypi.org" not in url and url not in found:
+                    found.append(url)
+    return found
+
+
+def _build_kind(req: str) -> str:
+    """What kind of build a pinned requirement names, when it is one only its project's own index carries."""
+    if (m := _LOCAL_PIN_VERSION.search(req)) is not None:
+        return f"a local build variant (+{m.group('label')})"
+    if (n := _NIGHTLY_PIN.search(req)) is not None:
+        return f"a nightly development build (.dev{n.group('date')})"
+    return ""
+
+
 def distribution_groups(req: str, context: Sequence[str]) -> dict[str, str]:
     """Cause and fix for ``Could not find a version that satisfies the requirement REQ`` / ``No matching
     distribution found for REQ``, from the versions pip lists."""
@@ -419,6 +451,18 @@ def distribution_groups(req: str, context: Sequence[str]) -> dict[str, str]:
         listed = (f" The index has {name} {versions[0]} to {versions[-1]} for this interpreter, but none that "
                   f"satisfies {req}: the version asked for is not built for this Python or platform, or not on "
                   f"this index.")
+    build = _build_kind(req)
+    extra = _extra_indexes(context)
+    if build and extra:
+        listed += (f" {req} asks for {build}, a build published on its project's own index, and the paste shows pip "
+                   f"already looking there ({', '.join(extra)}): that index has no file of it for this interpreter "
+                   f"(its Python version, its platform, a 32-bit or 64-bit build), or the version is not there.")
+        build = ""
+    elif build:
+        listed += (f" {req} asks for {build}: such builds are most often published only on the project's own index or "
+                   f"download server, not on PyPI (or the mirrors that copy it), so pip finds it only with that index "
+                   f"configured (`--extra-index-url`, as the project's install guide gives) and reachable from "
+                   f"this network (a proxy or an offline network that cannot reach it gives the same error).")
     return {
         "_title": f"pip found no installable {name} for {req} on this index",
         "_cause": (f"pip looks for a file of {name} on the index (or mirror) it is configured with that fits this "
@@ -426,7 +470,11 @@ def distribution_groups(req: str, context: Sequence[str]) -> dict[str, str]:
         "_fix": (f"`{{python}} -m pip index versions {name}` lists what this index has for this interpreter; "
                  f"`{{python}} -m pip config list` shows the index or mirror in use. Use a Python version and platform "
                  f"the release is built for, another index (the project's own, e.g. https://www.mindspore.cn/install "
-                 f"for MindSpore), or a version the list holds. Unverified: msdoctor did not query the index."),
+                 f"for MindSpore), or a version the list holds."
+                 + (f" For {build}: add the index the project's install guide names, and check that this network "
+                    f"reaches it: `{{python}} -m pip download --no-deps \"{req}\" --extra-index-url <that index> -d "
+                    f"/tmp/probe`." if build else "")
+                 + " Unverified: msdoctor did not query the index."),
         "rule": "no-distribution",
     }
 
