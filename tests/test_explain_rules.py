@@ -482,3 +482,12 @@ def test_a_plain_release_pin_is_not_called_another_index_build() -> None:
     # a date-like number that is not a .dev nightly (a post release) is not one either
     [p] = explain_text("ERROR: No matching distribution found for torch-npu==2.1.0.post20240101\n")
     assert "nightly" not in p.cause
+
+
+def test_a_bare_name_missing_from_a_well_known_package_is_said_and_from_another_module_is_not() -> None:
+    """`cannot import name N from 'transformers'` with no frame or path: transformers is a package on PyPI, so the
+    installed release lacks N (rule name-missing); the same line for a module nobody publishes under that name may be
+    the user's own file: no claim."""
+    [m] = explain_text("ImportError: cannot import name 'EncoderDecoderCache' from 'transformers'\n")
+    assert m.groups["rule"] == "name-missing" and "installed transformers" in m.title
+    assert explain_text("ImportError: cannot import name 'EncoderDecoderCache' from 'mycache'\n") == []

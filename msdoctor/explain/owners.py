@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 _NAMESPACE = re.compile(r"^_ZN[KVr]*(?:St)?(\d+)")
@@ -236,6 +236,7 @@ class ModuleShipper:
 class ModuleFacts:
     removed: tuple[Removal, ...]
     shipped: dict[str, ModuleShipper]
+    packages: dict[str, str] = field(default_factory=dict)  # top-level module -> its distribution on PyPI
 
 
 class ModuleFactsError(ValueError):
@@ -274,7 +275,12 @@ def parse_module_facts(text: str, origin: str = MODULES) -> ModuleFacts:
         strings(row, where, ("module", "owner", "cause", "fix", "check", "source"))
         shipped[row["module"]] = ModuleShipper(row["module"], row["owner"], row["cause"], row["fix"], row["check"],
                                                row["source"])
-    return ModuleFacts(tuple(removed), shipped)
+    packages = {}
+    for i, row in enumerate(data.get("package", []), 1):
+        where = f"{origin}: [[package]] #{i} ({row.get('module', '?')})"
+        strings(row, where, ("module", "dist", "source"))
+        packages[row["module"]] = row["dist"]
+    return ModuleFacts(tuple(removed), shipped, packages)
 
 
 @functools.lru_cache(maxsize=1)
@@ -295,6 +301,11 @@ def removal_of(module: str, name: str = "") -> Optional[Removal]:
         if not r.names and (module == r.module or module.startswith(r.module + ".")):
             return r
     return None
+
+
+def known_package(module: str) -> Optional[str]:
+    """The PyPI distribution of a well-known top-level module (transformers, torch, numpy, ...); None otherwise."""
+    return module_facts().packages.get(module.split(".")[0])
 
 
 def module_shipper(module: str) -> Optional[ModuleShipper]:

@@ -24,7 +24,7 @@ import sys
 from typing import Callable, Optional, Sequence
 
 from msdoctor.explain.owners import (checkout_owner, distributions_of, file_owner, frame_owner,
-                                     import_name_hint)
+                                     import_name_hint, known_package)
 
 #: a Python traceback frame as CPython prints it
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
@@ -180,6 +180,8 @@ def pairing_groups(name: str, module: str, before: Sequence[str], line: str = ""
         return removed  # the data says which release removed it  # whoever imports it: the module found is no installed package
     path = _raising_path(before)
     if path is None or not module:
+        if module and any(f"partially initialized module '{module}'" in x for x in (*before, *after)):
+            return {}  # the paste shows that this M is being imported from elsewhere: the circular-import rule's
         return (user_site_groups(name, module, line) or variants_groups(module, (*before, line, *after))
                 or missing_name_groups(name, module, line, None)) if module else {}
     owner = frame_owner(path)
@@ -234,8 +236,8 @@ def missing_name_groups(name: str, module: str, line: str, caller: Optional[str]
     in_site = bool(where) and bool(_SITE.search(where))
     if where and not in_site:
         return {}  # found outside site-packages: the user's own module or a checkout, another reading
-    if "." not in module and not in_site:
-        return {}
+    if "." not in module and not in_site and known_package(module) is None:
+        return {}  # a plain name that is not a well-known package may be the user's own module
     if _specific_entry_explains(line):
         return {}
     top = _top(module)
