@@ -491,3 +491,12 @@ def test_a_bare_name_missing_from_a_well_known_package_is_said_and_from_another_
     [m] = explain_text("ImportError: cannot import name 'EncoderDecoderCache' from 'transformers'\n")
     assert m.groups["rule"] == "name-missing" and "installed transformers" in m.title
     assert explain_text("ImportError: cannot import name 'EncoderDecoderCache' from 'mycache'\n") == []
+
+
+def test_setuptools_outside_a_build_environment_is_not_a_build_isolation_claim() -> None:
+    """The real torch-mlir frames moved out of pip's build environment (an ordinary site-packages): not a build."""
+    text = CASES["torch-mlir-3258"]["text"].replace("/tmp/pip-build-env-j1c2adup/overlay", "/opt/venv")
+    assert _without(text, "build-isolation") == []
+    # the import ran in code exec'd from a string (a setup.py): setuptools, whose frame is before it, is not the
+    # package that needs torch
+    assert [m for m in explain_text(text) if "setuptools" in m.title] == []

@@ -73,8 +73,12 @@ _MACHINERY = re.compile(r"^<|[/\\]lib[/\\]python\d\.\d+[/\\]importlib[/\\]")
 def _raising_path(before: Sequence[str]) -> Optional[str]:
     """The file of the last frame printed before the exception line (the frame that raised), past the import
     machinery's own frames."""
-    paths = [p for p in frames(before) if not _MACHINERY.search(p)]
-    return paths[-1] if paths else None
+    for p in reversed(frames(before)):
+        if p.startswith("<") and not p.startswith("<frozen"):
+            return None  # code run from a string or typed in (exec'd setup.py, <stdin>): no file owns the import
+        if not _MACHINERY.search(p):
+            return p
+    return None
 
 
 def _top(module: str) -> str:
@@ -94,7 +98,7 @@ def import_groups(module: str, before: Sequence[str], after: Sequence[str] = ())
     (compat_matrix/modules.toml), else from the frames before it, else from two interpreters the paste shows
     (:func:`interpreters_groups`); empty: no claim."""
     found = (removed_groups("", module, before, after) or module_shipper_groups(module)
-             or _import_frame_groups(module, before))
+             or build_isolation_groups(module, before, after) or _import_frame_groups(module, before))
     return found or interpreters_groups(module, (*before, *after))
 
 
@@ -1530,4 +1534,43 @@ def acl_code_groups(code: str, call: str, line: str, context: Sequence[str] = ()
                    f"fault."),
         "_fix": (f"Collect before concluding: {c.collect}. Unverified: msdoctor read only the code ({c.source})."),
         "rule": "acl-code", "acl_kind": c.kind,
+    }
+
+
+# -- a package's build that imports a module its isolated build environment does not have -----------------------------
+#: frames of pip's isolated build (PEP 517): the temporary environment pip creates and the hook runner it starts there
+_BUILD_ENV = re.compile(r"pip-build-env-|[/\\]pyproject_hooks[/\\]_in_process|[/\\]pep517[/\\]_in_process")
+#: the package pip is building: `Collecting P`, `Building wheel for P`, pip's `cwd: .../pip-install-xxx/P_<hash>`
+_BUILT = re.compile(r"\bCollecting (?P<c>[A-Za-z0-9][\w.-]*)|\bBuilding wheels? for (?P<b>[A-Za-z0-9][\w.-]*)|"
+                    r"pip-install-[^/\\\s]+[/\\](?P<d>[A-Za-z0-9][\w.-]*?)_[0-9a-f]{16,}")
+
+
+def build_isolation_groups(module: str, before: Sequence[str], after: Sequence[str] = ()) -> dict[str, str]:
+    """``No module named M`` raised while pip runs a package's build in its isolated build environment (its frames
+    under ``pip-build-env-*`` or pip's hook runner): the package's setup imports M at build time, and the isolated
+    environment holds only the build requirements the package declares, not what the target environment has
+    installed. Empty when the frames are not a build's."""
+    if not any(_BUILD_ENV.search(x) for x in before):
+        return {}
+    top = _top(module)
+    built = ""
+    for x in (*before, *after):
+        if (m := _BUILT.search(x)) is not None:
+            built = m.group("c") or m.group("b") or m.group("d") or ""
+            break
+    pkg = built or "the package pip is building"
+    return {
+        "_title": f"the build of {pkg} imports {top}, which pip's isolated build environment does not have",
+        "_cause": (f"{module} was imported by the setup code of {pkg} while pip built it from source: pip runs a build "
+                   f"in a temporary, isolated environment (the pip-build-env frames) that holds only the build "
+                   f"requirements the package declares (pyproject.toml [build-system] requires), not the packages "
+                   f"installed where it is going; {pkg} imports {top} at build time without declaring it, so an "
+                   f"installed {top} does not help (https://pip.pypa.io/en/stable/reference/build-system/"
+                   f"pyproject-toml/#build-isolation)."),
+        "_fix": (f"Install {top} into the environment first, then build without isolation so the build sees it: "
+                 f"`{{python}} -m pip install --no-build-isolation {built or '<the package>'}` (its other build "
+                 f"requirements, such as setuptools, wheel, ninja, packaging, must then be installed too); or install "
+                 f"a prebuilt wheel of {pkg} for this Python and platform if one exists. Unverified: `{{python}} -c "
+                 f"\"import {top}\"` confirms {top} is in the environment."),
+        "rule": "build-isolation",
     }
