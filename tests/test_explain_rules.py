@@ -475,8 +475,8 @@ def test_the_acl_codes_are_validated() -> None:
 
 
 def test_a_plain_release_pin_is_not_called_another_index_build() -> None:
-    """The real Samsung/ONE line with a plain release pin: pip's general answer, nothing about a project's own index."""
-    text = CASES["Samsung-ONE-16110"]["text"].replace("2.7.0+cpu", "2.9.9")
+    """The real OneTrainer lines with a plain release pin: pip's general answer, nothing about a project's own index."""
+    text = CASES["OneTrainer-138"]["text"].replace("2.1.2+cu118", "2.9.9")
     [m] = explain_text(text)
     assert m.groups["rule"] == "no-distribution" and "own index" not in m.cause + m.fix
     # a date-like number that is not a .dev nightly (a post release) is not one either
