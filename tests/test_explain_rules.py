@@ -500,3 +500,13 @@ def test_setuptools_outside_a_build_environment_is_not_a_build_isolation_claim()
     # the import ran in code exec'd from a string (a setup.py): setuptools, whose frame is before it, is not the
     # package that needs torch
     assert [m for m in explain_text(text) if "setuptools" in m.title] == []
+
+
+def test_an_acl_code_with_numpy_2_in_the_paste_names_numpy_first() -> None:
+    """The real 507000 line of vllm-ascend-1653 with a NumPy 2 install line before it: numpy<2 comes first; with
+    NumPy 1.26 instead, nothing about NumPy."""
+    base = CASES["vllm-ascend-1653"]["text"]
+    [m] = explain_text("Successfully installed numpy-2.0.2\n" + base)
+    assert "numpy 2.0.2" in m.cause and 'pip install "numpy<2"' in m.fix_for("/env/bin/python")
+    [n] = explain_text("Successfully installed numpy-1.26.4\n" + base)
+    assert "numpy<2" not in n.fix and "NumPy" not in n.cause

@@ -1526,13 +1526,23 @@ def acl_code_groups(code: str, call: str, line: str, context: Sequence[str] = ()
     if not call and not any(_ASCEND_WORDS.search(x) for x in (line, *context)):
         return {}  # nothing in the paste is Ascend's: a code of that value from someone else
     by = f"{call} returned it" if call else "a call into CANN returned it"
+    # CANN's Python components are built for NumPy 1.x (CANN 8.2's need numpy<2 when torch_npu sets compile options:
+    # https://github.com/vllm-project/vllm-ascend/issues/2210); a NumPy 2 the paste shows installed is the first suspect
+    numpy = _dist_shown("numpy", (line, *context))
+    numpy2 = bool(numpy) and _vtuple(numpy) >= (2,)
     framework = "torch_npu" if "c10_npu" in line or "torch_npu" in line else "the framework"
     return {
         "_title": f"CANN runtime error {c.code}: {c.meaning} (a category, not a diagnosis)",
         "_cause": (f"{by}: CANN's runtime defines {c.code} as {c.meaning}. That is {c.what}. Only the category is "
                    f"known from the code; {framework}'s message does not say which operator, rank or release is at "
-                   f"fault."),
-        "_fix": (f"Collect before concluding: {c.collect}. Unverified: msdoctor read only the code ({c.source})."),
+                   f"fault."
+                   + (f" The paste also shows numpy {numpy} installed, and CANN's Python components (te/tbe) are built "
+                      f"for NumPy 1.x: the likely cause when a call that compiles operators or sets compile options "
+                      f"fails." if numpy2 else "")),
+        "_fix": ((f"First, since the paste shows numpy {numpy}: CANN's Python components (te/tbe, which compile "
+                  f"operators and set compile options) are built for NumPy 1.x, so install `{{python}} -m pip install "
+                  f"\"numpy<2\"` and retry. " if numpy2 else "")
+                 + f"Collect before concluding: {c.collect}. Unverified: msdoctor read only the code ({c.source})."),
         "rule": "acl-code", "acl_kind": c.kind,
     }
 
