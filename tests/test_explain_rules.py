@@ -510,3 +510,19 @@ def test_an_acl_code_with_numpy_2_in_the_paste_names_numpy_first() -> None:
     assert "numpy 2.0.2" in m.cause and 'pip install "numpy<2"' in m.fix_for("/env/bin/python")
     [n] = explain_text("Successfully installed numpy-1.26.4\n" + base)
     assert "numpy<2" not in n.fix and "NumPy" not in n.cause
+
+
+def test_no_mindspore_wheel_says_what_the_matrix_knows_of_the_release() -> None:
+    """The real ConsistentID-5 lines with a release the compat matrix lists (2.3.0: Python 3.8 to 3.10, not on PyPI)
+    and a Python the paste states; a release the matrix does not list adds nothing."""
+    text = CASES_REAL["consistentid-5"]["text"].replace("2.2.0", "2.3.0")
+    [m] = explain_text("Python 3.11.4\n" + text)
+    assert m.entry_id == "mindspore-no-distribution"
+    assert "Python 3.8, 3.9, 3.10" in m.cause and "Python 3.11, which is not one of them" in m.cause
+    assert "not on PyPI" in m.cause
+    [n] = explain_text(CASES_REAL["consistentid-5"]["text"])
+    assert "compat_matrix lists" not in n.cause and "{ms_facts}" not in n.cause
+
+
+CASES_REAL = {c["id"]: c for c in tomllib.loads((Path(__file__).parent / "data" / "explain" / "real_cases.toml")
+                                                .read_text(encoding="utf-8"))["case"]}

@@ -1584,3 +1584,26 @@ def build_isolation_groups(module: str, before: Sequence[str], after: Sequence[s
                  f"\"import {top}\"` confirms {top} is in the environment."),
         "rule": "build-isolation",
     }
+
+
+# -- pip found no MindSpore wheel: what the compat matrix knows of that release ------------------------------------
+def mindspore_wheel_groups(version: str, context: Sequence[str]) -> dict[str, str]:
+    """``{ms_facts}`` for ``No matching distribution found for mindspore==V``: the Python versions compat_matrix/
+    mindspore.toml lists for V (against the one the paste shows) and whether V is on PyPI. Empty text when the matrix
+    has no row for V."""
+    from msdoctor.matrix import load
+
+    row = load().mindspore(version) if version else None
+    if row is None:
+        return {"ms_facts": ""}
+    facts = f" compat_matrix lists MindSpore {row.version}'s wheels for Python {', '.join(row.python)}"
+    stated = {m.group("v") or m.group("p") for line in context for m in _STATED_PY.finditer(line)} | (
+        {shown} if (shown := _python_shown(context)) else set())
+    if len(stated) == 1:
+        py = stated.pop()
+        facts += (f"; the paste shows Python {py}, which is not one of them: use a Python it supports" if py not in
+                  row.python else f"; the paste shows Python {py}, one of them")
+    if not row.on_pypi:
+        facts += (f"; MindSpore {row.version} is not on PyPI, so pip finds it only from the wheel URL or index "
+                  f"https://www.mindspore.cn/install gives for it")
+    return {"ms_facts": facts + f" ({row.source.split(';')[0]})."}
