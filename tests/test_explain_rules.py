@@ -526,3 +526,11 @@ def test_no_mindspore_wheel_says_what_the_matrix_knows_of_the_release() -> None:
 
 CASES_REAL = {c["id"]: c for c in tomllib.loads((Path(__file__).parent / "data" / "explain" / "real_cases.toml")
                                                 .read_text(encoding="utf-8"))["case"]}
+
+
+def test_an_old_pip_on_a_new_python_is_reinstalled_not_upgraded_with_itself() -> None:
+    """The real pykrx frames moved into pip's vendored pkg_resources (pip 22.3 on Python 3.12): pip cannot upgrade
+    itself there, so the fix is ensurepip."""
+    text = CASES["pykrx-219"]["text"].replace("site-packages/pkg_resources/", "site-packages/pip/_vendor/pkg_resources/")
+    [m] = explain_text(text)
+    assert m.groups["rule"] == "name-removed" and "-m ensurepip --upgrade" in m.fix_for("/env/bin/python")

@@ -1453,7 +1453,10 @@ def removed_groups(name: str, module: str, before: Sequence[str], after: Sequenc
         lib = "setuptools" if owner.name.lower() in ("pkg_resources", "_distutils_hack") else owner.name
         build_env = "pip-build-env" in path  # type: ignore[operator]
         user = (f"{lib} (its frame {path}{', in the build environment pip made for a package being built' if build_env else ''})")
-        fix = ("Upgrade the packaging tools in this environment: `{python} -m pip install -U pip setuptools`"
+        fix = (("This pip cannot run on this Python, so it cannot upgrade itself: reinstall it with the pip this "
+                "Python bundles, `{python} -m ensurepip --upgrade` (or get-pip.py, https://pip.pypa.io/en/stable/"
+                "installation/), then `{python} -m pip install -U setuptools`" if lib == "pip" else
+                "Upgrade the packaging tools in this environment: `{python} -m pip install -U pip setuptools`")
                + (f"; the build environment installs the setuptools the package's own build requirements name "
                   f"(pyproject.toml [build-system]): install a release of that package made for {label} {release}, or "
                   f"build it with `--no-build-isolation` once a current setuptools is installed" if build_env else "")
