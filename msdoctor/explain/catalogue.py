@@ -18,7 +18,7 @@ CATEGORIES = ("device-oom", "host-oom", "hccl", "msrun", "cann-code", "api-skew"
               "cuda", "cann-env", "cann-version", "visible-devices", "enospc", "install", "shadowing", "registry",
               "parallel-config", "cpu-backend", "interpreter", "api-name", "device-busy")
 LOOKUPS = ("library", "scheduler", "symbol", "symbol-owner", "import", "pairing", "keyword", "wheel", "distribution",
-           "conflict", "port", "device", "runtime", "build", "requirement", "circular", "version", "signature", "opcheck", "numpy",
+           "conflict", "port", "device", "runtime", "build", "requirement", "circular", "version", "signature", "opcheck", "numpy", "removed", "aclcode", "mindspore-wheel",
            "requires-python")
 LIVE_STATUSES = ("fail", "warn")
 #: how a fix says "set CANN's environment" when the target's CANN path is unknown
