@@ -23,7 +23,7 @@ import sysconfig
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
 #: the interpreter running the tests: it has MindSpore 2.7.0 and the test extras
@@ -124,6 +124,52 @@ def make_venv(root: Path, *, layered: bool = False, with_pip: bool = False) -> V
             f"import site; site.addsitedir({BASE_PURELIB!r})\n"
         )
     return venv
+
+
+def built_once(name: str, build: Callable[[Path], Any]) -> Path:
+    """The folder ``build(folder)`` fills, built once per pytest run and shared by all its xdist workers: the first
+    test that asks builds it under the run's temporary cache folder (``MSDOCTOR_TEST_CACHE_HOME``, set by the
+    controller in tests/conftest.py and removed with it) while it holds a lock; a worker that asks meanwhile waits
+    for it. A build that fails or skips leaves nothing behind, and the next test that asks tries again."""
+    import fcntl
+
+    base = Path(os.environ["MSDOCTOR_TEST_CACHE_HOME"]) / ".built-once"
+    base.mkdir(parents=True, exist_ok=True)
+    folder, done = base / name, base / f"{name}.done"
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed, also when build raises
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            try:
+                build(folder)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            done.touch()
+    return folder
+
+
+def linked_copy(venv: Venv, root: Path) -> Venv:
+    """A venv of the test's own with the files of ``venv``: each file a hard link (``cp -al``: seconds, not the
+    minutes of installing a 2 GB MindSpore again), its scripts' ``#!`` lines pointing at the copy. A venv is not
+    relocatable by itself only through those lines: ``sys.prefix`` comes from the copy's ``pyvenv.cfg``. Safe to
+    install into: pip unlinks a file before it writes one of the same name (``File.save`` in
+    https://github.com/pypa/pip/blob/23.2.1/src/pip/_internal/operations/install/wheel.py) and moves an
+    uninstalled one aside by renaming it, and Python writes a ``.pyc`` to a temporary file that it renames over the
+    old one (``_write_atomic`` in https://github.com/python/cpython/blob/3.11/Lib/importlib/_bootstrap_external.py),
+    so none of them writes into a file the original shares."""
+    subprocess.run(["cp", "-al", str(venv.root), str(root)], check=True, capture_output=True, timeout=300)
+    old, new = f"#!{venv.root}/".encode(), f"#!{root}/".encode()
+    for script in (root / "bin").iterdir():
+        if script.is_symlink() or not script.is_file():
+            continue
+        text = script.read_bytes()
+        if text.startswith(old):
+            mode = script.stat().st_mode
+            script.unlink()  # a new file, not a write into the one the original shares
+            script.write_bytes(new + text[len(old):])
+            script.chmod(mode)
+    return Venv(root)
 
 
 def fake_tool(bin_dir: Path, name: str, stdout: str = "", *, exit_code: int = 0, stderr: str = "",

@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import BASE_PURELIB, BASE_PYTHON, Venv, check_of, make_venv, run_json, run_msdoctor
+from helpers import (BASE_PURELIB, BASE_PYTHON, Venv, built_once, check_of, linked_copy, make_venv, run_json,
+                     run_msdoctor)
 from test_fix_stack import need_index
 
 pytestmark = [pytest.mark.slow, pytest.mark.mindspore]
@@ -44,10 +45,13 @@ def _plan_finding(check: dict) -> dict:
 
 
 def _follow(fix: str, python: str) -> None:
-    """Run the printed command exactly as a user pastes it."""
+    """Run the printed command exactly as a user pastes it. PIP_COMPILE=0 (pip's ``--compile`` option off, as
+    ``--no-compile``; PIP_NO_COMPILE=1 would turn it on, observed with pip 23.2.1) leaves out writing the .pyc files
+    of what it installs (a MindSpore release has 2,000 modules): the same packages, versions and files are installed,
+    and Python compiles what the import smoke imports when it imports it."""
     argv = shlex.split(fix.splitlines()[0])
     assert argv[:4] == [python, "-m", "pip", "install"], argv
-    res = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=1800, env=dict(os.environ, PIP_COMPILE="0"))
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
 
 
@@ -79,17 +83,26 @@ def _ms210(root: Path) -> Venv:
     return venv
 
 
+def _ms210_once() -> Venv:
+    """The MindSpore 2.10.0 venv of this pytest run: installed from the index once, by the first test that asks, on
+    either xdist worker (tests/helpers.built_once)."""
+    need_index()
+    return Venv(built_once("ms210-venv", _ms210))
+
+
 @pytest.fixture(scope="module")
-def ms210(tmp_path_factory: pytest.TempPathFactory) -> Venv:
-    """Read only (pip's dry runs): shared by the module's tests that do not install into it."""
-    return _ms210(tmp_path_factory.mktemp("ms210") / "venv")
+def ms210() -> Venv:
+    """Read only (pip's dry runs): shared by the tests that do not install into it."""
+    return _ms210_once()
 
 
 @pytest.fixture
 def ms210_own(tmp_path: Path) -> Venv:
-    """A venv of the test's own, for a test that installs into it: with no module fixture the test is a unit of
-    its own (tests/conftest.py), so it runs on the other worker while the mindnlp case reads ``ms210``."""
-    return _ms210(tmp_path / "ms210")
+    """A venv of the test's own, for a test that installs into it: the files of the run's MindSpore 2.10.0 venv,
+    hard-linked (tests/helpers.linked_copy), instead of a second `pip install mindspore` of 2 GB. With no module
+    fixture the test is a unit of its own (tests/conftest.py), so it runs on the other worker while the mindnlp
+    case reads ``ms210``."""
+    return linked_copy(_ms210_once(), tmp_path / "ms210")
 
 
 def _version(venv: Venv, dist: str) -> str:

@@ -114,3 +114,62 @@ def test_tests_sharing_a_module_fixture_stay_on_one_worker_and_the_others_spread
     assert len(built) == 1, names  # the module fixture once, not once per worker
     assert {n.rsplit("-", 1)[1] for n in names if n.startswith("shared-")} == {built[0].split("-")[1]}
     assert {n.rsplit("-", 1)[1] for n in names if n.startswith("single-")} == {"gw0", "gw1"}, names
+
+
+def _tiny_wheel(where: Path, version: str) -> Path:
+    """A real wheel of ``tinyx`` with a module and a console script (METADATA, WHEEL, entry_points, RECORD)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"tinyx-{version}.dist-info"
+    files = {"tinyx.py": f"VERSION = {version!r}\ndef main():\n    print(VERSION)\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: tinyx\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: msdoctor-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+             f"{info}/entry_points.txt": "[console_scripts]\ntinyx = tinyx:main\n"}
+    rows = [f"{rel},sha256={base64.urlsafe_b64encode(hashlib.sha256(t.encode()).digest()).rstrip(b'=').decode()},"
+            f"{len(t.encode())}" for rel, t in files.items()] + [f"{info}/RECORD,,"]
+    path = where / f"tinyx-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for rel, text in files.items():
+            z.writestr(rel, text)
+        z.writestr(f"{info}/RECORD", "\n".join(rows) + "\n")
+    return path
+
+
+def test_a_linked_copy_of_a_venv_is_installed_into_without_changing_the_original(tmp_path: Path) -> None:
+    """tests/helpers.linked_copy: the real pip replaces a package in the copy; the original keeps its files."""
+    wheels = [_tiny_wheel(tmp_path, v) for v in ("1.0", "2.0")]
+    original = helpers.make_venv(tmp_path / "original")
+    original.pip("install", "--no-deps", "--no-index", "--no-compile", "--quiet", str(wheels[0]))
+    module = original.site_packages / "tinyx.py"
+    copy = helpers.linked_copy(original, tmp_path / "copy")
+    assert os.path.samefile(module, copy.site_packages / "tinyx.py")  # linked, not copied
+    assert (copy.bin / "tinyx").read_text().startswith(f"#!{copy.python}")
+    assert (original.bin / "tinyx").read_text().startswith(f"#!{original.python}")
+    copy.pip("install", "--no-deps", "--no-index", "--no-compile", "--quiet", str(wheels[1]))
+    run = [[str(v.bin / "tinyx")] for v in (original, copy)]
+    assert [subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout.strip() for argv in run] == \
+        ["1.0", "2.0"]
+    assert "VERSION = '1.0'" in module.read_text() and (original.site_packages / "tinyx-1.0.dist-info").is_dir()
+    assert not (copy.site_packages / "tinyx-1.0.dist-info").exists()
+
+
+def test_built_once_builds_once_and_a_failed_build_leaves_nothing(tmp_path: Path) -> None:
+    name = f"probe-{tmp_path.name}"
+    builds = []
+
+    def fails(folder: Path) -> None:
+        folder.mkdir()
+        raise RuntimeError("no index")
+
+    with pytest.raises(RuntimeError):
+        helpers.built_once(name, fails)
+
+    def build(folder: Path) -> None:
+        builds.append(folder)
+        folder.mkdir()
+        (folder / "made").write_text("x")
+
+    first = helpers.built_once(name, build)
+    assert helpers.built_once(name, build) == first and len(builds) == 1 and (first / "made").is_file()
