@@ -29,7 +29,7 @@ def test_a_near_miss_is_not_claimed_by_the_rule(case_id: str) -> None:
 def test_every_env_lookup_has_an_entry_and_a_real_case() -> None:
     entries = {e.lookup: e.id for e in load_catalogue() if e.lookup in ENV_LOOKUPS}
     assert set(entries) == set(ENV_LOOKUPS) == set(CLAIMS)
-    expected = {c["expect"] for c in DATA["case"]}
+    expected = {c["expect"] for c in DATA["case"]} | {SET_E_CASES[i]["entry"] for i in SET_E}
     assert set(entries.values()) <= expected
 
 
@@ -70,3 +70,28 @@ def test_a_system_command_is_read_from_its_frame() -> None:
     [m] = explain_text(frame.format(path="/usr/bin/yum"))
     assert m.entry_id == "system-tool-python-changed" and "env -u LD_LIBRARY_PATH" in m.fix_for("python")
     assert "system-tool-python-changed" not in [m.entry_id for m in explain_text(frame.format(path="/home/u/yum.py"))]
+
+
+#: the set E case (tests/data/explain/holdout_2026-12-05.toml, a vendor FAQ entry) each rule was written from -> rule
+SET_E = {
+    "ms-faq-install-cpu-gpu-overwrite": "mindspore-incomplete", "ms-faq-shadowed-package-dir": "mindspore-incomplete",
+    "mindspeed-mm-faq-no-module-acl": "cann-python-path", "ms-tut-cann-ee1001-device-id": "device-out-of-range",
+    "ms-faq-dist-cuda-visible-devices-short": "device-out-of-range", "ms-tut-cann-ei0004-ranktable": "ranktable-invalid",
+    "ms-tut-cann-ei0005-args-differ": "ranks-disagree", "ms-faq-dist-init-without-launcher": "no-launcher",
+    "ms-faq-dist-gpu-collective-load": "collective-libs", "ms-faq-dist-nccl-socket-ifname": "network-interface",
+    "ms-faq-dist-openmpi-ucx-nic": "network-interface", "mindsdk-faq-yum-no-dnf": "system-python-changed",
+    "mindsdk-faq-yum-libssl": "loader-other-copy", "ms-faq-ld-warning-libmindspore-needs": "linker-needed",
+    "ms-faq-install-ssl-verify": "tls-untrusted", "ms-faq-install-proxyerror": "proxy-unreachable",
+}
+SET_E_CASES = {c["id"]: c for c in tomllib.loads((Path(__file__).parent / "data" / "explain" / "holdout_2026-12-05.toml")
+                                                .read_text(encoding="utf-8"))["case"]}
+
+
+@pytest.mark.parametrize("case_id", sorted(SET_E))
+def test_the_set_e_case_a_rule_was_written_from_gets_that_rule(case_id: str) -> None:
+    case = SET_E_CASES[case_id]
+    [m] = explain_text(case["text"])
+    assert m.entry_id == case["entry"] and m.groups.get("rule") == SET_E[case_id]
+    fix = m.fix_for("/env/bin/python")
+    assert "Unverified" in fix and "rules_env.py fills this" not in m.cause + fix
+    assert case["verdict"] == "right" and "no longer unseen" in case["note"]

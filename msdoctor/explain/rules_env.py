@@ -151,7 +151,7 @@ def _duplicate_device_ids(text: str) -> list[str]:
 def ranktable_groups(g: Groups, before: Sequence[str], line: str, after: Sequence[str]) -> Groups:
     """HCCL's ``The ranktable is invalid, Reason:[...]`` (EI0004): the rank table file (RANK_TABLE_FILE) does not
     describe this machine; a pasted rank table with one device_id twice on one server is named."""
-    reason = (g.get("reason") or "").strip()
+    reason = (g.get("reason") or "").strip().rstrip(".")
     dups = _duplicate_device_ids("\n".join((g.get("table", ""), *after)))  # the shown line may be a window
     found = (f" The pasted rank table gives device_id {', '.join(dups)} to more than one rank of one server: each "
              f"device of a server must appear once, with its own device_id." if dups else "")
@@ -270,7 +270,7 @@ def system_tool_groups(g: Groups, before: Sequence[str], line: str, after: Seque
         if m is None or not mod:
             return {}
         tool, path = m.group("tool"), raising
-    needs = f"{mod}, the system package it needs" if mod else "the system package it needs (the module named below)"
+    needs = f"{mod}, the system package it needs," if mod else "the system package it needs (the module named below)"
     return {
         "_title": f"the system command {tool} cannot import its own Python modules: its Python was changed in this shell",
         "_cause": (f"{path} is a system command run by the system's Python, and {needs} was installed by the OS into "
