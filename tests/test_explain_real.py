@@ -192,6 +192,11 @@ def test_generic_library_entry_yields_to_the_specific_one_and_names_the_owner() 
     assert g.device_target == "GPU" and "CUDA" in g.cause
     (u,) = explain_text("ImportError: libfoo_bar.so.3: cannot open shared object file: No such file or directory")
     assert "ldconfig -p | grep libfoo_bar" in u.fix
+    (cv,) = explain_text(CASES["data-centric-deep-learning-16"]["text"])
+    assert "opencv-python" in cv.cause and "apt-get install -y libgl1" in cv.fix and "opencv-python-headless" in cv.fix
+    assert cv.device_target is None  # not an accelerator's library
+    (py,) = explain_text(CASES["Rofunc-35"]["text"])
+    assert "--enable-shared" in py.cause and "$CONDA_PREFIX/lib" in py.fix
 
 
 def test_device_oom_points_at_msdoctor_memory_with_the_config() -> None:

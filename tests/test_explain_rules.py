@@ -35,7 +35,7 @@ def test_real_case_gets_the_rule_and_names_the_owners(case_id: str) -> None:
         assert word in text, (case_id, word, text)
     fix = m.fix_for("/env/bin/python")
     assert "Unverified" in fix
-    if case["rule"] not in ("port-bound", "device-permission", "symbol-owner", "runtime-copy", "scheduler-port", "two-interpreters") and case["rule"] not in NO_PYTHON:  # a fix that runs Python names the target interpreter
+    if case["rule"] not in ("port-bound", "device-permission", "symbol-owner", "runtime-copy", "scheduler-port", "two-interpreters", "acl-code") and case["rule"] not in NO_PYTHON:  # a fix that runs Python names the target interpreter
         assert "/env/bin/python " in fix
     assert "rules.py fills this" not in m.cause + m.fix  # the placeholder text never reaches the user
 
@@ -372,3 +372,166 @@ def test_a_python_inside_the_requires_python_range_is_no_claim() -> None:
     assert explain_text("ERROR: Package 'x' requires a different Python: 3.9.1 not in '>=3.9,,'") == []
     m = explain_text("ERROR: Package 'x' requires a different Python: 3.9.1 not in '!=3.9.1'")[0]
     assert "outside that range" in m.cause and "older" not in m.cause and "newer" not in m.cause
+
+
+# -- name-removed and module-shipper: the data (compat_matrix/modules.toml) and the near misses ------------------------
+def _without(text: str, rule: str) -> list[str]:
+    return [m.entry_id for m in explain_text(text) if m.groups.get("rule") == rule]
+
+
+def test_a_removed_name_is_no_claim_where_the_paste_shows_a_release_that_still_has_it() -> None:
+    """The real ASFFNet512 traceback with the numpy the reporter went back to (1.23.5, before the 1.24 that removed
+    np.float) stated in it: the name was not removed there, so the rule stays silent."""
+    text = CASES["ASFFNet512-8"]["text"] + "\n$ pip list | grep numpy\nnumpy 1.23.5\n"
+    assert _without(text, "name-removed") == []
+    py310 = ('  File "/usr/lib/python3.10/site-packages/foo/setup.py", line 3, in <module>\n    import distutils.core\n'
+             "ModuleNotFoundError: No module named 'distutils'\n")
+    got = explain_text(py310)  # Python 3.10 still had distutils: the Debian split, not the 3.12 removal
+    assert [m.groups.get("rule") for m in got] == ["module-shipper"] and "python3-distutils" in got[0].fix
+    assert "pip install distutils" not in got[0].fix_for("/env/bin/python")
+
+
+def test_names_the_data_does_not_list_are_no_claim() -> None:
+    assert _without("AttributeError: module 'numpy' has no attribute 'float32'\n", "name-removed") == []
+    assert _without("AttributeError: `np.float32` removed\n", "name-removed") == []  # not a name NumPy removed
+    text = ('  File "/usr/local/lib/python3.10/site-packages/cffi/api.py", line 48, in __init__\n'
+            "    import _cffi_backend as backend\nModuleNotFoundError: No module named '_cffi_backend'\n")
+    assert _without(text, "module-shipper") == [] and _without(text, "name-removed") == []
+
+
+def test_a_standard_library_module_is_never_a_dependency_to_pip_install() -> None:
+    text = ('  File "/env/lib/python3.11/site-packages/foo/__init__.py", line 3, in <module>\n    import readline\n'
+            "ModuleNotFoundError: No module named 'readline'\n")
+    assert _without(text, "missing-dependency") == []
+
+
+def test_the_removals_are_true_of_the_real_interpreter_and_numpy() -> None:
+    """Every [[removed]] row checked against what runs here: a name or module removed in a release up to this Python
+    (or this numpy) is absent; one removed in a later release is still there, so the row names a real name."""
+    import importlib
+    import importlib.util
+    import sys
+    import warnings
+
+    import numpy
+
+    from msdoctor.explain.owners import module_facts
+
+    def version(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split(".")[:2])
+
+    runs = {"Python": sys.version_info[:2], "numpy": version(numpy.__version__)}
+    checked = 0
+    for r in module_facts().removed:
+        if r.dist not in runs:
+            continue
+        gone = runs[r.dist] >= version(r.release)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if r.names:
+                mod = importlib.import_module(r.module)
+                for name in r.names:
+                    assert hasattr(mod, name) is not gone, (r.module, name, r.release)
+                    checked += 1
+            else:
+                assert (importlib.util.find_spec(r.module) is None) is gone, (r.module, r.release)
+                checked += 1
+    assert checked > 50
+
+
+def test_the_module_facts_are_validated() -> None:
+    from msdoctor.explain.owners import ModuleFactsError, parse_module_facts
+
+    good = 'kind = "module-facts"\n[[removed]]\nmodule = "m"\nnames = ["n"]\ndist = "d"\nrelease = "2.0"\n' \
+           'instead = "x"\nsource = "https://example.org/notes"\n'
+    assert parse_module_facts(good).removed[0].names == ("n",)
+    with pytest.raises(ModuleFactsError, match=r"\[\[removed\]\] #1 \(m\).*source"):
+        parse_module_facts(good.replace("https://example.org/notes", "somewhere"))
+    with pytest.raises(ModuleFactsError, match="release"):
+        parse_module_facts(good.replace('"2.0"', '"two"'))
+
+
+# -- acl-code: a return code of CANN's runtime -------------------------------------------------------------------------
+def test_an_acl_code_the_data_does_not_list_or_one_next_to_a_cann_code_is_no_claim() -> None:
+    real = CASES["vllm-ascend-7676"]["text"]
+    assert _without(real.replace("507011", "507999"), "acl-code") == []  # not a code CANN's runtime lists
+    # with CANN's own code printed after it, that code's entry and inner lines answer (the category is said once)
+    with_code = real + "E39007: Starting a subprocess on the device timed out.\n"
+    assert [m.entry_id for m in explain_text(with_code)] == ["cann-error-code"]
+    # a listed code with nothing of Ascend's in the paste (no NPU call, no acl/CANN/npu name) is someone else's code
+    assert _without("upload failed, error code: 507011 (gateway timeout)\n", "acl-code") == []
+    assert _without("aclrtSynchronizeStream failed, error code: 507011\n", "acl-code") == ["acl-runtime-code"]
+
+
+def test_the_acl_codes_are_validated() -> None:
+    from msdoctor.explain.owners import ModuleFactsError, acl_codes, parse_acl_codes
+
+    codes = acl_codes()
+    assert {c.kind for c in codes.values()} == {"task-exception", "timeout", "internal", "memory", "setup"}
+    assert all(str(c.code)[0] in "12345" and len(str(c.code)) == 6 for c in codes.values())
+    bad = ('kind = "acl-error-codes"\nsource = "https://example.org"\n[[kinds]]\nid = "a"\nwhat = "w"\ncollect = "c"\n'
+           '[[code]]\ncode = 507001\nkind = "b"\nmeaning = "m"\n')
+    with pytest.raises(ModuleFactsError, match=r"\[\[code\]\] #1 \(507001\)"):
+        parse_acl_codes(bad)
+
+
+def test_a_plain_release_pin_is_not_called_another_index_build() -> None:
+    """The real OneTrainer lines with a plain release pin: pip's general answer, nothing about a project's own index."""
+    text = CASES["OneTrainer-138"]["text"].replace("2.1.2+cu118", "2.9.9")
+    [m] = explain_text(text)
+    assert m.groups["rule"] == "no-distribution" and "own index" not in m.cause + m.fix
+    # a date-like number that is not a .dev nightly (a post release) is not one either
+    [p] = explain_text("ERROR: No matching distribution found for torch-npu==2.1.0.post20240101\n")
+    assert "nightly" not in p.cause
+
+
+def test_a_bare_name_missing_from_a_well_known_package_is_said_and_from_another_module_is_not() -> None:
+    """`cannot import name N from 'transformers'` with no frame or path: transformers is a package on PyPI, so the
+    installed release lacks N (rule name-missing); the same line for a module nobody publishes under that name may be
+    the user's own file: no claim."""
+    [m] = explain_text("ImportError: cannot import name 'EncoderDecoderCache' from 'transformers'\n")
+    assert m.groups["rule"] == "name-missing" and "installed transformers" in m.title
+    assert explain_text("ImportError: cannot import name 'EncoderDecoderCache' from 'mycache'\n") == []
+
+
+def test_setuptools_outside_a_build_environment_is_not_a_build_isolation_claim() -> None:
+    """The real torch-mlir frames moved out of pip's build environment (an ordinary site-packages): not a build."""
+    text = CASES["torch-mlir-3258"]["text"].replace("/tmp/pip-build-env-j1c2adup/overlay", "/opt/venv")
+    assert _without(text, "build-isolation") == []
+    # the import ran in code exec'd from a string (a setup.py): setuptools, whose frame is before it, is not the
+    # package that needs torch
+    assert [m for m in explain_text(text) if "setuptools" in m.title] == []
+
+
+def test_an_acl_code_with_numpy_2_in_the_paste_names_numpy_first() -> None:
+    """The real 507000 line of vllm-ascend-1653 with a NumPy 2 install line before it: numpy<2 comes first; with
+    NumPy 1.26 instead, nothing about NumPy."""
+    base = CASES["vllm-ascend-1653"]["text"]
+    [m] = explain_text("Successfully installed numpy-2.0.2\n" + base)
+    assert "numpy 2.0.2" in m.cause and 'pip install "numpy<2"' in m.fix_for("/env/bin/python")
+    [n] = explain_text("Successfully installed numpy-1.26.4\n" + base)
+    assert "numpy<2" not in n.fix and "NumPy" not in n.cause
+
+
+def test_no_mindspore_wheel_says_what_the_matrix_knows_of_the_release() -> None:
+    """The real ConsistentID-5 lines with a release the compat matrix lists (2.3.0: Python 3.8 to 3.10, not on PyPI)
+    and a Python the paste states; a release the matrix does not list adds nothing."""
+    text = CASES_REAL["consistentid-5"]["text"].replace("2.2.0", "2.3.0")
+    [m] = explain_text("Python 3.11.4\n" + text)
+    assert m.entry_id == "mindspore-no-distribution"
+    assert "Python 3.8, 3.9, 3.10" in m.cause and "Python 3.11, which is not one of them" in m.cause
+    assert "not on PyPI" in m.cause
+    [n] = explain_text(CASES_REAL["consistentid-5"]["text"])
+    assert "compat_matrix lists" not in n.cause and "{ms_facts}" not in n.cause
+
+
+CASES_REAL = {c["id"]: c for c in tomllib.loads((Path(__file__).parent / "data" / "explain" / "real_cases.toml")
+                                                .read_text(encoding="utf-8"))["case"]}
+
+
+def test_an_old_pip_on_a_new_python_is_reinstalled_not_upgraded_with_itself() -> None:
+    """The real pykrx frames moved into pip's vendored pkg_resources (pip 22.3 on Python 3.12): pip cannot upgrade
+    itself there, so the fix is ensurepip."""
+    text = CASES["pykrx-219"]["text"].replace("site-packages/pkg_resources/", "site-packages/pip/_vendor/pkg_resources/")
+    [m] = explain_text(text)
+    assert m.groups["rule"] == "name-removed" and "-m ensurepip --upgrade" in m.fix_for("/env/bin/python")

@@ -21,7 +21,7 @@ CATEGORIES = ("device-oom", "host-oom", "hccl", "msrun", "cann-code", "api-skew"
 ENV_LOOKUPS = ("mindspore-core", "cann-python", "device-range", "ranktable", "rank-arguments", "pip-network",
                "loader-version", "system-tool", "linker-needed", "cluster-role", "gpu-collective", "network-interface")
 LOOKUPS = ("library", "scheduler", "symbol", "symbol-owner", "import", "pairing", "keyword", "wheel", "distribution",
-           "conflict", "port", "device", "runtime", "build", "requirement", "circular", "version", "signature", "opcheck", "numpy",
+           "conflict", "port", "device", "runtime", "build", "requirement", "circular", "version", "signature", "opcheck", "numpy", "removed", "aclcode", "mindspore-wheel",
            "requires-python") + ENV_LOOKUPS
 LIVE_STATUSES = ("fail", "warn")
 #: how a fix says "set CANN's environment" when the target's CANN path is unknown

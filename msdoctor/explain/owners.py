@@ -13,8 +13,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 _NAMESPACE = re.compile(r"^_ZN[KVr]*(?:St)?(\d+)")
@@ -188,6 +189,7 @@ def interpreter_of_paths(texts: "list[str]") -> Optional[str]:
 IMPORT_NAMES: dict[str, tuple[str, ...]] = {
     "cv2": ("opencv-python", "opencv-contrib-python", "opencv-python-headless", "opencv-contrib-python-headless"),
     "PIL": ("Pillow",), "yaml": ("PyYAML",), "attr": ("attrs",), "sklearn": ("scikit-learn",),
+    "pkg_resources": ("setuptools",),
 }
 
 
@@ -200,3 +202,156 @@ def distributions_of(module: str) -> tuple[str, ...]:
 def import_name_hint() -> str:
     """How the distribution's name differs from the module's, for a fix that installs a missing module."""
     return ", ".join(f"{m} is {d[0]}" for m, d in IMPORT_NAMES.items())
+
+
+# -- modules: what a release removed, and who ships a module pip does not install (compat_matrix/modules.toml) ------
+MODULES = "modules.toml"
+
+
+@dataclass(frozen=True)
+class Removal:
+    """Names (or a whole module, ``names`` empty) that release ``release`` of ``dist`` removed from ``module``."""
+
+    module: str
+    names: tuple[str, ...]
+    dist: str  # a distribution, or "Python" (the standard library)
+    release: str
+    instead: str
+    source: str
+
+
+@dataclass(frozen=True)
+class ModuleShipper:
+    """Who ships a module that pip does not install under its own name, why it is missing, and what provides it."""
+
+    module: str
+    owner: str
+    cause: str
+    fix: str
+    check: str
+    source: str
+
+
+@dataclass(frozen=True)
+class ModuleFacts:
+    removed: tuple[Removal, ...]
+    shipped: dict[str, ModuleShipper]
+    packages: dict[str, str] = field(default_factory=dict)  # top-level module -> its distribution on PyPI
+
+
+class ModuleFactsError(ValueError):
+    """compat_matrix/modules.toml does not follow its schema (a row without its source, a field of the wrong type)."""
+
+
+def parse_module_facts(text: str, origin: str = MODULES) -> ModuleFacts:
+    """The rows of a modules.toml text, validated; :class:`ModuleFactsError` names the row that is wrong."""
+    from msdoctor.tomlcompat import tomllib
+
+    data = tomllib.loads(text)
+    if data.get("kind") != "module-facts":
+        raise ModuleFactsError(f"{origin}: kind must be 'module-facts'")
+
+    def strings(row: dict, where: str, keys: tuple[str, ...]) -> None:
+        for k in keys:
+            if not isinstance(row.get(k), str) or not row[k].strip():
+                raise ModuleFactsError(f"{where}: '{k}' must be a non-empty string")
+        if "https://" not in row["source"]:
+            raise ModuleFactsError(f"{where}: 'source' must name its public source (a URL)")
+
+    removed = []
+    for i, row in enumerate(data.get("removed", []), 1):
+        where = f"{origin}: [[removed]] #{i} ({row.get('module', '?')})"
+        strings(row, where, ("module", "dist", "release", "instead", "source"))
+        names = row.get("names", [])
+        if not isinstance(names, list) or not all(isinstance(n, str) and n.isidentifier() for n in names):
+            raise ModuleFactsError(f"{where}: 'names' must be a list of identifiers")
+        if not re.fullmatch(r"\d+(?:\.\d+)*", row["release"]):
+            raise ModuleFactsError(f"{where}: 'release' must be a version (2.0, 3.12)")
+        removed.append(Removal(row["module"], tuple(names), row["dist"], row["release"], row["instead"],
+                               row["source"]))
+    shipped = {}
+    for i, row in enumerate(data.get("module", []), 1):
+        where = f"{origin}: [[module]] #{i} ({row.get('module', '?')})"
+        strings(row, where, ("module", "owner", "cause", "fix", "check", "source"))
+        shipped[row["module"]] = ModuleShipper(row["module"], row["owner"], row["cause"], row["fix"], row["check"],
+                                               row["source"])
+    packages = {}
+    for i, row in enumerate(data.get("package", []), 1):
+        where = f"{origin}: [[package]] #{i} ({row.get('module', '?')})"
+        strings(row, where, ("module", "dist", "source"))
+        packages[row["module"]] = row["dist"]
+    return ModuleFacts(tuple(removed), shipped, packages)
+
+
+@functools.lru_cache(maxsize=1)
+def module_facts() -> ModuleFacts:
+    """The bundled compat_matrix/modules.toml (parsed once per process)."""
+    from importlib import resources
+
+    text = resources.files("msdoctor.compat_matrix").joinpath(MODULES).read_text(encoding="utf-8")
+    return parse_module_facts(text)
+
+
+def removal_of(module: str, name: str = "") -> Optional[Removal]:
+    """The release that removed ``module.name`` (or, with no name, the module ``module`` or the package it is in);
+    None when the data does not say so."""
+    for r in module_facts().removed:
+        if name and r.module == module and name in r.names:
+            return r
+        if not r.names and (module == r.module or module.startswith(r.module + ".")):
+            return r
+    return None
+
+
+def known_package(module: str) -> Optional[str]:
+    """The PyPI distribution of a well-known top-level module (transformers, torch, numpy, ...); None otherwise."""
+    return module_facts().packages.get(module.split(".")[0])
+
+
+def module_shipper(module: str) -> Optional[ModuleShipper]:
+    """Who ships a top-level module that pip does not install (CPython's optional extensions); None otherwise."""
+    return module_facts().shipped.get(module)
+
+
+# -- the return codes of CANN's runtime (compat_matrix/acl_codes.toml) ---------------------------------------------
+ACL_CODES = "acl_codes.toml"
+
+
+@dataclass(frozen=True)
+class AclCode:
+    code: int
+    meaning: str
+    kind: str  # task-exception, timeout, internal, memory, setup
+    what: str  # what the kind means
+    collect: str  # what to collect for it
+    source: str
+
+
+def parse_acl_codes(text: str, origin: str = ACL_CODES) -> dict[int, AclCode]:
+    """The codes of an acl_codes.toml text, each with its kind's text; :class:`ModuleFactsError` names a bad row."""
+    from msdoctor.tomlcompat import tomllib
+
+    data = tomllib.loads(text)
+    if data.get("kind") != "acl-error-codes" or "https://" not in str(data.get("source", "")):
+        raise ModuleFactsError(f"{origin}: kind must be 'acl-error-codes' and source a URL")
+    kinds = {k.get("id"): k for k in data.get("kinds", [])}
+    for k in kinds.values():
+        if not all(isinstance(k.get(f), str) and k[f].strip() for f in ("id", "what", "collect")):
+            raise ModuleFactsError(f"{origin}: [[kinds]] {k.get('id', '?')}: needs id, what and collect")
+    codes = {}
+    for i, row in enumerate(data.get("code", []), 1):
+        k = kinds.get(row.get("kind", ""))
+        if not isinstance(row.get("code"), int) or k is None or not str(row.get("meaning", "")).strip():
+            raise ModuleFactsError(f"{origin}: [[code]] #{i} ({row.get('code', '?')}): needs an integer code, a "
+                                   f"meaning and a kind defined in [[kinds]]")
+        codes[row["code"]] = AclCode(row["code"], row["meaning"], row["kind"], k["what"], k["collect"],
+                                     data["source"])
+    return codes
+
+
+@functools.lru_cache(maxsize=1)
+def acl_codes() -> dict[int, AclCode]:
+    """The bundled compat_matrix/acl_codes.toml (parsed once per process)."""
+    from importlib import resources
+
+    return parse_acl_codes(resources.files("msdoctor.compat_matrix").joinpath(ACL_CODES).read_text(encoding="utf-8"))

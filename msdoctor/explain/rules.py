@@ -20,10 +20,11 @@ dropped. A rule's answer yields to any other entry that explains the same line.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Callable, Optional, Sequence
 
 from msdoctor.explain.owners import (checkout_owner, distributions_of, file_owner, frame_owner,
-                                     import_name_hint)
+                                     import_name_hint, known_package)
 
 #: a Python traceback frame as CPython prints it
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
@@ -72,8 +73,12 @@ _MACHINERY = re.compile(r"^<|[/\\]lib[/\\]python\d\.\d+[/\\]importlib[/\\]")
 def _raising_path(before: Sequence[str]) -> Optional[str]:
     """The file of the last frame printed before the exception line (the frame that raised), past the import
     machinery's own frames."""
-    paths = [p for p in frames(before) if not _MACHINERY.search(p)]
-    return paths[-1] if paths else None
+    for p in reversed(frames(before)):
+        if p.startswith("<") and not p.startswith("<frozen"):
+            return None  # code run from a string or typed in (exec'd setup.py, <stdin>): no file owns the import
+        if not _MACHINERY.search(p):
+            return p
+    return None
 
 
 def _top(module: str) -> str:
@@ -89,9 +94,11 @@ def _checkout_of(path: str, package: str) -> bool:
 
 
 def import_groups(module: str, before: Sequence[str], after: Sequence[str] = ()) -> dict[str, str]:
-    """Cause, fix and check for ``No module named MODULE`` from the frames before it, else from two interpreters the
-    paste shows (:func:`interpreters_groups`); empty: no claim."""
-    found = _import_frame_groups(module, before)
+    """Cause, fix and check for ``No module named MODULE``: a module a release removed, or one pip does not install
+    (compat_matrix/modules.toml), else from the frames before it, else from two interpreters the paste shows
+    (:func:`interpreters_groups`); empty: no claim."""
+    found = (removed_groups("", module, before, after) or module_shipper_groups(module)
+             or build_isolation_groups(module, before, after) or _import_frame_groups(module, before))
     return found or interpreters_groups(module, (*before, *after))
 
 
@@ -121,6 +128,8 @@ def _import_frame_groups(module: str, before: Sequence[str]) -> dict[str, str]:
         }
     if owner is None or "." in module or owner.name.lower() == top.lower():
         return {}  # the user's own file, or a submodule (its package exists: a pairing, not a missing dependency)
+    if top in getattr(sys, "stdlib_module_names", ()):
+        return {}  # part of Python itself (https://docs.python.org/3/library/sys.html#sys.stdlib_module_names): no pip
     return {
         "_title": f"{owner.name} needs {module}, which is not installed in this environment",
         "_cause": (f"The import of {module} was made by {path} ({owner.name}: {owner.why}); {module} is a dependency "
@@ -170,9 +179,13 @@ def pairing_groups(name: str, module: str, before: Sequence[str], line: str = ""
     """Cause, fix and check for ``cannot import name NAME from MODULE`` / ``module MODULE has no attribute NAME``
     raised in a file of another package; empty: no claim."""
     if module and name and re.search(r"\(unknown location\)\s*$", line):
-        return namespace_groups(name, module)  # whoever imports it: the module found is no installed package
+        return namespace_groups(name, module)
+    if module and name and (removed := removed_groups(name, module, before, (line, *after))):
+        return removed  # the data says which release removed it  # whoever imports it: the module found is no installed package
     path = _raising_path(before)
     if path is None or not module:
+        if module and any(f"partially initialized module '{module}'" in x for x in (*before, *after)):
+            return {}  # the paste shows that this M is being imported from elsewhere: the circular-import rule's
         return (user_site_groups(name, module, line) or variants_groups(module, (*before, line, *after))
                 or missing_name_groups(name, module, line, None)) if module else {}
     owner = frame_owner(path)
@@ -227,8 +240,8 @@ def missing_name_groups(name: str, module: str, line: str, caller: Optional[str]
     in_site = bool(where) and bool(_SITE.search(where))
     if where and not in_site:
         return {}  # found outside site-packages: the user's own module or a checkout, another reading
-    if "." not in module and not in_site:
-        return {}
+    if "." not in module and not in_site and known_package(module) is None:
+        return {}  # a plain name that is not a well-known package may be the user's own module
     if _specific_entry_explains(line):
         return {}
     top = _top(module)
@@ -393,6 +406,38 @@ def wheel_groups(wheel: str, context: Sequence[str]) -> dict[str, str]:
 _FROM_VERSIONS = re.compile(r"\(from versions:? (?P<v>[^)]*)\)?")
 
 
+#: a pinned version that names a build made for one index: a local version label (`+cpu`, `+cu121`: the index
+#: server rejects those on upload, https://packaging.python.org/en/latest/specifications/version-specifiers/#local-
+#: version-identifiers) or a development build dated by its nightly (`.dev20250619`)
+_LOCAL_PIN_VERSION = re.compile(r"==\s*[\w.!]+\+(?P<label>[\w.]+)")
+_NIGHTLY_PIN = re.compile(r"==\s*[\w.!]*?\.dev(?P<date>20\d{6})\b")
+
+
+#: the indexes pip says it used (`Looking in indexes: A, B`, `Looking in links: URL`) or the command names
+_LOOKING = re.compile(r"Looking in (?:indexes|links): (?P<urls>.+)$|(?:--extra-index-url|--index-url|--find-links|"
+                      r"(?<!\S)-[if])[ =](?P<url>https?://\S+)", re.I)
+
+
+def _extra_indexes(context: Sequence[str]) -> list[str]:
+    """The indexes other than PyPI that the paste shows pip using."""
+    found: list[str] = []
+    for line in context:
+        for m in _LOOKING.finditer(line):
+            for url in re.split(r"[,\s]+", m.group("urls") or m.group("url") or ""):
+                if url.startswith("http") and "pypi.org" not in url and url not in found:
+                    found.append(url)
+    return found
+
+
+def _build_kind(req: str) -> str:
+    """What kind of build a pinned requirement names, when it is one only its project's own index carries."""
+    if (m := _LOCAL_PIN_VERSION.search(req)) is not None:
+        return f"a local build variant (+{m.group('label')})"
+    if (n := _NIGHTLY_PIN.search(req)) is not None:
+        return f"a nightly development build (.dev{n.group('date')})"
+    return ""
+
+
 def distribution_groups(req: str, context: Sequence[str]) -> dict[str, str]:
     """Cause and fix for ``Could not find a version that satisfies the requirement REQ`` / ``No matching
     distribution found for REQ``, from the versions pip lists."""
@@ -412,6 +457,18 @@ def distribution_groups(req: str, context: Sequence[str]) -> dict[str, str]:
         listed = (f" The index has {name} {versions[0]} to {versions[-1]} for this interpreter, but none that "
                   f"satisfies {req}: the version asked for is not built for this Python or platform, or not on "
                   f"this index.")
+    build = _build_kind(req)
+    extra = _extra_indexes(context)
+    if build and extra:
+        listed += (f" {req} asks for {build}, a build published on its project's own index, and the paste shows pip "
+                   f"already looking there ({', '.join(extra)}): that index has no file of it for this interpreter "
+                   f"(its Python version, its platform, a 32-bit or 64-bit build), or the version is not there.")
+        build = ""
+    elif build:
+        listed += (f" {req} asks for {build}: such builds are most often published only on the project's own index or "
+                   f"download server, not on PyPI (or the mirrors that copy it), so pip finds it only with that index "
+                   f"configured (`--extra-index-url`, as the project's install guide gives) and reachable from "
+                   f"this network (a proxy or an offline network that cannot reach it gives the same error).")
     return {
         "_title": f"pip found no installable {name} for {req} on this index",
         "_cause": (f"pip looks for a file of {name} on the index (or mirror) it is configured with that fits this "
@@ -419,7 +476,11 @@ def distribution_groups(req: str, context: Sequence[str]) -> dict[str, str]:
         "_fix": (f"`{{python}} -m pip index versions {name}` lists what this index has for this interpreter; "
                  f"`{{python}} -m pip config list` shows the index or mirror in use. Use a Python version and platform "
                  f"the release is built for, another index (the project's own, e.g. https://www.mindspore.cn/install "
-                 f"for MindSpore), or a version the list holds. Unverified: msdoctor did not query the index."),
+                 f"for MindSpore), or a version the list holds."
+                 + (f" For {build}: add the index the project's install guide names, and check that this network "
+                    f"reaches it: `{{python}} -m pip download --no-deps \"{req}\" --extra-index-url <that index> -d "
+                    f"/tmp/probe`." if build else "")
+                 + " Unverified: msdoctor did not query the index."),
         "rule": "no-distribution",
     }
 
@@ -1304,6 +1365,8 @@ _CLAIMS: dict[str, Callable[[dict[str, str], Sequence[str], str, Sequence[str]],
     "distribution": lambda g, b, line, a: distribution_groups(g.get("req") or g.get("req2", ""), (*b, line, *a)),
     "requires-python": lambda g, b, line, a: requires_python_groups(g.get("pkg", ""), g.get("have", ""),
                                                                    g.get("spec", "")),
+    "removed": lambda g, b, line, a: numpy_removed_groups(g, b, a),
+    "aclcode": lambda g, b, line, a: acl_code_groups(g.get("acl", ""), g.get("call", ""), line, (*b, *a)),
 }
 _CLAIMS.update(_env_claims())
 CLAIMS = frozenset(_CLAIMS)
@@ -1313,3 +1376,244 @@ def claim(lookup: str, groups: dict[str, str], before: Sequence[str], line: str,
           after: Sequence[str]) -> dict[str, str]:
     """The answer of the rule a catalogue entry's lookup names: cause, fix and check, or empty (no claim)."""
     return _CLAIMS[lookup](groups, before, line, after)
+
+
+# -- a name (or module) that a release of its distribution removed (compat_matrix/modules.toml) ----------------------
+#: the Python version the paste shows: `lib/python3.12/`, `Python312\Lib`, `Python 3.12.5`, `python3.12 -m venv`
+_PASTED_PY = re.compile(r"[/\\]python(?P<p>3\.\d{1,2})[/\\]|[/\\]Python3(?P<w>\d{1,2})[/\\]|"
+                        r"\bPython (?P<v>3\.\d{1,2})(?:\.\d+)?\b|\bpython(?P<x>3\.\d{1,2}) -m\b", re.I)
+#: a frame of the standard library itself (`.../lib/python3.12/ctypes/__init__.py`, `...\Lib\pkgutil.py`), not of a
+#: package in its site-packages
+_STDLIB_FRAME = re.compile(r"[/\\]lib[/\\]python\d\.\d+[/\\](?!(?:site|dist)-packages)|[/\\]Lib[/\\](?!site-packages)"
+                           r"[\w.]+\.py$")
+
+
+def _vtuple(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+def _python_shown(context: Sequence[str]) -> str:
+    """The one Python version (3.X) the paste's paths and lines show; "" when none or several."""
+    found = set()
+    for line in context:
+        for m in _PASTED_PY.finditer(line):
+            found.add(m.group("p") or m.group("v") or m.group("x") or f"3.{m.group('w')}")
+    return found.pop() if len(found) == 1 else ""
+
+
+def _dist_shown(dist: str, context: Sequence[str]) -> str:
+    """The one version of distribution ``dist`` the paste states as installed: a file or install line
+    (`numpy-2.0.2`, `Successfully installed numpy-2.0.2`), a pin (`numpy==1.26.4`), pip list's line (`numpy 1.26.4`),
+    torch's environment report (`PyTorch version: 2.0.1`); "" when none or several. Prose naming a release (`deprecated
+    in NumPy 1.20`) is not a version installed."""
+    names = [re.escape(dist)] + (["PyTorch"] if dist == "torch" else [])
+    pat = re.compile(rf"(?<![\w.-])(?:(?:{'|'.join(names)})(?:-|==)|(?:{'|'.join(names)}) version: )"
+                     rf"(?P<v>\d+(?:\.\d+)+)", re.I)
+    found = {m.group("v") for line in context for m in pat.finditer(_unprefixed(line))}
+    listed = re.compile(rf"^{re.escape(dist)}\s+(?P<v>\d+(?:\.\d+)+)\S*\s*$", re.I)  # `pip list`'s line
+    found.update(m.group("v") for line in context if (m := listed.match(_unprefixed(line).strip())))
+    return found.pop() if len(found) == 1 else ""
+
+
+def _user_of(before: Sequence[str], dist: str, module: str) -> Optional[str]:
+    """The frame that used the removed name: the last one that is neither the import machinery, the standard library,
+    nor the removing distribution's own code (NumPy's ``__getattr__`` raises on behalf of its caller)."""
+    top = _top(module)
+    for path in reversed(frames(before)):
+        if _MACHINERY.search(path):
+            continue
+        owner = file_owner(path)
+        if owner is not None and owner.name.lower() in (top.lower(), dist.lower()):
+            continue
+        if owner is None and _STDLIB_FRAME.search(path) and dist == "Python":
+            continue
+        return path
+    return None
+
+
+_PACKAGING_TOOLS = ("setuptools", "pkg_resources", "pip", "_distutils_hack")
+
+
+def removed_groups(name: str, module: str, before: Sequence[str], after: Sequence[str] = (),
+                   release: str = "", said: bool = False) -> dict[str, str]:
+    """``module M has no attribute N`` / ``cannot import name N from M`` / ``No module named M`` (no ``name``) where
+    compat_matrix/modules.toml says a release R of M's distribution removed it: the code that uses it, or the package
+    whose frame raised, was written for a release before R. No claim when the data does not say so, or when the paste
+    shows a version older than R (then the name was not removed: another cause). ``said``: the error message itself
+    names the release that removed it (NumPy 2's), so the release that runs is R or newer."""
+    from msdoctor.explain.owners import removal_of
+
+    r = removal_of(module, name)
+    if r is None:
+        return {}
+    release = release or r.release
+    context = (*before, *after)
+    shown = _python_shown(context) if r.dist == "Python" else _dist_shown(r.dist, context)
+    if shown and _vtuple(shown) < _vtuple(release):
+        return {}  # the installed release still has it: not this
+    label = "Python" if r.dist == "Python" else r.dist
+    what = f"{module}.{name}" if name else module
+    installed = f"{label} {shown}" if shown else f"{label} {release} or newer"
+    path = _user_of(before, r.dist, module)
+    owner = frame_owner(path) if path else None
+    if owner is not None and owner.name.lower() in _PACKAGING_TOOLS:
+        lib = "setuptools" if owner.name.lower() in ("pkg_resources", "_distutils_hack") else owner.name
+        build_env = "pip-build-env" in path  # type: ignore[operator]
+        user = (f"{lib} (its frame {path}{', in the build environment pip made for a package being built' if build_env else ''})")
+        fix = (("This pip cannot run on this Python, so it cannot upgrade itself: reinstall it with the pip this "
+                "Python bundles, `{python} -m ensurepip --upgrade` (or get-pip.py, https://pip.pypa.io/en/stable/"
+                "installation/), then `{python} -m pip install -U setuptools`" if lib == "pip" else
+                "Upgrade the packaging tools in this environment: `{python} -m pip install -U pip setuptools`")
+               + (f"; the build environment installs the setuptools the package's own build requirements name "
+                  f"(pyproject.toml [build-system]): install a release of that package made for {label} {release}, or "
+                  f"build it with `--no-build-isolation` once a current setuptools is installed" if build_env else "")
+               + f", or run it with a {label} older than {release}.")
+    elif owner is not None:
+        user = f"{owner.name} (its frame {path}: {owner.why})"
+        fix = (f"Install the {owner.name} release made for {installed} (`{{python}} -m pip install -U {owner.name}`)"
+               + (f", or run it with a Python older than {release} (a venv made from it)." if r.dist == "Python" else
+                  f", or a {label} older than {release} for it: `{{python}} -m pip install \"{r.dist}<{release}\"`."))
+    else:
+        user = f"your code ({path})" if path else "the code that uses it (its frame is not in the paste)"
+        fix = (f"Change the code to {r.instead}"
+               + (f", or run it with a Python older than {release}." if r.dist == "Python" else
+                  f", or install a {label} older than {release}: `{{python}} -m pip install \"{r.dist}<{release}\"`."))
+    check = ("`{python} --version`" if r.dist == "Python" else
+             f"`{{python}} -m pip show {r.dist}` (its Version)")
+    return {
+        "_title": f"{what} was removed in {label} {release}: {user.split(' (')[0]} was written for an older {label}",
+        "_cause": (f"{label} {release} removed {what} ({r.source}), and {user} still uses it"
+                   + (f"; the interpreter runs {installed}." if shown else
+                      f"; the interpreter runs {installed} (the message itself says so)." if said else
+                      f": that is the error if the interpreter runs {installed} (the paste does not show which "
+                      f"release runs).") + f" Replaced by: {r.instead}."),
+        "_fix": fix + f" Unverified: {check} shows the release that runs.",
+        "rule": "name-removed", "removed_in": f"{label} {release}",
+        **({"frame": path} if path else {}),
+    }
+
+
+def module_shipper_groups(module: str) -> dict[str, str]:
+    """``No module named M`` for a module that pip does not install (CPython's optional extensions): who ships it and
+    what provides it (compat_matrix/modules.toml); empty when the data does not name M."""
+    from msdoctor.explain.owners import module_shipper
+
+    s = module_shipper(_top(module))
+    if s is None:
+        return {}
+    return {
+        "_title": f"this Python has no {s.module}: it is part of {s.owner.split(' (')[0]}, not a pip package",
+        "_cause": f"{s.module} is shipped by {s.owner}. {s.cause}",
+        "_fix": s.fix.replace("{module}", s.module) + f" Unverified: `{s.check}` confirms it ({s.source}).",
+        "rule": "module-shipper",
+    }
+
+
+#: NumPy 2's own message names the name and the release (numpy/__init__.py, __expired_attributes__)
+def numpy_removed_groups(g: dict[str, str], before: Sequence[str], after: Sequence[str]) -> dict[str, str]:
+    return removed_groups(g.get("name", ""), "numpy", before, after, g.get("rel", ""), said=bool(g.get("rel")))
+
+
+
+# -- a return code of CANN's runtime (compat_matrix/acl_codes.toml): its category, and what to collect ---------------
+#: a CANN error code (EZ9999, EE1001, E39007): its own lines are the better lead, and its entry answers
+_CANN_CODE = re.compile(r"(?<![\w.=])E[A-Z0-9]\d{4}(?:[:)\]]|\s+Inner Error)")
+
+
+#: a sign that the paste is about CANN's runtime: an AscendCL or runtime call, an NPU, CANN, HCCL, torch_npu, MindSpore
+_ASCEND_WORDS = re.compile(r"\bacl[A-Za-z]*\b|\brt[A-Z]\w+|\bnpu|\bascend|\bcann\b|\bhccl|torch_npu|mindspore", re.I)
+
+
+def acl_code_groups(code: str, call: str, line: str, context: Sequence[str] = ()) -> dict[str, str]:
+    """``NPU function error: CALL, error code is 507035`` (torch_npu) and the like: what CANN's runtime defines the code
+    as, what that category rules in, and what to collect; it is not a diagnosis, and says so. Empty for a code the
+    data does not list."""
+    from msdoctor.explain.owners import acl_codes
+
+    c = acl_codes().get(int(code)) if code.isdigit() else None
+    if c is None or any(_CANN_CODE.search(x.replace("\\n", "\n")) for x in (line, *context)):
+        return {}  # not a listed code; or CANN printed its own error code, whose entry and inner lines say more
+    if not call and not any(_ASCEND_WORDS.search(x) for x in (line, *context)):
+        return {}  # nothing in the paste is Ascend's: a code of that value from someone else
+    by = f"{call} returned it" if call else "a call into CANN returned it"
+    # CANN's Python components are built for NumPy 1.x (CANN 8.2's need numpy<2 when torch_npu sets compile options:
+    # https://github.com/vllm-project/vllm-ascend/issues/2210); a NumPy 2 the paste shows installed is the first suspect
+    numpy = _dist_shown("numpy", (line, *context))
+    numpy2 = bool(numpy) and _vtuple(numpy) >= (2,)
+    framework = "torch_npu" if "c10_npu" in line or "torch_npu" in line else "the framework"
+    return {
+        "_title": f"CANN runtime error {c.code}: {c.meaning} (a category, not a diagnosis)",
+        "_cause": (f"{by}: CANN's runtime defines {c.code} as {c.meaning}. That is {c.what}. Only the category is "
+                   f"known from the code; {framework}'s message does not say which operator, rank or release is at "
+                   f"fault."
+                   + (f" The paste also shows numpy {numpy} installed, and CANN's Python components (te/tbe) are built "
+                      f"for NumPy 1.x: the likely cause when a call that compiles operators or sets compile options "
+                      f"fails." if numpy2 else "")),
+        "_fix": ((f"First, since the paste shows numpy {numpy}: CANN's Python components (te/tbe, which compile "
+                  f"operators and set compile options) are built for NumPy 1.x, so install `{{python}} -m pip install "
+                  f"\"numpy<2\"` and retry. " if numpy2 else "")
+                 + f"Collect before concluding: {c.collect}. Unverified: msdoctor read only the code ({c.source})."),
+        "rule": "acl-code", "acl_kind": c.kind,
+    }
+
+
+# -- a package's build that imports a module its isolated build environment does not have -----------------------------
+#: frames of pip's isolated build (PEP 517): the temporary environment pip creates and the hook runner it starts there
+_BUILD_ENV = re.compile(r"pip-build-env-|[/\\]pyproject_hooks[/\\]_in_process|[/\\]pep517[/\\]_in_process")
+#: the package pip is building: `Collecting P`, `Building wheel for P`, pip's `cwd: .../pip-install-xxx/P_<hash>`
+_BUILT = re.compile(r"\bCollecting (?P<c>[A-Za-z0-9][\w.-]*)|\bBuilding wheels? for (?P<b>[A-Za-z0-9][\w.-]*)|"
+                    r"pip-install-[^/\\\s]+[/\\](?P<d>[A-Za-z0-9][\w.-]*?)_[0-9a-f]{16,}")
+
+
+def build_isolation_groups(module: str, before: Sequence[str], after: Sequence[str] = ()) -> dict[str, str]:
+    """``No module named M`` raised while pip runs a package's build in its isolated build environment (its frames
+    under ``pip-build-env-*`` or pip's hook runner): the package's setup imports M at build time, and the isolated
+    environment holds only the build requirements the package declares, not what the target environment has
+    installed. Empty when the frames are not a build's."""
+    if not any(_BUILD_ENV.search(x) for x in before):
+        return {}
+    top = _top(module)
+    built = ""
+    for x in (*before, *after):
+        if (m := _BUILT.search(x)) is not None:
+            built = m.group("c") or m.group("b") or m.group("d") or ""
+            break
+    pkg = built or "the package pip is building"
+    return {
+        "_title": f"the build of {pkg} imports {top}, which pip's isolated build environment does not have",
+        "_cause": (f"{module} was imported by the setup code of {pkg} while pip built it from source: pip runs a build "
+                   f"in a temporary, isolated environment (the pip-build-env frames) that holds only the build "
+                   f"requirements the package declares (pyproject.toml [build-system] requires), not the packages "
+                   f"installed where it is going; {pkg} imports {top} at build time without declaring it, so an "
+                   f"installed {top} does not help (https://pip.pypa.io/en/stable/reference/build-system/"
+                   f"pyproject-toml/#build-isolation)."),
+        "_fix": (f"Install {top} into the environment first, then build without isolation so the build sees it: "
+                 f"`{{python}} -m pip install --no-build-isolation {built or '<the package>'}` (its other build "
+                 f"requirements, such as setuptools, wheel, ninja, packaging, must then be installed too); or install "
+                 f"a prebuilt wheel of {pkg} for this Python and platform if one exists. Unverified: `{{python}} -c "
+                 f"\"import {top}\"` confirms {top} is in the environment."),
+        "rule": "build-isolation",
+    }
+
+
+# -- pip found no MindSpore wheel: what the compat matrix knows of that release ------------------------------------
+def mindspore_wheel_groups(version: str, context: Sequence[str]) -> dict[str, str]:
+    """``{ms_facts}`` for ``No matching distribution found for mindspore==V``: the Python versions compat_matrix/
+    mindspore.toml lists for V (against the one the paste shows) and whether V is on PyPI. Empty text when the matrix
+    has no row for V."""
+    from msdoctor.matrix import load
+
+    row = load().mindspore(version) if version else None
+    if row is None:
+        return {"ms_facts": ""}
+    facts = f" compat_matrix lists MindSpore {row.version}'s wheels for Python {', '.join(row.python)}"
+    stated = {m.group("v") or m.group("p") for line in context for m in _STATED_PY.finditer(line)} | (
+        {shown} if (shown := _python_shown(context)) else set())
+    if len(stated) == 1:
+        py = stated.pop()
+        facts += (f"; the paste shows Python {py}, which is not one of them: use a Python it supports" if py not in
+                  row.python else f"; the paste shows Python {py}, one of them")
+    if not row.on_pypi:
+        facts += (f"; MindSpore {row.version} is not on PyPI, so pip finds it only from the wheel URL or index "
+                  f"https://www.mindspore.cn/install gives for it")
+    return {"ms_facts": facts + f" ({row.source.split(';')[0]})."}

@@ -24,7 +24,7 @@ STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", 
               "signature", "opcheck") + ENV_LOOKUPS
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
 AFTER = ("conflict", "build", "wheel", "requirement", "port", "import", "pairing", "version",
-         "signature", "library", "numpy") + ENV_LOOKUPS
+         "signature", "library", "numpy", "removed", "aclcode", "mindspore-wheel") + ENV_LOOKUPS
 FRAME_LINES = 10
 #: how far back the device rule looks for evidence (`id`, CapEff, `ls -l /dev/davinci*` printed before the error)
 DEVICE_LINES = 25
@@ -141,9 +141,11 @@ class _Scanner:
         # a rich traceback prints up to a dozen source lines in its box after the frame line (signature errors are
         # pasted from such tracebacks): that lookup reads as far back as the device evidence
         back = (DEVICE_LINES if entry.lookup in ("device", "signature") else FRAME_LINES
-                if entry.lookup in STRUCTURAL or entry.lookup in ("library", "numpy") else 0)
+                if entry.lookup in STRUCTURAL or entry.lookup in ("library", "numpy", "removed", "aclcode", "mindspore-wheel") else 0)
         before = tuple(norm[max(0, i - back):i]) if back else ()
         after = tuple(norm[i + 1:i + 1 + AFTER_LINES]) if entry.lookup in AFTER else ()
+        if entry.lookup == "aclcode":  # the whole line too (a JSON-escaped log is one long line; `shown` is a window)
+            after = (norm[i], *after)
         found.hits.append(_Hit(no, shown, groups, cause, solution, before, after))
 
     def matches(self) -> list[Match]:
@@ -212,6 +214,11 @@ class _Scanner:
             from msdoctor.explain.rules import numpy_groups
 
             groups.update(numpy_groups(hit.line, (*hit.before, *hit.after)))
+            return True
+        if e.lookup == "mindspore-wheel":
+            from msdoctor.explain.rules import mindspore_wheel_groups
+
+            groups.update(mindspore_wheel_groups(groups.get("msver", ""), (*hit.before, hit.line, *hit.after)))
             return True
         if e.lookup == "device":
             from msdoctor.explain.rules import device_access_groups
