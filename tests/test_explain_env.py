@@ -82,6 +82,7 @@ SET_E = {
     "ms-faq-dist-openmpi-ucx-nic": "network-interface", "mindsdk-faq-yum-no-dnf": "system-python-changed",
     "mindsdk-faq-yum-libssl": "loader-other-copy", "ms-faq-ld-warning-libmindspore-needs": "linker-needed",
     "ms-faq-install-ssl-verify": "tls-untrusted", "ms-faq-install-proxyerror": "proxy-unreachable",
+    "ms-faq-install-psutil-wrong-arch": "wrong-architecture", "ms-faq-install-pillow-libjpeg": "pillow-headers",
 }
 SET_E_CASES = {c["id"]: c for c in tomllib.loads((Path(__file__).parent / "data" / "explain" / "holdout_2026-12-05.toml")
                                                 .read_text(encoding="utf-8"))["case"]}

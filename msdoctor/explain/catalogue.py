@@ -19,7 +19,8 @@ CATEGORIES = ("device-oom", "host-oom", "hccl", "msrun", "cann-code", "api-skew"
               "parallel-config", "cpu-backend", "interpreter", "api-name", "device-busy") + ("network",)
 #: the lookups of the environment rules (msdoctor/explain/rules_env.py)
 ENV_LOOKUPS = ("mindspore-core", "cann-python", "device-range", "ranktable", "rank-arguments", "pip-network",
-               "loader-version", "system-tool", "linker-needed", "cluster-role", "gpu-collective", "network-interface")
+               "loader-version", "system-tool", "linker-needed", "cluster-role", "gpu-collective", "network-interface",
+               "wrong-arch", "pillow-headers")
 LOOKUPS = ("library", "scheduler", "symbol", "symbol-owner", "import", "pairing", "keyword", "wheel", "distribution",
            "conflict", "port", "device", "runtime", "build", "requirement", "circular", "version", "signature", "opcheck", "numpy", "removed", "aclcode", "mindspore-wheel",
            "requires-python") + ENV_LOOKUPS

@@ -368,6 +368,90 @@ def network_interface_groups(g: Groups, before: Sequence[str], line: str, after:
     }
 
 
+# -- a compiled file for another CPU, and a source build without a library's headers ------------------------------
+#: the loaded file in macOS dyld's message: `dlopen(PATH, 0x0002): tried: 'PATH' (mach-o file, but is an incompatible
+#: architecture (have 'x86_64', need 'arm64'))`, or the older `dlopen(...): no suitable image found. Did find: PATH:
+#: mach-o, but wrong architecture`
+_DLOPEN = re.compile(r"dlopen\((?P<path>[^,)]+)|Did find:\s*(?P<found>\S+?):? mach-o")
+_EXT = re.compile(r"(?P<file>[\w.+-]+\.(?:so|dylib))\b")
+#: a Python extension module's file name or place (https://peps.python.org/pep-3149/), or libpython itself
+_PYTHON_EXT = re.compile(r"\.cpython-\d+|\.abi3\.so|[/\\](?:site|dist)-packages[/\\]|libpython\d")
+
+
+def _package_of(path: str) -> str:
+    """The package a compiled file belongs to: its site-packages directory, else its name (`_psutil_osx.cpython-38-
+    darwin.so` is psutil's); "" when neither tells."""
+    from msdoctor.explain.owners import file_owner
+
+    owner = file_owner(path) if path else None
+    if owner is not None and owner.name not in ("NNAL", "CANN", "the Ascend driver"):
+        return owner.name
+    m = _EXT.search(path)
+    name = re.split(r"[._]", m.group("file").lstrip("._"))[0] if m else ""
+    return name if len(name) >= 3 and not name.startswith("lib") else ""
+
+
+def wrong_arch_groups(g: Groups, before: Sequence[str], line: str, after: Sequence[str]) -> Groups:
+    """macOS's loader refusing a compiled file built for another CPU (x86_64 on an arm64 Python, or the reverse)."""
+    text = "\n".join((*before[-3:], line))
+    d = _DLOPEN.search(text)
+    path = (g.get("path") or g.get("path2") or ((d.group("path") or d.group("found") or "") if d else "")).strip()
+    path = re.sub(r"^(?:find:)", "", path).strip("'\"")
+    if not (_PYTHON_EXT.search(path) or re.search(r"ImportError|Traceback|\bimport\b", text)):
+        return {}  # not a Python process loading it (a shell's or another program's library): no claim
+    pkg = _package_of(path)
+    have, need = g.get("have", ""), g.get("need", "")
+    arch = f" (it is {have}, this Python runs as {need})" if have and need else ""
+    python_itself = bool(re.search(r"libpython\d", path))
+    what = pkg or "the package that owns it"
+    return {
+        "_title": f"{path or 'a compiled file'} was built for another CPU architecture than this Python{arch}",
+        "_cause": (f"macOS's loader refused {path or 'a compiled extension'}: it was built for another CPU architecture "
+                   f"than the Python process loading it{arch}. On a Mac with Apple silicon that happens when a package "
+                   f"was installed by an x86_64 Python (Rosetta, an Intel conda or Homebrew in /usr/local) and is "
+                   f"loaded by an arm64 one, or the reverse, or when a wheel for the other architecture was installed."
+                   + (" Here it is libpython itself: the whole environment is of the other architecture."
+                      if python_itself else "")),
+        "_fix": ((f"Reinstall {what} with the interpreter that runs it: `{{python}} -m pip install --force-reinstall "
+                  f"--no-cache-dir {pkg or '<package>'}` (for psutil and other small C extensions, `--no-binary :all:` "
+                  f"builds it for this CPU; in a conda env, `conda install {pkg or '<package>'}`). ")
+                 if not python_itself else "Recreate the environment with a Python of this Mac's architecture. ")
+                + "Unverified: `{python} -c \"import platform; print(platform.machine())\"` and `file <the .so>` show "
+                  "the two architectures.",
+        "rule": "wrong-architecture",
+    }
+
+
+#: Pillow's setup.py names the library it could not find (https://pillow.readthedocs.io/en/stable/installation/
+#: building-from-source.html lists each one's package): the development packages to install per system
+_PILLOW_DEPS = {
+    "jpeg": ("libjpeg-dev", "libjpeg-turbo-devel", "jpeg-turbo"),
+    "zlib": ("zlib1g-dev", "zlib-devel", "zlib"),
+    "freetype": ("libfreetype6-dev", "freetype-devel", "freetype"),
+    "tiff": ("libtiff5-dev", "libtiff-devel", "libtiff"),
+    "webp": ("libwebp-dev", "libwebp-devel", "webp"),
+}
+
+
+def pillow_headers_groups(g: Groups, before: Sequence[str], line: str, after: Sequence[str]) -> Groups:
+    """Pillow's ``The headers or library files could not be found for DEP``: pip is compiling Pillow from source (no
+    wheel of that release fits this Python and platform) and the system lacks DEP's development files."""
+    dep = g.get("dep", "").lower()
+    apt, yum, brew = _PILLOW_DEPS.get(dep, (f"lib{dep}-dev", f"{dep}-devel", dep))
+    return {
+        "_title": f"pip is compiling Pillow from source and the system lacks {dep}'s headers (lib{dep})",
+        "_cause": (f"Pillow's build needs the development files (headers and library) of {dep}; they are not installed, "
+                   f"so the source build stops. pip builds Pillow from source only when no Pillow wheel of the release "
+                   f"asked for fits this Python and platform (a release older or newer than this Python, an uncommon "
+                   f"CPU or OS)."),
+        "_fix": (f"Install {dep}'s development package (`apt install {apt}`, `yum install {yum}`, `brew install "
+                 f"{brew}`) and run pip again; or install a Pillow release that has a wheel for this Python "
+                 f"(`{{python}} -m pip install --only-binary :all: pillow`). Unverified: the Pillow release pip tried is "
+                 f"on the 'Collecting' or 'Building wheel' line above."),
+        "rule": "pillow-headers",
+    }
+
+
 #: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function)
 CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]] = {
     "mindspore-core": mindspore_core_groups,
@@ -382,6 +466,8 @@ CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]]
     "cluster-role": cluster_role_groups,
     "gpu-collective": gpu_collective_groups,
     "network-interface": network_interface_groups,
+    "wrong-arch": wrong_arch_groups,
+    "pillow-headers": pillow_headers_groups,
 }
 assert set(CLAIMS) == set(ENV_LOOKUPS), "catalogue.ENV_LOOKUPS and rules_env.CLAIMS name the same lookups"
 #: rules whose fix runs no Python (the device, the launch, the network, the loader)
