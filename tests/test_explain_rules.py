@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from msdoctor.explain import explain_text
+from msdoctor.explain.rules_env import NO_PYTHON
 
 DATA = tomllib.loads((Path(__file__).parent / "data" / "explain" / "rule_cases.toml").read_text(encoding="utf-8"))
 CASES = {c["id"]: c for c in DATA["case"]}
@@ -34,7 +35,7 @@ def test_real_case_gets_the_rule_and_names_the_owners(case_id: str) -> None:
         assert word in text, (case_id, word, text)
     fix = m.fix_for("/env/bin/python")
     assert "Unverified" in fix
-    if case["rule"] not in ("port-bound", "device-permission", "symbol-owner", "runtime-copy", "scheduler-port", "two-interpreters", "acl-code"):  # a fix that runs Python names the target interpreter
+    if case["rule"] not in ("port-bound", "device-permission", "symbol-owner", "runtime-copy", "scheduler-port", "two-interpreters", "acl-code") and case["rule"] not in NO_PYTHON:  # a fix that runs Python names the target interpreter
         assert "/env/bin/python " in fix
     assert "rules.py fills this" not in m.cause + m.fix  # the placeholder text never reaches the user
 

@@ -16,10 +16,14 @@ OPTIONAL = ("device_target", "fallback", "per", "live", "lookup", "gate")
 DEVICE_TARGETS = ("Ascend", "GPU", "CPU")
 CATEGORIES = ("device-oom", "host-oom", "hccl", "msrun", "cann-code", "api-skew", "shared-lib", "abi", "glibc",
               "cuda", "cann-env", "cann-version", "visible-devices", "enospc", "install", "shadowing", "registry",
-              "parallel-config", "cpu-backend", "interpreter", "api-name", "device-busy")
+              "parallel-config", "cpu-backend", "interpreter", "api-name", "device-busy") + ("network",)
+#: the lookups of the environment rules (msdoctor/explain/rules_env.py)
+ENV_LOOKUPS = ("mindspore-core", "cann-python", "device-range", "ranktable", "rank-arguments", "pip-network",
+               "loader-version", "system-tool", "linker-needed", "cluster-role", "gpu-collective", "network-interface",
+               "wrong-arch", "pillow-headers")
 LOOKUPS = ("library", "scheduler", "symbol", "symbol-owner", "import", "pairing", "keyword", "wheel", "distribution",
            "conflict", "port", "device", "runtime", "build", "requirement", "circular", "version", "signature", "opcheck", "numpy", "removed", "aclcode", "mindspore-wheel",
-           "requires-python")
+           "requires-python") + ENV_LOOKUPS
 LIVE_STATUSES = ("fail", "warn")
 #: how a fix says "set CANN's environment" when the target's CANN path is unknown
 SOURCE_CANN = "source /usr/local/Ascend/ascend-toolkit/set_env.sh"

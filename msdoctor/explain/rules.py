@@ -1341,6 +1341,12 @@ def _requirement(g: dict[str, str], context: Sequence[str]) -> dict[str, str]:
                               " ".join(x for x in (g.get("who"), g.get("whover")) if x), context)
 
 
+def _env_claims() -> dict[str, Callable[[dict[str, str], Sequence[str], str, Sequence[str]], dict[str, str]]]:
+    from msdoctor.explain.rules_env import CLAIMS as env
+
+    return env
+
+
 #: lookup -> the rule, given the matched groups, the lines before, the matched line and the lines after
 _CLAIMS: dict[str, Callable[[dict[str, str], Sequence[str], str, Sequence[str]], dict[str, str]]] = {
     "import": lambda g, b, line, a: import_groups(g.get("mod", ""), b, a),
@@ -1362,6 +1368,7 @@ _CLAIMS: dict[str, Callable[[dict[str, str], Sequence[str], str, Sequence[str]],
     "removed": lambda g, b, line, a: numpy_removed_groups(g, b, a),
     "aclcode": lambda g, b, line, a: acl_code_groups(g.get("acl", ""), g.get("call", ""), line, (*b, *a)),
 }
+_CLAIMS.update(_env_claims())
 CLAIMS = frozenset(_CLAIMS)
 
 

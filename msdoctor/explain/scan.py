@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Iterable, Iterator, Optional, Sequence
 
-from msdoctor.explain.catalogue import (DEVICE_TARGETS, SOURCE_CANN, Catalogue, Entry, _fill, load_catalogue_full,
+from msdoctor.explain.catalogue import (DEVICE_TARGETS, ENV_LOOKUPS, SOURCE_CANN, Catalogue, Entry, _fill, load_catalogue_full,
                                         required_literals)
 from msdoctor.explain.describe import Match
 from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _windows, normalize, open_log,
@@ -21,10 +21,10 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
 STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement", "circular", "version",
-              "signature", "opcheck")
+              "signature", "opcheck") + ENV_LOOKUPS
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
 AFTER = ("conflict", "build", "wheel", "requirement", "port", "import", "pairing", "version",
-         "signature", "library", "numpy", "removed", "aclcode", "mindspore-wheel")
+         "signature", "library", "numpy", "removed", "aclcode", "mindspore-wheel") + ENV_LOOKUPS
 FRAME_LINES = 10
 #: how far back the device rule looks for evidence (`id`, CapEff, `ls -l /dev/davinci*` printed before the error)
 DEVICE_LINES = 25

@@ -1,0 +1,98 @@
+"""The environment rules (msdoctor/explain/rules_env.py) on real texts they must not answer (the [[near]] cases of
+tests/data/explain/rule_cases.toml: another entry, or none, answers them), and the structure each rule reads: the
+numbers CANN states, a pasted rank table, the host pip names, the frame of a system command. The real cases each rule
+must answer are the [[case]] entries of the same file (tests/test_explain_rules.py)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from msdoctor.explain import explain_text, load_catalogue
+from msdoctor.explain.catalogue import ENV_LOOKUPS
+from msdoctor.explain.rules_env import CLAIMS
+
+DATA = tomllib.loads((Path(__file__).parent / "data" / "explain" / "rule_cases.toml").read_text(encoding="utf-8"))
+NEAR = {c["id"]: c for c in DATA["near"]}
+
+
+@pytest.mark.parametrize("case_id", sorted(NEAR))
+def test_a_near_miss_is_not_claimed_by_the_rule(case_id: str) -> None:
+    case = NEAR[case_id]
+    assert case["source"].startswith("https://") and case["settled"].strip()
+    got = [m.entry_id for m in explain_text(case["text"])]
+    assert case["not_entry"] not in got, (case_id, got)
+
+
+def test_every_env_lookup_has_an_entry_and_a_real_case() -> None:
+    entries = {e.lookup: e.id for e in load_catalogue() if e.lookup in ENV_LOOKUPS}
+    assert set(entries) == set(ENV_LOOKUPS) == set(CLAIMS)
+    expected = {c["expect"] for c in DATA["case"]} | {SET_E_CASES[i]["entry"] for i in SET_E}
+    assert set(entries.values()) <= expected
+
+
+def test_the_device_id_is_read_against_the_range_cann_states() -> None:
+    line = "EE1001: The argument is invalid.Reason: Set device failed, invalid device, set device={d}, valid device range is [0, {n})"
+    [m] = [m for m in explain_text(line.format(d=3, n=2)) if m.entry_id == "device-id-out-of-range"]
+    assert "device 3" in m.title and "0 to 1" in m.title
+    # inside the range CANN failed for another reason: no claim, the generic code answer stands
+    assert [m.entry_id for m in explain_text(line.format(d=1, n=2))] == ["cann-error-code"]
+
+
+def test_a_rank_table_without_a_duplicate_names_no_device_id() -> None:
+    text = ('EI0004: The ranktable is invalid,Reason:[The ranktable config devId is inconsistent with the local devId.]. '
+            '[{"server_count":"1","server_list":[{"device":[{"device_id":"0","rank_id":"0"},{"device_id":"1","rank_id":"1"}]}]}]')
+    [m] = explain_text(text)
+    assert m.entry_id == "hccl-ranktable-invalid" and "twice" not in m.title and "devId is inconsistent" in m.cause
+
+
+def test_the_pip_host_is_read_from_the_line() -> None:
+    text = ("WARNING: Retrying (Retry(total=4)) after connection broken by 'SSLError(SSLCertVerificationError(1, '[SSL: "
+            "CERTIFICATE_VERIFY_FAILED] certificate verify failed: self signed certificate in certificate chain "
+            "(_ssl.c:1108)'))': /simple/mindspore/ HTTPSConnectionPool(host='pypi.tuna.tsinghua.edu.cn', port=443)")
+    [m] = explain_text(text)
+    fix = m.fix_for("/env/bin/python")
+    assert "--trusted-host pypi.tuna.tsinghua.edu.cn" in fix and "self signed certificate" in m.cause
+
+
+def test_a_name_not_every_mindspore_release_has_stays_a_release_pairing() -> None:
+    got = [m.entry_id for m in explain_text("ImportError: cannot import name 'mint' from 'mindspore'")]
+    assert got == ["api-skew"]
+    [m] = explain_text("ImportError: cannot import name 'Tensor' from 'mindspore' (/home/u/work/mindspore/__init__.py)")
+    assert m.entry_id == "mindspore-incomplete-install" and "/home/u/work/mindspore" in m.cause
+    assert m.cause.index("directory named mindspore") < m.cause.index("more than one MindSpore build")
+
+
+def test_a_system_command_is_read_from_its_frame() -> None:
+    frame = '  File "{path}", line 57, in <module>\n    from dnf.cli import main\nModuleNotFoundError: No module named \'dnf\''
+    [m] = explain_text(frame.format(path="/usr/bin/yum"))
+    assert m.entry_id == "system-tool-python-changed" and "env -u LD_LIBRARY_PATH" in m.fix_for("python")
+    assert "system-tool-python-changed" not in [m.entry_id for m in explain_text(frame.format(path="/home/u/yum.py"))]
+
+
+#: the set E case (tests/data/explain/holdout_2026-12-05.toml, a vendor FAQ entry) each rule was written from -> rule
+SET_E = {
+    "ms-faq-install-cpu-gpu-overwrite": "mindspore-incomplete", "ms-faq-shadowed-package-dir": "mindspore-incomplete",
+    "mindspeed-mm-faq-no-module-acl": "cann-python-path", "ms-tut-cann-ee1001-device-id": "device-out-of-range",
+    "ms-faq-dist-cuda-visible-devices-short": "device-out-of-range", "ms-tut-cann-ei0004-ranktable": "ranktable-invalid",
+    "ms-tut-cann-ei0005-args-differ": "ranks-disagree", "ms-faq-dist-init-without-launcher": "no-launcher",
+    "ms-faq-dist-gpu-collective-load": "collective-libs", "ms-faq-dist-nccl-socket-ifname": "network-interface",
+    "ms-faq-dist-openmpi-ucx-nic": "network-interface", "mindsdk-faq-yum-no-dnf": "system-python-changed",
+    "mindsdk-faq-yum-libssl": "loader-other-copy", "ms-faq-ld-warning-libmindspore-needs": "linker-needed",
+    "ms-faq-install-ssl-verify": "tls-untrusted", "ms-faq-install-proxyerror": "proxy-unreachable",
+    "ms-faq-install-psutil-wrong-arch": "wrong-architecture", "ms-faq-install-pillow-libjpeg": "pillow-headers",
+}
+SET_E_CASES = {c["id"]: c for c in tomllib.loads((Path(__file__).parent / "data" / "explain" / "holdout_2026-12-05.toml")
+                                                .read_text(encoding="utf-8"))["case"]}
+
+
+@pytest.mark.parametrize("case_id", sorted(SET_E))
+def test_the_set_e_case_a_rule_was_written_from_gets_that_rule(case_id: str) -> None:
+    case = SET_E_CASES[case_id]
+    [m] = explain_text(case["text"])
+    assert m.entry_id == case["entry"] and m.groups.get("rule") == SET_E[case_id]
+    fix = m.fix_for("/env/bin/python")
+    assert "Unverified" in fix and "rules_env.py fills this" not in m.cause + fix
+    assert case["verdict"] == "right" and "no longer unseen" in case["note"]
