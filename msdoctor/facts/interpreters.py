@@ -196,6 +196,10 @@ class InterpreterProbes:
         self._results[key] = info if info is not None else self._run_safely(path, jupyter)
         self._events[key].set()
 
+    def same(self, a: Optional[str], b: Optional[str]) -> bool:
+        """Whether two paths run one interpreter (a pyenv shim followed to what it runs)."""
+        return bool(a and b) and _identity(self._follow(a or "")) == _identity(self._follow(b or ""))
+
     def reserve(self, path: str, *, jupyter: bool = False) -> None:
         """Announce a probe with the Jupyter paths: a plain request for that interpreter, coming first,
         runs that one instead, so one probe answers both."""

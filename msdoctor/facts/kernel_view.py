@@ -169,12 +169,6 @@ def vscode_rows(vs: VSCodeFacts) -> list:
 
 
 def _compute(ctx: Context) -> KernelView:
-    try:
-        # the target's probe answers its own row and its Jupyter paths (one start: facts/target.py); the other
-        # interpreters are probed after it, not competing with it for the CPU while every check waits for it
-        ctx.get(TARGET)
-    except FactUnavailable:
-        pass  # its row says why
     probes = ctx.get(INTERPRETERS)
     tpath = target_python(ctx)
     rows = [Row("msdoctor", "msdoctor's own interpreter", sys.executable)]
@@ -184,6 +178,17 @@ def _compute(ctx: Context) -> KernelView:
         rows.append(running)
     vscode = ctx.get(VSCODE)
     rows += vscode_rows(vscode)
+    # the target's probe answers its own row and its Jupyter paths (one start: facts/target.py); the interpreters
+    # that are not the target (`python` on PATH outside the venv, the editor's) are probed beside it, not after it:
+    # run one after the other they were the last thing check --quick waited for
+    others = [r for r in rows if not probes.same(r.interpreter, tpath)]
+    early = threading.Thread(target=_fill, args=(others, probes), name="interp-others", daemon=True)
+    early.start()
+    try:
+        ctx.get(TARGET)
+    except FactUnavailable:
+        pass  # its row says why
+    early.join()
     # the target's Jupyter search path (one probe) overlaps the probes that do not depend on it; the target is
     # asked for first with its Jupyter paths, so that one probe answers every row naming it (a plain thread:
     # concurrent.futures would import logging on every check --quick)
