@@ -12,7 +12,7 @@ import pytest
 
 from msdoctor.explain import explain_text, load_catalogue
 from msdoctor.explain.catalogue import ENV_LOOKUPS
-from msdoctor.explain.rules_env import CLAIMS
+from msdoctor.explain.rules.env import CLAIMS
 
 DATA = tomllib.loads((Path(__file__).parent / "data" / "explain" / "rule_cases.toml").read_text(encoding="utf-8"))
 NEAR = {c["id"]: c for c in DATA["near"]}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from msdoctor.explain import explain_text
-from msdoctor.explain.rules_env import NO_PYTHON
+from msdoctor.explain.rules.env import NO_PYTHON
 
 DATA = tomllib.loads((Path(__file__).parent / "data" / "explain" / "rule_cases.toml").read_text(encoding="utf-8"))
 CASES = {c["id"]: c for c in DATA["case"]}
