@@ -19,7 +19,7 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
-#: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
+#: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules/), and how many lines
 STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement", "circular", "version",
               "signature", "opcheck") + ENV_LOOKUPS
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
