@@ -1,4 +1,4 @@
-"""The environment rules (msdoctor/explain/rules_env.py) on real texts they must not answer (the [[near]] cases of
+"""The environment rules (msdoctor/explain/rules/env.py) on real texts they must not answer (the [[near]] cases of
 tests/data/explain/rule_cases.toml: another entry, or none, answers them), and the structure each rule reads: the
 numbers CANN states, a pasted rank table, the host pip names, the frame of a system command. The real cases each rule
 must answer are the [[case]] entries of the same file (tests/test_explain_rules.py)."""
@@ -12,7 +12,7 @@ import pytest
 
 from msdoctor.explain import explain_text, load_catalogue
 from msdoctor.explain.catalogue import ENV_LOOKUPS
-from msdoctor.explain.rules_env import CLAIMS
+from msdoctor.explain.rules.env import CLAIMS
 
 DATA = tomllib.loads((Path(__file__).parent / "data" / "explain" / "rule_cases.toml").read_text(encoding="utf-8"))
 NEAR = {c["id"]: c for c in DATA["near"]}
@@ -94,5 +94,5 @@ def test_the_set_e_case_a_rule_was_written_from_gets_that_rule(case_id: str) -> 
     [m] = explain_text(case["text"])
     assert m.entry_id == case["entry"] and m.groups.get("rule") == SET_E[case_id]
     fix = m.fix_for("/env/bin/python")
-    assert "Unverified" in fix and "rules_env.py fills this" not in m.cause + fix
+    assert "Unverified" in fix and "rules/env.py fills this" not in m.cause + fix
     assert case["verdict"] == "right" and "no longer unseen" in case["note"]

@@ -1,4 +1,4 @@
-"""The general rules over a traceback's structure (msdoctor/explain/rules.py, issue 24 section 3), on real reports
+"""The general rules over a traceback's structure (msdoctor/explain/rules/, issue 24 section 3), on real reports
 (tests/data/explain/rule_cases.toml): the frame that raised, its owner, and the module the error names decide the
 answer; where they do not tell, no claim."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from msdoctor.explain import explain_text
-from msdoctor.explain.rules_env import NO_PYTHON
+from msdoctor.explain.rules.env import NO_PYTHON
 
 DATA = tomllib.loads((Path(__file__).parent / "data" / "explain" / "rule_cases.toml").read_text(encoding="utf-8"))
 CASES = {c["id"]: c for c in DATA["case"]}
@@ -37,7 +37,7 @@ def test_real_case_gets_the_rule_and_names_the_owners(case_id: str) -> None:
     assert "Unverified" in fix
     if case["rule"] not in ("port-bound", "device-permission", "symbol-owner", "runtime-copy", "scheduler-port", "two-interpreters", "acl-code") and case["rule"] not in NO_PYTHON:  # a fix that runs Python names the target interpreter
         assert "/env/bin/python " in fix
-    assert "rules.py fills this" not in m.cause + m.fix  # the placeholder text never reaches the user
+    assert "rules/ fills this" not in m.cause + m.fix  # the placeholder text never reaches the user
 
 
 @pytest.mark.parametrize("case_id", sorted(NEGATIVES))

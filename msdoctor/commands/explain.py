@@ -83,7 +83,7 @@ def _pasted_interpreter(matches: list[Any], python_path: str, chosen: bool) -> t
 
     if chosen:
         return python_path, None
-    # the matched lines, and the frame a structural rule read (msdoctor/explain/rules.py: groups["frame"])
+    # the matched lines, and the frame a structural rule read (msdoctor/explain/rules/: groups["frame"])
     pasted = interpreter_of_paths([m.line for m in matches] + [m.groups.get("frame", "") for m in matches])
     if pasted is None:
         if _runs_in_active_env():

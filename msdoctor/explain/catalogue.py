@@ -17,7 +17,7 @@ DEVICE_TARGETS = ("Ascend", "GPU", "CPU")
 CATEGORIES = ("device-oom", "host-oom", "hccl", "msrun", "cann-code", "api-skew", "shared-lib", "abi", "glibc",
               "cuda", "cann-env", "cann-version", "visible-devices", "enospc", "install", "shadowing", "registry",
               "parallel-config", "cpu-backend", "interpreter", "api-name", "device-busy") + ("network",)
-#: the lookups of the environment rules (msdoctor/explain/rules_env.py)
+#: the lookups of the environment rules (msdoctor/explain/rules/env.py)
 ENV_LOOKUPS = ("mindspore-core", "cann-python", "device-range", "ranktable", "rank-arguments", "pip-network",
                "loader-version", "system-tool", "linker-needed", "cluster-role", "gpu-collective", "network-interface",
                "wrong-arch", "pillow-headers")

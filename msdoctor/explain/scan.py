@@ -19,7 +19,7 @@ from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _win
 
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
-#: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules.py), and how many lines
+#: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules/), and how many lines
 STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement", "circular", "version",
               "signature", "opcheck") + ENV_LOOKUPS
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
@@ -201,27 +201,27 @@ class _Scanner:
             groups.update(found)
             return bool(found)
         if e.lookup == "port":
-            from msdoctor.explain.rules import port_groups
+            from msdoctor.explain.rules.launch import port_groups
 
             groups.update(port_groups((*hit.before, hit.line), hit.after))
             return True
         if e.lookup == "runtime":
-            from msdoctor.explain.rules import runtime_groups
+            from msdoctor.explain.rules.native import runtime_groups
 
             groups.update(runtime_groups(groups.get("lib", ""), groups.get("what", ""), groups.get("v", "")))
             return True
         if e.lookup == "numpy":
-            from msdoctor.explain.rules import numpy_groups
+            from msdoctor.explain.rules.native import numpy_groups
 
             groups.update(numpy_groups(hit.line, (*hit.before, *hit.after)))
             return True
         if e.lookup == "mindspore-wheel":
-            from msdoctor.explain.rules import mindspore_wheel_groups
+            from msdoctor.explain.rules.packaging import mindspore_wheel_groups
 
             groups.update(mindspore_wheel_groups(groups.get("msver", ""), (*hit.before, hit.line, *hit.after)))
             return True
         if e.lookup == "device":
-            from msdoctor.explain.rules import device_access_groups
+            from msdoctor.explain.rules.launch import device_access_groups
 
             groups.update(device_access_groups(hit.before))
             return True
@@ -251,14 +251,14 @@ class _Scanner:
             if lib and lib.device_target:
                 groups["lib_target"] = lib.device_target
             if lib and lib.device_target == "GPU":
-                from msdoctor.explain.rules import cuda_build_groups
+                from msdoctor.explain.rules.native import cuda_build_groups
 
                 extra = cuda_build_groups(groups.get("lib", ""), (*hit.before, hit.line, *hit.after))
                 if extra:  # the paste states another CUDA than the one the library belongs to
                     groups["lib_cause"] = extra["cause"]
                     groups["lib_fix"] = extra["fix"]
             if lib and lib.device_target == "Ascend":
-                from msdoctor.explain.rules import ascend_loader_groups
+                from msdoctor.explain.rules.native import ascend_loader_groups
 
                 extra = ascend_loader_groups(groups.get("lib", ""), (*hit.before, hit.line, *hit.after))
                 if extra:  # the table's text speaks of MindSpore, the usual loader; here torch_npu is

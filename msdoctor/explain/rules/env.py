@@ -23,7 +23,7 @@ _SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 
 
 def _raising(before: Sequence[str]) -> Optional[str]:
-    from msdoctor.explain.rules import _raising_path
+    from msdoctor.explain.rules.common import _raising_path
 
     return _raising_path(before)
 

@@ -1,0 +1,219 @@
+"""The rules over native code: a runtime library too old (whose copy was loaded), NumPy's C API, a CUDA library of
+another release, who loads a missing Ascend library, and the return codes of CANN's runtime
+(compat_matrix/acl_codes.toml)."""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from msdoctor.explain.owners import file_owner
+from msdoctor.explain.rules.common import _dist_shown, _vtuple
+
+
+# -- a runtime library too old: whose copy was loaded -------------------------------------------------------------
+#: the system's own library directories (the dynamic loader's defaults and the Debian multiarch ones)
+_SYSTEM_LIB = re.compile(r"^/(?:usr/)?lib(?:64|32)?/(?:[\w-]+-linux-gnu\w*/)?[^/]+$")
+#: an environment's prefix and its lib directory: a conda env (`.../envs/NAME/lib/`, a base install's `lib/`), a venv
+_ENV_LIB = re.compile(r"^(?P<prefix>.*?(?:[/\\]envs[/\\][^/\\]+|[/\\](?:ana|mini)conda\d*|[/\\]mini(?:forge|mamba)\d*|"
+                      r"[/\\]mambaforge))[/\\]lib[/\\][^/\\]+$")
+
+
+def runtime_groups(lib: str, what: str, version: str) -> dict[str, str]:
+    """Cause and fix for ``LIB: version `GLIBCXX_3.4.29' not found`` when LIB, the copy the loader took, is not the
+    system's: an environment's own (older) libstdc++ / libgcc found first (conda's interpreter finds its env's lib/
+    before the system's), or one bundled inside a package. Empty when LIB is the system's or not named (the general
+    text, the system's library is too old, stands)."""
+    if lib and "\\" not in lib:
+        import posixpath
+
+        lib = posixpath.normpath(lib)  # `.../anaconda3/bin/../lib/libstdc++.so.6` is the base env's lib/
+    if not lib or not re.search(r"[/\\]", lib):  # no copy named, or only its file name: which one, not shown
+        return _unnamed_runtime_groups(what, version)
+    if _SYSTEM_LIB.match(lib):
+        return {}
+    site = file_owner(lib)
+    env = _ENV_LIB.match(lib)
+    if site is not None and site.name not in ("CANN", "NNAL", "the Ascend driver"):
+        whose, why = f"a copy bundled inside the {site.name} package ({site.why})", (
+            f"{site.name} ships its own {lib.rsplit('/', 1)[-1]}, which the loader takes before the system's")
+        fix = (f"Install a build of {site.name} that does not bundle an older {lib.rsplit('/', 1)[-1]} (another "
+               f"release, or its manylinux wheel), or one made for this system")
+    elif env is not None:
+        prefix = env.group("prefix")
+        whose, why = f"the environment's own copy (under {prefix})", (
+            f"the environment at {prefix} has its own {lib.rsplit('/', 1)[-1]} in {prefix}/lib, which its "
+            f"interpreter loads before the system's (the system one may well have {what}_{version})")
+        fix = (f"Put a new enough one in the environment: `conda install -n <env> -c conda-forge libstdcxx-ng "
+               f"libgcc-ng` (or `conda update libstdcxx-ng`), or, if the system's has {what}_{version} (`strings "
+               f"/usr/lib/x86_64-linux-gnu/libstdc++.so.6 | grep {what}_{version}`), point {lib} at it (keep a copy "
+               f"of the old file)")
+    else:
+        return {}
+    return {
+        "_title": f"the {lib.rsplit('/', 1)[-1]} that was loaded, {whose}, lacks {what}_{version}",
+        "_cause": (f"A compiled library needs {what}_{version}, and the copy of {lib.rsplit('/', 1)[-1]} the loader "
+                   f"took is {lib}: {why}. That copy is older than the one the library was built against; the "
+                   f"system's own copy is not the one in question."),
+        "_fix": (fix + f". Check: `strings {lib} | grep {what}_` lists the versions that copy has. Unverified: msdoctor "
+                 f"did not read the files."),
+        "rule": "runtime-copy",
+    }
+
+
+def _unnamed_runtime_groups(what: str, version: str) -> dict[str, str]:
+    """``version `GLIBCXX_3.4.30' not found`` with no library named before it: the C++ runtime the loader took lacks
+    the version, but which copy it took the paste does not show. A conda environment ships its own libstdc++ in its
+    lib/, which its interpreter loads before the system's and which can be the older of the two, so "the system's is
+    too old" is not known here; say what is known and how to tell the copies apart. glibc itself (GLIBC_*) is always the
+    system's: the general text stands."""
+    if what not in ("GLIBCXX", "CXXABI"):
+        return {}
+    need = f"{what}_{version}"
+    return {
+        "_title": f"the libstdc++.so.6 that was loaded lacks {need} (the paste does not show which copy)",
+        "_cause": (f"A compiled library needs {need} from the C++ runtime (libstdc++), and the copy of libstdc++.so.6 "
+                   f"the loader took does not have it. The paste does not name that copy: it is either the system's "
+                   f"(too old for a library built on a newer Linux or with a newer gcc) or, in a conda environment, the "
+                   f"environment's own lib/libstdc++.so.6, which its interpreter loads before the system's and which "
+                   f"can be older than the system's."),
+        "_fix": (f"The full error line names the copy (`PATH/libstdc++.so.6: version `{need}' not found`). Compare "
+                 f"the candidates: `strings $CONDA_PREFIX/lib/libstdc++.so.6 | grep {need}` and `strings "
+                 f"/usr/lib/x86_64-linux-gnu/libstdc++.so.6 | grep {need}` (/usr/lib64 on RHEL-like systems). Then "
+                 f"put a new enough one first: in a conda env `conda install -c conda-forge libstdcxx-ng`, or point "
+                 f"the env's lib/libstdc++.so.6 at the system's if that one has {need} (keep a copy); if neither has "
+                 f"it, install a build of the library made for this system. Unverified: msdoctor did not read the "
+                 f"files."),
+        "rule": "runtime-unnamed",
+    }
+
+
+# -- NumPy's C API could not be loaded --------------------------------------------------------------------------
+#: what says NumPy 2 is the one installed: its own banner about modules built for 1.x, its 2.x-only symbol, a 2.x
+#: version printed
+_NUMPY2 = re.compile(r"compiled using NumPy 1\.x|NumPy 2\.\d|_ARRAY_API not found|numpy[ =_-]*2\.\d+\.\d+", re.I)
+_MULTIARRAY = re.compile(r"numpy\.core\.multiarray failed to import", re.I)
+
+
+def numpy_groups(line: str, context: Sequence[str]) -> dict[str, str]:
+    """``numpy.core.multiarray failed to import`` is what a compiled module says when it cannot load NumPy's C API.
+    With NumPy 2 it is the ABI break (its banner, ``_ARRAY_API not found`` or a 2.x version say so: the general text
+    stands); without any sign of NumPy 2 in the paste the C API is missing for another reason (NumPy not installed in
+    this environment, a broken or partial install, or a NumPy older than the module was built for), and the general
+    "NumPy 2 is installed" is not known: say what is."""
+    if not _MULTIARRAY.search(line) or any(_NUMPY2.search(x) for x in (line, *context)):
+        return {}
+    return {
+        "_title": "a compiled module could not load NumPy's C API (numpy.core.multiarray)",
+        "_cause": ("A compiled extension imports NumPy's C API when it loads, and that import failed. The paste shows "
+                   "no NumPy 2 (whose ABI break gives the same line with its own banner): NumPy is not installed in "
+                   "the environment that runs the code, its install is broken or partial, or it is another release "
+                   "than the one the module was built against."),
+        "_fix": ("`{python} -m pip show numpy` shows whether and which NumPy is installed in this environment: install "
+                 "it if missing (`{python} -m pip install numpy`; for MindSpore <= 2.9 and CANN's TBE stack "
+                 "`\"numpy<2\"`), or reinstall it (`{python} -m pip install --force-reinstall numpy==<version>`) "
+                 "when `{python} -c \"import numpy\"` fails too. Unverified: msdoctor did not read the environment."),
+        "rule": "numpy-missing",
+    }
+
+
+# -- a CUDA library of another CUDA release than the system's -----------------------------------------------------
+#: CUDA toolkit libraries whose soname carries the CUDA release they belong to (libcudart.so.10.1, libcublas.so.11);
+#: cuDNN's and the driver's sonames carry their own versions, not CUDA's
+_CUDA_SONAME = re.compile(r"^(?P<name>libcudart|libcublas(?:Lt)?|libcusolver|libcusparse|libcufft|libcurand|libnvrtc)"
+                          r"\.so\.(?P<major>\d+)(?:\.(?P<minor>\d+))?")
+#: the CUDA release the paste states for the system: `cuda12.1`, `CUDA 12.1`, `CUDA Version: 12.2` (nvidia-smi),
+#: `/usr/local/cuda-12.1`
+_STATED_CUDA = re.compile(r"\bcuda(?:[ _-]?version)?[ :=_-]*(?P<major>\d{2})\.(?P<minor>\d)\b", re.I)
+
+
+def cuda_build_groups(lib: str, context: Sequence[str]) -> dict[str, str]:
+    """A CUDA library that cannot be found (libcudart.so.10.1) while the paste states another CUDA release for the
+    system (cuda12.1): what loads it was built for the library's CUDA, not for the one installed, so the answer is a
+    build of that package for the installed CUDA (or that CUDA added), not "CUDA is missing". Empty when the paste
+    states no CUDA release, several, or the same major as the library's."""
+    m = _CUDA_SONAME.match(lib)
+    if m is None:
+        return {}
+    stated = {(s.group("major"), s.group("minor")) for line in context
+              for s in _STATED_CUDA.finditer(line.replace(lib, ""))}
+    if len({major for major, _ in stated}) != 1:
+        return {}
+    major, minor = next(iter(stated))
+    if major == m.group("major"):
+        return {}
+    belongs = m.group("major") + (f".{m.group('minor')}" if m.group("minor") else ".x")
+    system = f"{major}.{minor}"
+    return {
+        "cause": (f"The paste shows CUDA {system} on this system, while {lib} belongs to CUDA {belongs}: the package "
+                  f"that loads it (a wheel or compiled extension) was built for CUDA {belongs}, not for the CUDA "
+                  f"installed, so the library it asks for is not there."),
+        "fix": (f"Install that package's build for CUDA {system} (its CUDA variant: a +cu{major}{minor} / -cu{major}x "
+                f"wheel, or the extension rebuilt against this CUDA; the traceback's last frames name the package), "
+                f"or install CUDA {belongs} as well and put its lib64 on LD_LIBRARY_PATH. Unverified: `nvcc --version` "
+                f"and `nvidia-smi` show the installed CUDA."),
+    }
+
+
+# -- who loads a missing Ascend library ---------------------------------------------------------------------------
+#: torch_npu (PTA, the PyTorch Ascend adapter: https://github.com/Ascend/pytorch) names itself in its error codes
+#: (`ERR00008 PTA resource not found`) and its paths
+_TORCH_NPU = re.compile(r"\bERR\d{5} PTA\b|\btorch_npu\b|\btorch-npu\b", re.I)
+
+
+def ascend_loader_groups(lib: str, context: Sequence[str]) -> dict[str, str]:
+    """When the paste shows that torch_npu is the one loading a CANN library that is missing: say so, and that on a
+    host with no Ascend NPU (no CANN) torch_npu cannot load at all, so code that runs there imports plain torch.
+    Empty when the paste does not name torch_npu."""
+    if not any(_TORCH_NPU.search(line) for line in context):
+        return {}
+    return {
+        "cause": (f"The paste shows torch_npu (PTA, PyTorch's Ascend adapter) loading {lib}: torch_npu links against "
+                  f"CANN's runtime, so it loads only on an Ascend host with CANN installed and its set_env.sh sourced; "
+                  f"on a machine with no Ascend NPU it cannot be imported at all."),
+        "fix": ("On a host without Ascend NPUs, do not import torch_npu: use plain torch (code that only optionally "
+                "uses an NPU imports torch_npu inside a guard). On an Ascend host:"),
+        "loader": "torch_npu",
+    }
+
+
+# -- a return code of CANN's runtime (compat_matrix/acl_codes.toml): its category, and what to collect ---------------
+#: a CANN error code (EZ9999, EE1001, E39007): its own lines are the better lead, and its entry answers
+_CANN_CODE = re.compile(r"(?<![\w.=])E[A-Z0-9]\d{4}(?:[:)\]]|\s+Inner Error)")
+
+
+#: a sign that the paste is about CANN's runtime: an AscendCL or runtime call, an NPU, CANN, HCCL, torch_npu, MindSpore
+_ASCEND_WORDS = re.compile(r"\bacl[A-Za-z]*\b|\brt[A-Z]\w+|\bnpu|\bascend|\bcann\b|\bhccl|torch_npu|mindspore", re.I)
+
+
+def acl_code_groups(code: str, call: str, line: str, context: Sequence[str] = ()) -> dict[str, str]:
+    """``NPU function error: CALL, error code is 507035`` (torch_npu) and the like: what CANN's runtime defines the code
+    as, what that category rules in, and what to collect; it is not a diagnosis, and says so. Empty for a code the
+    data does not list."""
+    from msdoctor.explain.owners import acl_codes
+
+    c = acl_codes().get(int(code)) if code.isdigit() else None
+    if c is None or any(_CANN_CODE.search(x.replace("\\n", "\n")) for x in (line, *context)):
+        return {}  # not a listed code; or CANN printed its own error code, whose entry and inner lines say more
+    if not call and not any(_ASCEND_WORDS.search(x) for x in (line, *context)):
+        return {}  # nothing in the paste is Ascend's: a code of that value from someone else
+    by = f"{call} returned it" if call else "a call into CANN returned it"
+    # CANN's Python components are built for NumPy 1.x (CANN 8.2's need numpy<2 when torch_npu sets compile options:
+    # https://github.com/vllm-project/vllm-ascend/issues/2210); a NumPy 2 the paste shows installed is the first suspect
+    numpy = _dist_shown("numpy", (line, *context))
+    numpy2 = bool(numpy) and _vtuple(numpy) >= (2,)
+    framework = "torch_npu" if "c10_npu" in line or "torch_npu" in line else "the framework"
+    return {
+        "_title": f"CANN runtime error {c.code}: {c.meaning} (a category, not a diagnosis)",
+        "_cause": (f"{by}: CANN's runtime defines {c.code} as {c.meaning}. That is {c.what}. Only the category is "
+                   f"known from the code; {framework}'s message does not say which operator, rank or release is at "
+                   f"fault."
+                   + (f" The paste also shows numpy {numpy} installed, and CANN's Python components (te/tbe) are built "
+                      f"for NumPy 1.x: the likely cause when a call that compiles operators or sets compile options "
+                      f"fails." if numpy2 else "")),
+        "_fix": ((f"First, since the paste shows numpy {numpy}: CANN's Python components (te/tbe, which compile "
+                  f"operators and set compile options) are built for NumPy 1.x, so install `{{python}} -m pip install "
+                  f"\"numpy<2\"` and retry. " if numpy2 else "")
+                 + f"Collect before concluding: {c.collect}. Unverified: msdoctor read only the code ({c.source})."),
+        "rule": "acl-code", "acl_kind": c.kind,
+    }
