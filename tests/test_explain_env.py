@@ -41,6 +41,21 @@ def test_the_device_id_is_read_against_the_range_cann_states() -> None:
     assert [m.entry_id for m in explain_text(line.format(d=1, n=2))] == ["cann-error-code"]
 
 
+def test_mindspore_s_device_count_line_comes_before_its_runtime_headline() -> None:
+    """MindSpore's `Ascend kernel runtime initialization failed ... The details refer to 'Ascend Error Message'`
+    (a headline entry) yields first place to the rule that read the detail under it: `Got device count[N] and device
+    id[D]` (the text of MindSpore's distributed parallel FAQ, set F). An id inside the count makes no claim, and a
+    catalogue entry matching the detail (device memory) does not outrank the headline (set E's occupied card)."""
+    text = ("RuntimeError: Ascend kernel runtime initialization failed, device id: {d}. The details refer to 'Ascend "
+            "Error Message'.\n-Framework Error Message: (For framework developers)\n"
+            "Call aclrtSetDevice failed, ret[107001]. Got device count[8] and device id[{d}], please check if device "
+            "id is valid.")
+    got = explain_text(text.format(d=9))
+    assert [m.entry_id for m in got] == ["device-id-out-of-range", "ascend-runtime-init-failed"]
+    assert "device 9" in got[0].title and "hostname" in got[0].cause and "hostnamectl" in got[0].fix
+    assert [m.entry_id for m in explain_text(text.format(d=3))] == ["ascend-runtime-init-failed"]
+
+
 def test_a_rank_table_without_a_duplicate_names_no_device_id() -> None:
     text = ('EI0004: The ranktable is invalid,Reason:[The ranktable config devId is inconsistent with the local devId.]. '
             '[{"server_count":"1","server_list":[{"device":[{"device_id":"0","rank_id":"0"},{"device_id":"1","rank_id":"1"}]}]}]')

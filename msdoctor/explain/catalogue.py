@@ -12,7 +12,7 @@ from typing import Any, Mapping, Optional
 CATALOGUE = "errors.toml"
 KIND = "error-catalogue"
 REQUIRED = ("id", "title", "pattern", "cause", "fix", "check", "source", "category")
-OPTIONAL = ("device_target", "fallback", "per", "live", "lookup", "gate")
+OPTIONAL = ("device_target", "fallback", "per", "live", "lookup", "gate", "headline")
 DEVICE_TARGETS = ("Ascend", "GPU", "CPU")
 CATEGORIES = ("device-oom", "host-oom", "hccl", "msrun", "cann-code", "api-skew", "shared-lib", "abi", "glibc",
               "cuda", "cann-env", "cann-version", "visible-devices", "enospc", "install", "shadowing", "registry",
@@ -57,6 +57,9 @@ class Entry:
     #: for a pattern with no required literal: a case-sensitive regex, without whitespace, that a raw ASCII line
     #: must match for the pattern to match it after normalisation (the fast log scan looks only at such lines)
     gate: Optional["re.Pattern[bytes]"] = None
+    #: a headline whose cause is in the lines under it (MindSpore's "... initialization failed. The details refer to
+    #: 'Ascend Error Message'"): a match within HEADLINE_SPAN lines below it comes first, the headline after it
+    headline: bool = False
 
     @property
     def groups(self) -> tuple[str, ...]:
@@ -156,7 +159,7 @@ def _entry(raw: Mapping[str, Any], label: str) -> Entry:
             raise CatalogueError(f"{label}: gate must not involve whitespace (normalisation changes it)")
     return Entry(raw["id"], raw["title"].strip(), pattern, _text(raw, "cause"), _text(raw, "fix"), check or None,
                  raw["source"].strip(), raw["category"], target, bool(raw.get("fallback", False)), per,
-                 live.get("code"), live.get("status", "warn"), lookup, gate)
+                 live.get("code"), live.get("status", "warn"), lookup, gate, bool(raw.get("headline", False)))
 
 
 def parse_catalogue_full(text: str, where: str = CATALOGUE) -> Catalogue:

@@ -53,6 +53,23 @@ class _Found:
     starts: set[int] = field(default_factory=set)
 
 
+
+#: how far below a headline entry (catalogue `headline = true`) a match can be its detail
+HEADLINE_SPAN = 12
+
+
+def _headlines_last(out: list[Match], headlines: set[str], structural: set[str]) -> list[Match]:
+    """Matches in line order, except that a headline (a message that says its cause is in the lines under it) comes
+    after the last claim of a structural rule within HEADLINE_SPAN lines below it: that rule read the detail (a
+    device id against the count) and names the cause; a catalogue entry matching there does not outrank it."""
+    def key(m: Match) -> tuple[int, int]:
+        below = [o.line_no for o in out
+                 if o.entry_id in structural and m.line_no < o.line_no <= m.line_no + HEADLINE_SPAN]
+        return (max(below), 1) if m.entry_id in headlines and below else (m.line_no, 0)
+
+    return sorted(out, key=key)
+
+
 class _Scanner:
     """Scans blocks of lines; keeps what each entry (and each `per` value) matched first."""
 
@@ -181,6 +198,7 @@ class _Scanner:
                 category=e.category, log_cause=hit.cause, log_solution=hit.solution,
             ))
         out.sort(key=lambda m: m.line_no)
+        out = _headlines_last(out, {e.id for e, _ in self.prepared if e.headline}, self.structural)
         # a structural rule yields to a specific entry that explains the same line (or a neighbour); a generic
         # (fallback) entry's text yields to a structural rule that made a claim there (it read the frames)
         fallback = {e.id for e, _ in self.prepared if e.fallback}

@@ -99,8 +99,9 @@ def device_range_groups(g: Groups, before: Sequence[str], line: str, after: Sequ
     ret[101], invalid device ordinal`` (CUDA's cudaErrorInvalidDevice is 101:
     https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html): the device id asked for lies outside the
     devices this process sees."""
-    if g.get("dev") and g.get("n"):
-        dev, n = int(g["dev"]), int(g["n"])
+    if (g.get("dev") and g.get("n")) or (g.get("dev2") and g.get("n2")):
+        # CANN's `set device=D, valid device range is [0, N)` or MindSpore's `Got device count[N] and device id[D]`
+        dev, n = int(g.get("dev") or g["dev2"]), int(g.get("n") or g["n2"])
         if dev < n:
             return {}  # in range: CANN failed for another reason
         return {
@@ -110,9 +111,12 @@ def device_range_groups(g: Groups, before: Sequence[str], line: str, after: Sequ
                        f"msrun's, the rank table's) and counts within the devices visible to the process "
                        f"(ASCEND_RT_VISIBLE_DEVICES renumbers them from 0). Usually more ranks were started on this node "
                        f"than it has cards, a physical card id was given while ASCEND_RT_VISIBLE_DEVICES limits the "
-                       f"visible set, or a DEVICE_ID was left set from another job."),
+                       f"visible set, or a DEVICE_ID was left set from another job. In a multi-node msrun job, nodes that "
+                       f"share one hostname do this too: msrun hands out device ids per host name, so the ranks of "
+                       f"two nodes count on as if on one, from {n} up (MindSpore's distributed parallel FAQ)."),
             "_fix": (f"Give a device id below {n}: `export DEVICE_ID=<0..{n - 1}>` (or `unset DEVICE_ID`), or device_id "
-                     f"in set_context; start at most {n} ranks on this node (msrun's --local_worker_num); with "
+                     f"in set_context; start at most {n} ranks on this node (msrun's --local_worker_num); on several "
+                     f"nodes, give each its own hostname (`hostname` on each; `hostnamectl set-hostname NAME`); with "
                      f"ASCEND_RT_VISIBLE_DEVICES set, ids count within its list. Unverified: `npu-smi info` lists the "
                      f"cards, `echo $ASCEND_RT_VISIBLE_DEVICES $DEVICE_ID` the job's settings; `msdoctor check --only "
                      f"device-target` counts the devices MindSpore sees."),
@@ -469,7 +473,7 @@ CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]]
     "wrong-arch": wrong_arch_groups,
     "pillow-headers": pillow_headers_groups,
 }
-assert set(CLAIMS) == set(ENV_LOOKUPS), "catalogue.ENV_LOOKUPS and rules_env.CLAIMS name the same lookups"
+assert set(CLAIMS) == set(ENV_LOOKUPS), "catalogue.ENV_LOOKUPS and rules.env.CLAIMS name the same lookups"
 #: rules whose fix runs no Python (the device, the launch, the network, the loader)
 NO_PYTHON = frozenset({"device-out-of-range", "ranktable-invalid", "ranks-disagree",
                        "loader-other-copy", "system-python-changed", "linker-needed", "no-launcher",
