@@ -79,9 +79,17 @@ def main() -> None:
     modules = sorted(m for m in sys.modules if m not in before and not m.startswith("__"))
     start_s = _cpu([sys.executable, "-c", "pass"])
     imports_s = _cpu([sys.executable, __file__, target, "--imports", ",".join(modules)]) - start_s
-    print(json.dumps({"self_s": round(self_s, 3), "start_s": round(start_s, 3), "imports_s": round(imports_s, 3),
-                      "modules": len(modules),
-                      "children": children}))
+    print(
+        json.dumps(
+            {
+                "self_s": round(self_s, 3),
+                "start_s": round(start_s, 3),
+                "imports_s": round(imports_s, 3),
+                "modules": len(modules),
+                "children": children,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

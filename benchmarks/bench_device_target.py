@@ -68,8 +68,9 @@ def wall(argv: list[str], runs: int, cwd: str, env: Mapping[str, str]) -> tuple[
     times, rc = [], 0
     for _ in range(runs):
         t0 = time.perf_counter()
-        rc = subprocess.run(argv, cwd=cwd, env=dict(env), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL).returncode
+        rc = subprocess.run(
+            argv, cwd=cwd, env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ).returncode
         times.append(time.perf_counter() - t0)
     return statistics.median(times), rc
 
@@ -104,9 +105,13 @@ def main() -> None:
     print(f"{'static evidence, fixture Ascend host (8 x 910B3, npu-smi)':<58} {static_ascend:8.3f}  {'< 0.100':>14}")
     label = 'python -c "import mindspore; mindspore.run_check()"'
     print(f"{label:<58} {anchor:8.3f}  {'anchor':>14}")
-    print(f"{'msdoctor check --only device-target':<58} {only:8.3f}  {f'{only / anchor:.2f}x anchor':>14}  rc={rc_only}")
-    print(f"{'msdoctor check (all installed checks)':<58} {full:8.3f}  {f'{full / anchor:.2f}x anchor':>14}  rc={rc_full}"
-          f"  (target <= 1.20x)")
+    print(
+        f"{'msdoctor check --only device-target':<58} {only:8.3f}  {f'{only / anchor:.2f}x anchor':>14}  rc={rc_only}"
+    )
+    print(
+        f"{'msdoctor check (all installed checks)':<58} {full:8.3f}  {f'{full / anchor:.2f}x anchor':>14}  rc={rc_full}"
+        f"  (target <= 1.20x)"
+    )
 
 
 if __name__ == "__main__":

@@ -114,8 +114,15 @@ def probe_additions_ms(python: str, cwd: str) -> tuple[float, int]:
     src = script_source("target_probe.py")
     body, tail = src.rsplit("\nmain()", 1)
     assert not tail.strip(), "the probe no longer ends with main()"
-    out = subprocess.run([python, "-W", "ignore", "-"], input=body + _PROBE_TIMER, text=True, cwd=cwd,
-                         capture_output=True, timeout=120, check=True).stdout
+    out = subprocess.run(
+        [python, "-W", "ignore", "-"],
+        input=body + _PROBE_TIMER,
+        text=True,
+        cwd=cwd,
+        capture_output=True,
+        timeout=120,
+        check=True,
+    ).stdout
     data = json.loads(out.strip().splitlines()[-1])
     return data["ms"], data["names"]
 
@@ -136,9 +143,11 @@ def main() -> None:
     data, _ = run_script(venv.python, "target_probe.py", timeout=120, cwd=Path(cwd))
     t = TargetFacts.from_probe(data)
     findings = evaluate(t)
-    print(f"environment: {venv.root} ({len(t.distributions)} distributions, "
-          f"{sum(1 for e in t.sys_path if e.get('is_dir'))} sys.path directories); "
-          f"check verdict: {findings[0].status.value} ({len(findings)} finding(s))")
+    print(
+        f"environment: {venv.root} ({len(t.distributions)} distributions, "
+        f"{sum(1 for e in t.sys_path if e.get('is_dir'))} sys.path directories); "
+        f"check verdict: {findings[0].status.value} ({len(findings)} finding(s))"
+    )
 
     env = dict(os.environ, NO_COLOR="1", MSDOCTOR_NO_SPINNER="1")
     msdoctor = shutil.which("msdoctor", path=str(Path(sys.executable).parent)) or "msdoctor"
@@ -153,11 +162,15 @@ def main() -> None:
         ("duplicate-installs evaluate() over the probe facts", _timed_ms(lambda: evaluate(t), args.runs)),
         (f"probe additions in the target ({additions[0][1]} names find_spec'd, scheme)", added_probe),
         ("the whole target probe (shared by every check)", _timed_ms(probe, args.runs)),
-        ("msdoctor check --quick --only duplicate-installs (wall)",
-         _timed_ms(lambda: run_quiet(check + ["--only", "duplicate-installs"], cwd, env), args.runs)),
+        (
+            "msdoctor check --quick --only duplicate-installs (wall)",
+            _timed_ms(lambda: run_quiet(check + ["--only", "duplicate-installs"], cwd, env), args.runs),
+        ),
         ("msdoctor check --quick, every check (wall)", _timed_ms(lambda: run_quiet(check, cwd, env), args.runs)),
-        ("python -m pip check (anchor, wall)",
-         _timed_ms(lambda: run_quiet([venv.python, "-m", "pip", "check"], cwd, env), args.runs)),
+        (
+            "python -m pip check (anchor, wall)",
+            _timed_ms(lambda: run_quiet([venv.python, "-m", "pip", "check"], cwd, env), args.runs),
+        ),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"{'measure (' + str(args.runs) + ' runs)':<{width}}  {'median ms':>9}  {'min ms':>8}")

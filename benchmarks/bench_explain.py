@@ -40,8 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_timing.p
 from _timing import median_of as timed
 
 STEP = "[INFO] step {i}/200000 loss {loss:.4f} lr 3.0e-04 grad_norm 0.812 tokens/s 25123 step_time 0.163"
-WARN = ("[WARNING] ANALYZER(1201,7f3a,python):2026-01-01-10:00:00.000.000 [auto_monad.cc:1590] "
-        "ClearIsolatedNodes] Some side effect nodes were eliminated by mistake.")
+WARN = (
+    "[WARNING] ANALYZER(1201,7f3a,python):2026-01-01-10:00:00.000.000 [auto_monad.cc:1590] "
+    "ClearIsolatedNodes] Some side effect nodes were eliminated by mistake."
+)
 ERRORS = [
     "ValueError: 'aimv2' is already used by a Transformers config, pick another name.",
     "Load dynamic library: libmindspore_ascend.so.2 failed. libge_runner.so: cannot open shared object file: "
@@ -67,7 +69,7 @@ def make_big_log(path: Path, size: int) -> int:
     chunk = chunk_path.read_bytes().split(b"\n")
     chunk_path.unlink()
     errors = [i for i, line in enumerate(chunk) if any(e.encode()[:30] in line for e in ERRORS)]
-    tail = b"\n".join(chunk[min(errors) - 100:]) if errors else b""
+    tail = b"\n".join(chunk[min(errors) - 100 :]) if errors else b""
     body = b"\n".join(line for i, line in enumerate(chunk) if i not in set(errors)) + b"\n"
     lines = 0
     with path.open("wb") as fh:
@@ -110,10 +112,12 @@ def peak_rss_mib(log: Path, native: bool) -> tuple[float, float]:
     if not native:
         env["MSDOCTOR_NO_RE2"] = "1"
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent's size at fork through exec
-    code = ("import sys; from msdoctor.explain import explain_file, load_catalogue; load_catalogue(); "
-            "import msdoctor.explain.fastscan; "
-            "sys.argv[1:] and explain_file(__import__('pathlib').Path(sys.argv[1])); "
-            "print([ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM:')][0])")
+    code = (
+        "import sys; from msdoctor.explain import explain_file, load_catalogue; load_catalogue(); "
+        "import msdoctor.explain.fastscan; "
+        "sys.argv[1:] and explain_file(__import__('pathlib').Path(sys.argv[1])); "
+        "print([ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM:')][0])"
+    )
     out = []
     for extra in ([], [str(log)]):
         res = subprocess.run([sys.executable, "-c", code, *extra], env=env, capture_output=True, text=True, check=True)
@@ -143,26 +147,39 @@ def log_rows(log: Path, lines: int, runs: int) -> None:
         finally:
             os.environ.pop(fastscan.NO_RE2_ENV, None)
     grep = shutil.which("grep")
-    g_cpu, g_wall = (child_cpu_and_wall([grep, "-c", "-E", "Traceback|Error", str(log)], runs) if grep
-                     else (float("nan"), float("nan")))
+    g_cpu, g_wall = (
+        child_cpu_and_wall([grep, "-c", "-E", "Traceback|Error", str(log)], runs)
+        if grep
+        else (float("nan"), float("nan"))
+    )
     print(f"log: {lines:,} lines, {size_mb:,.1f} MB")
     for label, (cpu, wall) in rows.items():
-        print(f"  {'explain_file, ' + label:<48} CPU {cpu:7.3f} s {size_mb / cpu:7.1f} MB/s   wall {wall:7.3f} s "
-              f"{size_mb / wall:7.1f} MB/s   {lines / cpu:>12,.0f} lines/s (CPU)")
-    print(f"  {'anchor: grep -c -E Traceback|Error':<48} CPU {g_cpu:7.3f} s {size_mb / g_cpu:7.1f} MB/s   wall "
-          f"{g_wall:7.3f} s {size_mb / g_wall:7.1f} MB/s")
+        print(
+            f"  {'explain_file, ' + label:<48} CPU {cpu:7.3f} s {size_mb / cpu:7.1f} MB/s   wall {wall:7.3f} s "
+            f"{size_mb / wall:7.1f} MB/s   {lines / cpu:>12,.0f} lines/s (CPU)"
+        )
+    print(
+        f"  {'anchor: grep -c -E Traceback|Error':<48} CPU {g_cpu:7.3f} s {size_mb / g_cpu:7.1f} MB/s   wall "
+        f"{g_wall:7.3f} s {size_mb / g_wall:7.1f} MB/s"
+    )
     for label, (cpu, _) in rows.items():
-        print(f"  {label}: explain takes {cpu / g_cpu:.1f}x grep's CPU time; goal >= 100 MB/s per core (CPU): "
-              f"{'met' if size_mb / cpu >= 100 else 'NOT met'}")
+        print(
+            f"  {label}: explain takes {cpu / g_cpu:.1f}x grep's CPU time; goal >= 100 MB/s per core (CPU): "
+            f"{'met' if size_mb / cpu >= 100 else 'NOT met'}"
+        )
     answers = list(found.values())
-    print(f"  found {answers[0] if answers else []}; the same with and without RE2: "
-          f"{all(a == answers[0] for a in answers)}")
+    print(
+        f"  found {answers[0] if answers else []}; the same with and without RE2: "
+        f"{all(a == answers[0] for a in answers)}"
+    )
     for label, native in (("with google-re2", True), ("pure Python", False)):
         if native and fastscan._re2() is None:
             continue
         base, peak = peak_rss_mib(log, native)
-        print(f"  peak RSS explaining it, {label}: {peak:.0f} MiB (a process that only loads the catalogue: "
-              f"{base:.0f} MiB; the file: {size_mb / 1.048576:,.0f} MiB)")
+        print(
+            f"  peak RSS explaining it, {label}: {peak:.0f} MiB (a process that only loads the catalogue: "
+            f"{base:.0f} MiB; the file: {size_mb / 1.048576:,.0f} MiB)"
+        )
 
 
 def real_set() -> tuple[int, int, int, int, float, int, int]:
@@ -173,8 +190,11 @@ def real_set() -> tuple[int, int, int, int, float, int, int]:
 
     from msdoctor.explain import explain_text
 
-    data = tomllib.loads((Path(__file__).resolve().parent.parent / "tests" / "data" / "explain" / "real_cases.toml")
-                         .read_text(encoding="utf-8"))
+    data = tomllib.loads(
+        (Path(__file__).resolve().parent.parent / "tests" / "data" / "explain" / "real_cases.toml").read_text(
+            encoding="utf-8"
+        )
+    )
     start = time.perf_counter()
     right = sum(1 for c in data["case"] if c["expect"] in {m.entry_id for m in explain_text(c["text"])})
     claimed = sum(1 for n in data["negative"] if explain_text(n["text"]))
@@ -225,19 +245,21 @@ def main() -> None:
     from msdoctor.commands.check import build_options, make_context
     from msdoctor.doctor import Selection, diagnose
 
-    report = diagnose(make_context(build_options(sys.executable, None, None, None, True, False, 30.0)),
-                      Selection()).report
+    report = diagnose(
+        make_context(build_options(sys.executable, None, None, None, True, False, 30.0)), Selection()
+    ).report
     t_redact = timed(lambda: redact_report(report), max(args.runs, 20))
 
     print(f"catalogue: {len(load_catalogue())} entries; the {args.lines}-line log: found {found}")
     print(f"{'explain_file (same log, ANSI colours)':<38} {t_ansi:8.3f} s   found the same: {found_ansi == found}")
     print(f"{'explain_file (same log, UTF-16)':<38} {t_utf16:8.3f} s   found the same: {found_utf16 == found}")
     print(f"{'explain_text (last 200 lines)':<38} {t_tail * 1000:8.2f} ms")
-    print(f"{'real set (public reports)':<38} {right}/{cases} recognised with the right cause "
-          f"({100 * right / cases:.0f}%), {claimed}/{negatives} negatives claimed, {t_real * 1000:.0f} ms for all texts")
+    print(
+        f"{'real set (public reports)':<38} {right}/{cases} recognised with the right cause "
+        f"({100 * right / cases:.0f}%), {claimed}/{negatives} negatives claimed, {t_real * 1000:.0f} ms for all texts"
+    )
     print(f"{'held-out reports (not tuned to)':<38} {held}/{holdout} recognised with the right cause")
-    print(f"{'redact_report (check --quick report)':<38} {t_redact * 1000:8.2f} ms   "
-          f"({len(report.results)} checks)")
+    print(f"{'redact_report (check --quick report)':<38} {t_redact * 1000:8.2f} ms   ({len(report.results)} checks)")
 
 
 if __name__ == "__main__":

@@ -41,20 +41,28 @@ def build(root: Path, kernels: int) -> dict:
         py = venvs[i % len(venvs)].python if i % 5 else venvs[i % len(venvs)].root / "bin" / "python3"
         d = data / "kernels" / f"k{i:02d}"
         d.mkdir(parents=True)
-        (d / "kernel.json").write_text(json.dumps({"argv": [str(py), "-m", "ipykernel_launcher", "-f",
-                                                            "{connection_file}"], "display_name": f"K{i}",
-                                                   "language": "python"}))
-    for name, body in (("stale", json.dumps({"argv": [str(root / "gone/bin/python")], "language": "python"})),
-                       ("broken", '{"argv": [\n')):
+        (d / "kernel.json").write_text(
+            json.dumps(
+                {
+                    "argv": [str(py), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                    "display_name": f"K{i}",
+                    "language": "python",
+                }
+            )
+        )
+    for name, body in (
+        ("stale", json.dumps({"argv": [str(root / "gone/bin/python")], "language": "python"})),
+        ("broken", '{"argv": [\n'),
+    ):
         (data / "kernels" / name).mkdir()
         (data / "kernels" / name / "kernel.json").write_text(body)
     project = root / "project"
     (project / ".vscode").mkdir(parents=True)
     (project / ".vscode" / "settings.json").write_text(
-        '// x\n{"python.defaultInterpreterPath": "%s",}\n' % venvs[-1].python)
+        '// x\n{"python.defaultInterpreterPath": "%s",}\n' % venvs[-1].python
+    )
     (project / "a.ipynb").write_text(json.dumps({"cells": [], "metadata": {"kernelspec": {"name": "k01"}}}))
-    env = dict(os.environ, HOME=str(root / "home"), JUPYTER_DATA_DIR=str(data), NO_COLOR="1",
-               MSDOCTOR_NO_SPINNER="1")
+    env = dict(os.environ, HOME=str(root / "home"), JUPYTER_DATA_DIR=str(data), NO_COLOR="1", MSDOCTOR_NO_SPINNER="1")
     for k in ("JUPYTER_PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "JPY_PARENT_PID"):
         env.pop(k, None)
     return {"target": venvs[0].python, "project": project, "env": env}
@@ -81,19 +89,40 @@ def main() -> None:
         run = lambda *argv: subprocess.run(list(argv), env=w["env"], cwd=w["project"], capture_output=True)
         rows = rows_in_process(w, 8)
         figures = [
-            (f"rows in process, concurrent ({rows} rows)", median_of(lambda: rows_in_process(w, 8), args.runs),
-             "< 1.0"),
+            (
+                f"rows in process, concurrent ({rows} rows)",
+                median_of(lambda: rows_in_process(w, 8), args.runs),
+                "< 1.0",
+            ),
             ("rows in process, one probe at a time", median_of(lambda: rows_in_process(w, 1), args.runs), ""),
-            ("msdoctor check --only kernel-mismatch", median_of(
-                lambda: run(str(bin_dir / "msdoctor"), "check", "--only", "kernel-mismatch", "--python",
-                            w["target"]), args.runs), ""),
-            ("msdoctor fix-kernel --dry-run", median_of(
-                lambda: run(str(bin_dir / "msdoctor"), "fix-kernel", "--python", w["target"], "--dry-run"),
-                args.runs), ""),
-            ("anchor: jupyter kernelspec list --json", median_of(
-                lambda: run(str(bin_dir / "jupyter-kernelspec"), "list", "--json"), args.runs), ""),
-            ("anchor: python -c 'import mindspore' (one interpreter)", median_of(
-                lambda: run(w["target"], "-c", "import mindspore"), max(1, args.runs // 2)), ""),
+            (
+                "msdoctor check --only kernel-mismatch",
+                median_of(
+                    lambda: run(
+                        str(bin_dir / "msdoctor"), "check", "--only", "kernel-mismatch", "--python", w["target"]
+                    ),
+                    args.runs,
+                ),
+                "",
+            ),
+            (
+                "msdoctor fix-kernel --dry-run",
+                median_of(
+                    lambda: run(str(bin_dir / "msdoctor"), "fix-kernel", "--python", w["target"], "--dry-run"),
+                    args.runs,
+                ),
+                "",
+            ),
+            (
+                "anchor: jupyter kernelspec list --json",
+                median_of(lambda: run(str(bin_dir / "jupyter-kernelspec"), "list", "--json"), args.runs),
+                "",
+            ),
+            (
+                "anchor: python -c 'import mindspore' (one interpreter)",
+                median_of(lambda: run(w["target"], "-c", "import mindspore"), max(1, args.runs // 2)),
+                "",
+            ),
         ]
     print(f"kernel-mismatch benchmark: {args.kernels} kernelspecs over 4 venvs, median of {args.runs} runs")
     for label, seconds, target in figures:

@@ -50,20 +50,42 @@ def _in_process(runs: int) -> list[tuple[str, float, float, str]]:
     sys.path.insert(0, str(REPO))
     from msdoctor.memory import GIB, Device, ModelShape, Setup, estimate, search
 
-    model = ModelShape(96, 12288, 96, 50257, activation="gelu", norm="layernorm", tie_embeddings=True, bias=True,
-                       vocab_multiple=128, dropout=True, attention_dropout=True)
-    setup = Setup(2048, tensor_parallel=8, pipeline_stages=8, micro_batch_num=64, framework="megatron",
-                  param_dtype="bf16", flash_attention=False)
+    model = ModelShape(
+        96,
+        12288,
+        96,
+        50257,
+        activation="gelu",
+        norm="layernorm",
+        tie_embeddings=True,
+        bias=True,
+        vocab_multiple=128,
+        dropout=True,
+        attention_dropout=True,
+    )
+    setup = Setup(
+        2048,
+        tensor_parallel=8,
+        pipeline_stages=8,
+        micro_batch_num=64,
+        framework="megatron",
+        param_dtype="bf16",
+        flash_attention=False,
+    )
     device = Device("GPU", capacity=80 * GIB, reserve=2 * GIB)
     est = estimate(model, setup, device)
     found = search(model, setup, device, devices=64)
-    detail = (f"{est.total / GIB:.1f} GiB, {est.verdict}; {len(found)} suggestions, first: "
-              f"{found[0].text if found else '-'}")
-    both, both_min = _median_ms(lambda: (estimate(model, setup, device), search(model, setup, device, devices=64)),
-                                runs)
+    detail = (
+        f"{est.total / GIB:.1f} GiB, {est.verdict}; {len(found)} suggestions, first: {found[0].text if found else '-'}"
+    )
+    both, both_min = _median_ms(
+        lambda: (estimate(model, setup, device), search(model, setup, device, devices=64)), runs
+    )
     alone, alone_min = _median_ms(lambda: estimate(model, setup, device), runs)
-    return [("estimate + search, 175B (in process)", both, both_min, f"< 50 ms: {'ok' if both < 50 else 'MISSED'}"),
-            ("estimate alone, 175B (in process)", alone, alone_min, detail)]
+    return [
+        ("estimate + search, 175B (in process)", both, both_min, f"< 50 ms: {'ok' if both < 50 else 'MISSED'}"),
+        ("estimate alone, 175B (in process)", alone, alone_min, detail),
+    ]
 
 
 def _subprocess(argv: list[str], runs: int, env: dict, cwd: str) -> tuple[float, float, float, int]:
@@ -94,15 +116,20 @@ def main() -> None:
     big = Path(cwd) / "gpt3-175b.yaml"
     big.write_text(CONFIG_175B)
     legacy = REPO / "tests" / "data" / "memory" / "pretrain_llama2_7b_legacy.yaml"
-    print(f"python {sys.version.split()[0]}   runs: {args.runs}   cpus: {os.cpu_count()}   "
-          f"load average: {os.getloadavg()[0]:.1f}")
+    print(
+        f"python {sys.version.split()[0]}   runs: {args.runs}   cpus: {os.cpu_count()}   "
+        f"load average: {os.getloadavg()[0]:.1f}"
+    )
     print(f"{'what':<58} {'median ms':>10} {'min ms':>8} {'cpu ms':>7}  target / result")
     for name, med, best, note in _in_process(args.runs):
         print(f"{name:<58} {med:>10.2f} {best:>8.2f} {'':>7}  {note}")
     rows = [
         ("msdoctor memory --config MindFormers 7B", [msdoctor, "memory", "--config", str(legacy)], 300),
-        ("msdoctor memory --config 175B --device-memory 80GiB",
-         [msdoctor, "memory", "--config", str(big), "--device-memory", "80GiB"], 300),
+        (
+            "msdoctor memory --config 175B --device-memory 80GiB",
+            [msdoctor, "memory", "--config", str(big), "--device-memory", "80GiB"],
+            300,
+        ),
         ("python -c pass (anchor)", [sys.executable, "-c", "pass"], None),
         ("msdoctor --help (anchor)", [msdoctor, "--help"], None),
     ]
@@ -137,16 +164,21 @@ def _shipped_configs() -> None:
     from msdoctor.memory import GIB, Overrides, load_source, make_plan
 
     data = REPO / "tests" / "data" / "memory" / "mindformers"
-    print("shipped MindFormers configs on their documented hardware (--devices N --device-memory 64GiB "
-          "--device-target ascend):")
+    print(
+        "shipped MindFormers configs on their documented hardware (--devices N --device-memory 64GiB "
+        "--device-target ascend):"
+    )
     for row in tomllib.loads((data / "SOURCES.toml").read_text())["config"]:
         pmd = row.get("pretrained_model_dir")
         hf = str(data.parent / "hf" / Path(pmd).name) if pmd else None
-        src = load_source(data / row["file"], Overrides(devices=row["devices"], device_target="Ascend",
-                                                        pretrained_model_dir=hf))
+        src = load_source(
+            data / row["file"], Overrides(devices=row["devices"], device_target="Ascend", pretrained_model_dir=hf)
+        )
         est = make_plan(src, Context(facts={}), device_memory=row["device_memory"], probe=False, limit=0).estimate
-        print(f"  {row['file']:<70} {row['devices']:>3} cards  {est.verdict:<12} {est.total / GIB:6.2f} of "
-              f"{est.capacity / GIB:5.2f} GiB")
+        print(
+            f"  {row['file']:<70} {row['devices']:>3} cards  {est.verdict:<12} {est.total / GIB:6.2f} of "
+            f"{est.capacity / GIB:5.2f} GiB"
+        )
 
 
 if __name__ == "__main__":

@@ -67,8 +67,10 @@ def main() -> None:
         analyse([job])
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        grep = timed(lambda: subprocess.run(["grep", "-c", "-E", "ERROR|Traceback", *files],
-                                            stdout=subprocess.DEVNULL), args.runs)
+        grep = timed(
+            lambda: subprocess.run(["grep", "-c", "-E", "ERROR|Traceback", *files], stdout=subprocess.DEVNULL),
+            args.runs,
+        )
         cat = timed(lambda: subprocess.run(["cat", *files], stdout=subprocess.DEVNULL), args.runs)
         print(f"job of {len(files)} logs, {mb:.0f} MB (4 workers x {args.mb} MB + scheduler + msrun output)")
         print(f"  analyse():                 {t:7.2f} s  {mb / t:7.0f} MB/s  peak Python memory {peak / 1e6:.1f} MB")

@@ -38,15 +38,32 @@ from msdoctor.preflight.ranktask import redactor, write_json  # noqa: E402
 
 def node_check(node: int) -> dict:
     """A `msdoctor check --quick --format json` report's shape and size (~23 KB: the issue's first-rank document)."""
-    checks = [{"id": f"check-{i:02d}", "title": f"Check number {i} of the quick set", "status": "pass",
-               "duration_s": 0.001 * (i + node % 7),
-               "findings": [{"status": "pass", "title": f"finding {i}.{j}: the environment agrees with the matrix",
-                             "detail": "x" * 120, "evidence": {"path": f"/opt/env/lib/python3.11/site-packages/p{i}"}}
-                            for j in range(2)]}
-              for i in range(45)]
-    return {"schema_version": 1, "msdoctor_version": "0.9", "started_at": f"2026-12-02T13:{node % 60:02d}:00Z",
-            "duration_s": 3.2 + node % 5, "target": {"executable": "/opt/env/bin/python", "python_version": "3.11.7"},
-            "checks": checks}
+    checks = [
+        {
+            "id": f"check-{i:02d}",
+            "title": f"Check number {i} of the quick set",
+            "status": "pass",
+            "duration_s": 0.001 * (i + node % 7),
+            "findings": [
+                {
+                    "status": "pass",
+                    "title": f"finding {i}.{j}: the environment agrees with the matrix",
+                    "detail": "x" * 120,
+                    "evidence": {"path": f"/opt/env/lib/python3.11/site-packages/p{i}"},
+                }
+                for j in range(2)
+            ],
+        }
+        for i in range(45)
+    ]
+    return {
+        "schema_version": 1,
+        "msdoctor_version": "0.9",
+        "started_at": f"2026-12-02T13:{node % 60:02d}:00Z",
+        "duration_s": 3.2 + node % 5,
+        "target": {"executable": "/opt/env/bin/python", "python_version": "3.11.7"},
+        "checks": checks,
+    }
 
 
 def rank_doc(rank: int, world: int, per_node: int, envs: int) -> dict:
@@ -54,35 +71,104 @@ def rank_doc(rank: int, world: int, per_node: int, envs: int) -> dict:
     env = {f"MS_SETTING_{i:02d}": f"value-{i}" for i in range(20)}
     env.update({f"HCCL_OPTION_{i}": str(i) for i in range(8)})
     env.update({f"ASCEND_HOME_{i}": f"/usr/local/Ascend/ascend-toolkit/latest/part{i}" for i in range(6)})
-    env.update({"RANK_ID": str(rank), "DEVICE_ID": str(local), "MS_NODE_RANK": str(node),
-                "MS_WORKER_IP": f"10.{node // 250}.{node % 250}.1", "HCCL_IF_IP": f"10.{node // 250}.{node % 250}.1",
-                "MS_ROLE": "MS_WORKER", "RANK_SIZE": str(world), "MS_WORKER_NUM": str(world)})
-    packages = {"mindspore": "2.7.0", "numpy": "1.26.4", "msdoctor": "0.9", "mindformers": "1.6.0",
-                "transformers": "4.46.3", "tokenizers": "0.20.3", "safetensors": "0.4.5", "protobuf": "4.25.3"}
+    env.update(
+        {
+            "RANK_ID": str(rank),
+            "DEVICE_ID": str(local),
+            "MS_NODE_RANK": str(node),
+            "MS_WORKER_IP": f"10.{node // 250}.{node % 250}.1",
+            "HCCL_IF_IP": f"10.{node // 250}.{node % 250}.1",
+            "MS_ROLE": "MS_WORKER",
+            "RANK_SIZE": str(world),
+            "MS_WORKER_NUM": str(world),
+        }
+    )
+    packages = {
+        "mindspore": "2.7.0",
+        "numpy": "1.26.4",
+        "msdoctor": "0.9",
+        "mindformers": "1.6.0",
+        "transformers": "4.46.3",
+        "tokenizers": "0.20.3",
+        "safetensors": "0.4.5",
+        "protobuf": "4.25.3",
+    }
     if envs > 1:
         packages["numpy"] = f"1.26.{node % envs}"
-    colls = [{"op": op, "dtype": dt, "status": "ok", "detail": None, "seconds": 0.01 + rank * 1e-7,
-              "required": dt == "float32", "why": "informational", "group": "world"}
-             for op in ("AllReduce", "AllGather", "Broadcast", "ReduceScatter") for dt in ("float32", "float16", "bfloat16")]
-    rows = [{"group": "world", "op": op, "size_bytes": 1 << k, "ranks": world, "time_s": 1e-3 * k,
-             "algbw_gbs": 1.0, "busbw_gbs": 1.9} for op in ("AllReduce", "AllGather") for k in range(10, 20)]
+    colls = [
+        {
+            "op": op,
+            "dtype": dt,
+            "status": "ok",
+            "detail": None,
+            "seconds": 0.01 + rank * 1e-7,
+            "required": dt == "float32",
+            "why": "informational",
+            "group": "world",
+        }
+        for op in ("AllReduce", "AllGather", "Broadcast", "ReduceScatter")
+        for dt in ("float32", "float16", "bfloat16")
+    ]
+    rows = [
+        {
+            "group": "world",
+            "op": op,
+            "size_bytes": 1 << k,
+            "ranks": world,
+            "time_s": 1e-3 * k,
+            "algbw_gbs": 1.0,
+            "busbw_gbs": 1.9,
+        }
+        for op in ("AllReduce", "AllGather")
+        for k in range(10, 20)
+    ]
     return {
-        "rank": rank, "world_size": world, "host": f"node{node:05d}",
-        "identity": {"role": "worker", "rank": rank, "world_size": world, "node_rank": node, "local_index": local,
-                     "sched_host": "10.0.0.1", "sched_port": 8118, "cluster_time_out": 600},
-        "worker_ip": env["MS_WORKER_IP"], "backend": "hccl", "device_target": "Ascend", "device_id": str(local),
+        "rank": rank,
+        "world_size": world,
+        "host": f"node{node:05d}",
+        "identity": {
+            "role": "worker",
+            "rank": rank,
+            "world_size": world,
+            "node_rank": node,
+            "local_index": local,
+            "sched_host": "10.0.0.1",
+            "sched_port": 8118,
+            "cluster_time_out": 600,
+        },
+        "worker_ip": env["MS_WORKER_IP"],
+        "backend": "hccl",
+        "device_target": "Ascend",
+        "device_id": str(local),
         "init_s": 20.0 + rank % 13,
-        "facts": {"python": {"executable": "/opt/env/bin/python", "version": "3.11.7", "implementation": "CPython",
-                             "prefix": "/opt/env", "python_on_path": "/opt/env/bin/python",
-                             "python_on_path_real": "/opt/env/bin/python3.11"},
-                  "packages": packages, "env": env,
-                  "platform": {"system": "Linux", "machine": "aarch64", "release": "5.10.0"}},
-        "timeouts": {"HCCL_CONNECT_TIMEOUT": {"value": "600", "source": "environment"},
-                     "HCCL_EXEC_TIMEOUT": {"value": None, "source": "unset (HCCL's own default applies)"}},
+        "facts": {
+            "python": {
+                "executable": "/opt/env/bin/python",
+                "version": "3.11.7",
+                "implementation": "CPython",
+                "prefix": "/opt/env",
+                "python_on_path": "/opt/env/bin/python",
+                "python_on_path_real": "/opt/env/bin/python3.11",
+            },
+            "packages": packages,
+            "env": env,
+            "platform": {"system": "Linux", "machine": "aarch64", "release": "5.10.0"},
+        },
+        "timeouts": {
+            "HCCL_CONNECT_TIMEOUT": {"value": "600", "source": "environment"},
+            "HCCL_EXEC_TIMEOUT": {"value": None, "source": "unset (HCCL's own default applies)"},
+        },
         "node_check": node_check(node) if local == 0 else None,
         "collectives": colls,
-        "subgroups": [{"group": "intra-node", "name": f"msdoctor_intra_{node}", "status": "ok", "detail": "ok",
-                       "ranks": list(range(node * per_node, node * per_node + per_node))}],
+        "subgroups": [
+            {
+                "group": "intra-node",
+                "name": f"msdoctor_intra_{node}",
+                "status": "ok",
+                "detail": "ok",
+                "ranks": list(range(node * per_node, node * per_node + per_node)),
+            }
+        ],
         "bandwidth": rows if rank == 0 else rows,  # every rank measured the same rows (the slowest rank's time)
         "compute": {"n": 4096, "dtype": "float16", "seconds": 0.1, "gflops": 250.0 + rank % 17},
         "seconds_before_gather": 60.0,
@@ -140,6 +226,7 @@ def main() -> int:
     world, per = a.ranks, a.per_node
     import msdoctor.render.json_report  # noqa: F401 - imported once here, not inside rank 0's timed assembly
     import msdoctor.report_diff  # noqa: F401
+
     last_leader = (world - 1) // per * per
     focal = {"rank 0 (leader, writes the report)": 0}
     if last_leader:
@@ -152,10 +239,14 @@ def main() -> int:
     sim_s = time.perf_counter() - t0
     del results
     sent = sim.bytes_sent
-    print(f"preflight gather: {world} ranks, {per} per node, {a.envs} distinct environment(s); "
-          f"lockstep simulation {sim_s:.1f} s")
-    print(f"  bytes sent per rank: max {max(sent):,}  median {sorted(sent)[len(sent) // 2]:,}  "
-          f"(rank 0 {sent[0]:,}, non-leader {sent[1] if world > 1 else 0:,})")
+    print(
+        f"preflight gather: {world} ranks, {per} per node, {a.envs} distinct environment(s); "
+        f"lockstep simulation {sim_s:.1f} s"
+    )
+    print(
+        f"  bytes sent per rank: max {max(sent):,}  median {sorted(sent)[len(sent) // 2]:,}  "
+        f"(rank 0 {sent[0]:,}, non-leader {sent[1] if world > 1 else 0:,})"
+    )
     peaks, assemble_s, assemble_cpu = {}, 0.0, 0.0
     for label, r in focal.items():
         peak, secs, cpu, size = measure(r, world, per, a.envs, rec[r])
@@ -164,11 +255,23 @@ def main() -> int:
         if r == 0:
             assemble_s, assemble_cpu = secs, cpu
         print(f"  {label:<36} peak {peak:8.2f} MiB above baseline{extra}")
-    print("  anchors: goal at 16,384 ranks: peak < 100 MiB a rank, rank 0's assembly < 10 s; before (issue 28, "
-          "flat AllGather of every full document): 384 MiB and 4.7 s a rank at 4,096 ranks")
-    print(json.dumps({"ranks": world, "per_node": per, "envs": a.envs, "bytes_sent_per_rank_max": max(sent),
-                      "per_rank_peak_mib": round(max(peaks.values()), 2), "assemble_s": round(assemble_s, 3),
-                      "assemble_cpu_s": round(assemble_cpu, 3)}))
+    print(
+        "  anchors: goal at 16,384 ranks: peak < 100 MiB a rank, rank 0's assembly < 10 s; before (issue 28, "
+        "flat AllGather of every full document): 384 MiB and 4.7 s a rank at 4,096 ranks"
+    )
+    print(
+        json.dumps(
+            {
+                "ranks": world,
+                "per_node": per,
+                "envs": a.envs,
+                "bytes_sent_per_rank_max": max(sent),
+                "per_rank_peak_mib": round(max(peaks.values()), 2),
+                "assemble_s": round(assemble_s, 3),
+                "assemble_cpu_s": round(assemble_cpu, 3),
+            }
+        )
+    )
     return 0
 
 

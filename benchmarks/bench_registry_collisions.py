@@ -67,7 +67,9 @@ def pipeline_{i}(xs: list[float]) -> list[float]:
     return [round(z, 3) for z in zs]
 '''
 
-OTHER_REGISTER = PLAIN + '''
+OTHER_REGISTER = (
+    PLAIN
+    + """
 
 import atexit
 
@@ -83,7 +85,8 @@ class Hooks:
 HOOKS = Hooks()
 HOOKS.register(print)
 atexit.register(lambda: None)
-'''
+"""
+)
 
 CONFIG = '''"""Config classes of family {i}."""
 from transformers import PretrainedConfig
@@ -149,7 +152,7 @@ def generate(root: Path, n_files: int) -> dict[str, int]:
     return counts
 
 
-CHILD = r'''
+CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 from msdoctor.checks.registry_collisions import RegistryCollisionsCheck
@@ -169,7 +172,7 @@ for run in ("cold", "warm"):
     out[run] = {"builtins": b, "project": p, "installed": i, "evaluate": e, "total": b + p + i + e, "parsed": parsed,
                 "statuses": sorted({f.status.value for f in findings}), "n_findings": len(findings)}
 print(json.dumps(out))
-'''
+"""
 
 
 def median(values: list[float]) -> float:
@@ -194,8 +197,12 @@ def main() -> int:
 
         runs = []
         for _ in range(args.runs):
-            res = subprocess.run([sys.executable, "-c", CHILD, str(probe_file), str(project)],
-                                 capture_output=True, text=True, timeout=120)
+            res = subprocess.run(
+                [sys.executable, "-c", CHILD, str(probe_file), str(project)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             if res.returncode != 0:
                 print(res.stderr, file=sys.stderr)
                 return 1
@@ -207,9 +214,18 @@ def main() -> int:
         anchor_import = []
         for _ in range(args.runs):
             t = time.perf_counter()
-            subprocess.run([args.python, "-c", "from transformers import AutoConfig\n"
-                            "from transformers.models.auto.configuration_auto import CONFIG_MAPPING\n"
-                            "len(CONFIG_MAPPING.keys())"], capture_output=True, timeout=120, check=True)
+            subprocess.run(
+                [
+                    args.python,
+                    "-c",
+                    "from transformers import AutoConfig\n"
+                    "from transformers.models.auto.configuration_auto import CONFIG_MAPPING\n"
+                    "len(CONFIG_MAPPING.keys())",
+                ],
+                capture_output=True,
+                timeout=120,
+                check=True,
+            )
             anchor_import.append(time.perf_counter() - t)
 
         files = sorted(project.rglob("*.py"))
@@ -222,18 +238,37 @@ def main() -> int:
         exe = Path(sys.executable).with_name("msdoctor")
         for _ in range(max(1, args.runs // 2)):
             t = time.perf_counter()
-            subprocess.run([str(exe), "check", "--only", "registry-collisions", "--python", args.python,
-                            "--project", str(project), "--format", "json"], capture_output=True, timeout=120)
+            subprocess.run(
+                [
+                    str(exe),
+                    "check",
+                    "--only",
+                    "registry-collisions",
+                    "--python",
+                    args.python,
+                    "--project",
+                    str(project),
+                    "--format",
+                    "json",
+                ],
+                capture_output=True,
+                timeout=120,
+            )
             cli.append(time.perf_counter() - t)
 
     cold_total = med("cold", "total")
-    print(f"project: {counts['files']} files ({counts['configs']} config classes, {counts['registrations']} "
-          f"registrations, {counts['other_register']} other 'register' modules); target {args.python}")
+    print(
+        f"project: {counts['files']} files ({counts['configs']} config classes, {counts['registrations']} "
+        f"registrations, {counts['other_register']} other 'register' modules); target {args.python}"
+    )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"cpu cores: {os.cpu_count()}; load average {load:.1f}; median of {args.runs} runs, seconds; "
-          f"project files parsed (prefilter + followed imports): {runs[0]['cold']['parsed']}")
-    print(f"{'check, cold (fresh process)':<58}{cold_total:8.3f}   target < 1.000  "
-          f"{'OK' if cold_total < 1.0 else 'OVER'}")
+    print(
+        f"cpu cores: {os.cpu_count()}; load average {load:.1f}; median of {args.runs} runs, seconds; "
+        f"project files parsed (prefilter + followed imports): {runs[0]['cold']['parsed']}"
+    )
+    print(
+        f"{'check, cold (fresh process)':<58}{cold_total:8.3f}   target < 1.000  {'OK' if cold_total < 1.0 else 'OVER'}"
+    )
     for key in ("builtins", "project", "installed", "evaluate"):
         print(f"  {key:<56}{med('cold', key):8.3f}")
     print(f"{'check, warm (same process, parse cache)':<58}{med('warm', 'total'):8.3f}")

@@ -63,12 +63,18 @@ def main() -> None:
     parser.add_argument("--python", default=sys.executable, help="target interpreter (default: this one)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--full", action="store_true", help="also time the full check and run_check (slow)")
-    parser.add_argument("--no-activate", action="store_true",
-                        help="run without the target's environment activated (then `python` on PATH is another "
-                             "interpreter, which kernel-mismatch probes too)")
+    parser.add_argument(
+        "--no-activate",
+        action="store_true",
+        help="run without the target's environment activated (then `python` on PATH is another "
+        "interpreter, which kernel-mismatch probes too)",
+    )
     parser.add_argument("--breakdown", action="store_true", help="where check --quick's CPU time goes")
-    parser.add_argument("--both", action="store_true",
-                        help="the target and a fresh venv (only msdoctor's dependencies), each activated and not")
+    parser.add_argument(
+        "--both",
+        action="store_true",
+        help="the target and a fresh venv (only msdoctor's dependencies), each activated and not",
+    )
     args = parser.parse_args()
     if not args.both:
         bench(args.python, not args.no_activate, args.runs, args.full, args.breakdown)
@@ -99,8 +105,11 @@ def breakdown(python: str, msdoctor: str, cwd: str, env: dict) -> None:
     """check --quick's CPU time: its own process (start, imports, the rest) and each child, best of 3 runs."""
     import json
 
-    interp = Path(msdoctor).read_text(errors="replace").splitlines()[0].lstrip("#!").strip() \
-        if Path(msdoctor).is_file() else sys.executable  # msdoctor's own interpreter, from its script's shebang
+    interp = (
+        Path(msdoctor).read_text(errors="replace").splitlines()[0].lstrip("#!").strip()
+        if Path(msdoctor).is_file()
+        else sys.executable
+    )  # msdoctor's own interpreter, from its script's shebang
     script = str(Path(__file__).resolve().parent / "_startup_breakdown.py")
     runs = []
     for _ in range(3):
@@ -112,9 +121,11 @@ def breakdown(python: str, msdoctor: str, cwd: str, env: dict) -> None:
     best = min(runs, key=lambda r: r["self_s"] + sum(t for _, t in r["children"]))
     kids = sum(t for _, t in best["children"])
     rest = best["self_s"] - best["start_s"] - best["imports_s"]
-    print(f"  check --quick CPU, best of 3: {best['self_s'] + kids:.3f} s = msdoctor's process {best['self_s']:.3f} "
-          f"(interpreter start {best['start_s']:.3f}, imports of {best['modules']} modules {best['imports_s']:.3f}, "
-          f"checks, facts and rendering {rest:.3f}) + {len(best['children'])} children {kids:.3f}:")
+    print(
+        f"  check --quick CPU, best of 3: {best['self_s'] + kids:.3f} s = msdoctor's process {best['self_s']:.3f} "
+        f"(interpreter start {best['start_s']:.3f}, imports of {best['modules']} modules {best['imports_s']:.3f}, "
+        f"checks, facts and rendering {rest:.3f}) + {len(best['children'])} children {kids:.3f}:"
+    )
     for argv, t in best["children"]:
         print(f"    {t:.3f} s  {argv}")
 
@@ -123,8 +134,11 @@ def bench(python: str, activate: bool, runs: int, full: bool, split: bool = Fals
     """One table: the commands interleaved, ``runs`` times, on ``python`` (its venv activated or not)."""
     python = os.path.abspath(python)
     bindir = str(Path(python).parent)
-    msdoctor = shutil.which("msdoctor", path=bindir) or shutil.which("msdoctor", path=str(Path(sys.executable).parent)) \
+    msdoctor = (
+        shutil.which("msdoctor", path=bindir)
+        or shutil.which("msdoctor", path=str(Path(sys.executable).parent))
         or "msdoctor"
+    )
     env = dict(os.environ, NO_COLOR="1", MSDOCTOR_NO_SPINNER="1", GLOG_v="3")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("VIRTUAL_ENV", None)
@@ -140,16 +154,17 @@ def bench(python: str, activate: bool, runs: int, full: bool, split: bool = Fals
     ]
     if full:
         rows += [
-            ("import mindspore; run_check() (anchor)",
-             [python, "-c", "import mindspore; mindspore.run_check()"], None),
+            ("import mindspore; run_check() (anchor)", [python, "-c", "import mindspore; mindspore.run_check()"], None),
             ("msdoctor check (full)", [msdoctor, "check", "--python", python], None),
         ]
     # one warm-up run of each, so the page cache is not what is measured
     for _, argv, _ in rows:
         subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"target: {python} ({'activated' if activated else 'not activated'})   pip {pip_version(python)}"
-          f"   runs: {runs}   cpus: {os.cpu_count()}   load: {load:.1f}")
+    print(
+        f"target: {python} ({'activated' if activated else 'not activated'})   pip {pip_version(python)}"
+        f"   runs: {runs}   cpus: {os.cpu_count()}   load: {load:.1f}"
+    )
     print(f"{'command':<42} {'median s':>9} {'min s':>8} {'cpu s':>7} {'rc':>3}  target")
     # interleaved: run i of every command back to back, so a change in the machine's load hits all alike
     walls: dict[str, list[float]] = {name: [] for name, _, _ in rows}
@@ -168,8 +183,10 @@ def bench(python: str, activate: bool, runs: int, full: bool, split: bool = Fals
         print(f"{name:<42} {med:>9.3f} {best:>8.3f} {used:>7.3f} {codes[name]:>3}  {verdict}")
     q, p = "msdoctor check --quick", "python -m pip check (anchor)"
     paired = statistics.median(a / b for a, b in zip(walls[q], walls[p]))
-    print(f"\ncheck --quick / pip check = {results[q] / results[p]:.2f} wall (median of the paired runs' "
-          f"ratios: {paired:.2f}), {cpu[q] / cpu[p]:.2f} cpu (target <= 1.0; pip {pip_version(python)})")
+    print(
+        f"\ncheck --quick / pip check = {results[q] / results[p]:.2f} wall (median of the paired runs' "
+        f"ratios: {paired:.2f}), {cpu[q] / cpu[p]:.2f} cpu (target <= 1.0; pip {pip_version(python)})"
+    )
     if full:
         full = results["msdoctor check (full)"]
         anchor = results["import mindspore; run_check() (anchor)"]

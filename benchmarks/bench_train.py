@@ -74,19 +74,37 @@ def run_mindspore(work: Path, steps: int, mode: str, micro_batch: int | None) ->
     run_dir.mkdir()
     (run_dir / "config.json").write_text(json.dumps(to_dict(from_dict(raw))))
     entry = REPO / "training" / "run.py"
-    subprocess.run([sys.executable, str(entry), "--config", str(run_dir / "config.json"), "--run-dir", str(run_dir)],
-                   cwd=work, check=True, capture_output=True, timeout=1800)
+    subprocess.run(
+        [sys.executable, str(entry), "--config", str(run_dir / "config.json"), "--run-dir", str(run_dir)],
+        cwd=work,
+        check=True,
+        capture_output=True,
+        timeout=1800,
+    )
     with open(run_dir / "metrics.csv", newline="") as f:
         return [float(r["step_time"]) for r in csv.DictReader(f)]
 
 
 def run_torch(python: str, cfg, steps: int) -> dict:
     m, t = cfg.model, cfg.train
-    spec = {"layers": m.num_layers, "hidden": m.hidden_size, "heads": m.num_heads, "kv_heads": m.kv_heads,
-            "ffn": m.ffn_size, "vocab": m.padded_vocab_size, "seq": t.seq_length, "batch": t.micro_batch_size,
-            "steps": steps}
-    res = subprocess.run([python, str(REPO / "benchmarks" / "torch_tiny_llama.py"), json.dumps(spec)],
-                         check=True, capture_output=True, text=True, timeout=1800)
+    spec = {
+        "layers": m.num_layers,
+        "hidden": m.hidden_size,
+        "heads": m.num_heads,
+        "kv_heads": m.kv_heads,
+        "ffn": m.ffn_size,
+        "vocab": m.padded_vocab_size,
+        "seq": t.seq_length,
+        "batch": t.micro_batch_size,
+        "steps": steps,
+    }
+    res = subprocess.run(
+        [python, str(REPO / "benchmarks" / "torch_tiny_llama.py"), json.dumps(spec)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -118,9 +136,11 @@ def main() -> None:
     ms_best, torch_best = max(ms_runs), max(torch_runs)
     per_token = flops_per_token(cfg.model, cfg.train.seq_length, cfg.model.padded_vocab_size)
     peak = cpu_peak_tflops()
-    print(f"tiny-cpu: {cfg.model.num_layers} layers x {cfg.model.hidden_size}, batch {cfg.train.micro_batch_size} x "
-          f"seq {cfg.train.seq_length} = {tokens} tokens/step, {args.steps} steps (first {SKIP} left out), "
-          f"{os.cpu_count()} CPUs; torch {info['torch']} with {info['threads']} threads")
+    print(
+        f"tiny-cpu: {cfg.model.num_layers} layers x {cfg.model.hidden_size}, batch {cfg.train.micro_batch_size} x "
+        f"seq {cfg.train.seq_length} = {tokens} tokens/step, {args.steps} steps (first {SKIP} left out), "
+        f"{os.cpu_count()} CPUs; torch {info['torch']} with {info['threads']} threads"
+    )
     print(f"{'':28}{'tokens/s (median step), per repeat':>40}{'best':>12}{'MFU':>8}")
     rows = [("MindSpore 2.7 GRAPH (trainer)", ms_runs), (f"PyTorch {info['torch']} eager", torch_runs)]
     if pynative:
@@ -128,8 +148,10 @@ def main() -> None:
     for name, runs in rows:
         mfu = max(runs) * per_token / (peak[0] * 1e12) if peak else float("nan")
         print(f"{name:28}{', '.join(f'{r:,.0f}' for r in runs):>40}{max(runs):>12,.0f}{mfu:>8.1%}")
-    print(f"ratio MindSpore / PyTorch (best of each): {ms_best / torch_best:.2f}   "
-          "(anchor: 0.55-0.63 on a smaller model; why below 1: this script's docstring)")
+    print(
+        f"ratio MindSpore / PyTorch (best of each): {ms_best / torch_best:.2f}   "
+        "(anchor: 0.55-0.63 on a smaller model; why below 1: this script's docstring)"
+    )
     if peak:
         print(f"MFU against {peak[0]:.3g} TFLOP/s ({peak[1]})")
 

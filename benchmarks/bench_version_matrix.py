@@ -89,29 +89,37 @@ def main() -> int:
     samples = []
     subprocess.run([sys.executable, "-c", IN_PROCESS, args.python], capture_output=True, env=env, timeout=300)
     for _ in range(args.runs):
-        out = subprocess.run([sys.executable, "-c", IN_PROCESS, args.python], capture_output=True, text=True,
-                             env=env, timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-c", IN_PROCESS, args.python], capture_output=True, text=True, env=env, timeout=300
+        )
         samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
     cold = statistics.median(s["cold_s"] for s in samples)
     warm = statistics.median(s["warm_s"] for s in samples)
     registration = statistics.median(s["registration_s"] for s in samples)
 
     base_cmd = [str(MSDOCTOR), "check", "--python", args.python, "--quick", "--format", "json"]
-    without, with_vm, added = paired(base_cmd + ["--only", "python-env"],
-                                     base_cmd + ["--only", "python-env,version-matrix"], args.runs, env)
+    without, with_vm, added = paired(
+        base_cmd + ["--only", "python-env"], base_cmd + ["--only", "python-env,version-matrix"], args.runs, env
+    )
     pip_check = median_wall([args.python, "-m", "pip", "check"], args.runs, env)
     bare = median_wall([args.python, "-c", "pass"], args.runs, env)
     full_runs = max(1, min(3, args.runs))
     full = median_wall([str(MSDOCTOR), "check", "--python", args.python, "--format", "json"], full_runs, env)
-    smoke_only = median_wall([str(MSDOCTOR), "check", "--python", args.python, "--only", "version-matrix",
-                              "--format", "json"], full_runs, env)
+    smoke_only = median_wall(
+        [str(MSDOCTOR), "check", "--python", args.python, "--only", "version-matrix", "--format", "json"],
+        full_runs,
+        env,
+    )
     import_ms = median_wall([args.python, "-c", "import mindspore"], full_runs, env)
-    import_stack = median_wall([args.python, "-c", "import mindspore, transformers; transformers.PretrainedConfig"],
-                               full_runs, env)
+    import_stack = median_wall(
+        [args.python, "-c", "import mindspore, transformers; transformers.PretrainedConfig"], full_runs, env
+    )
 
     load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"target: {args.python}  ({samples[0]['dists']} distributions on sys.path; runs: {args.runs}, median; "
-          f"{os.cpu_count()} CPUs, load average {load1:.1f})")
+    print(
+        f"target: {args.python}  ({samples[0]['dists']} distributions on sys.path; runs: {args.runs}, median; "
+        f"{os.cpu_count()} CPUs, load average {load1:.1f})"
+    )
     print(f"{'measure':78} {'time':>10}")
     rows = [
         ("importing the check module (entry-point load, paid by every run)", registration),
@@ -129,9 +137,11 @@ def main() -> int:
     ]
     for label, value in rows:
         print(f"{label:78} {value * 1000:8.1f} ms")
-    print(f"budget: version-matrix adds < 100 ms to `msdoctor check --quick` -> "
-          f"{(added + registration) * 1000:.0f} ms (run + module import), {'OK' if added + registration < 0.1 else 'OVER'}  (the in-process cold figure also pays imports, e.g. packaging, "
-          "that other checks share in a full run)")
+    print(
+        f"budget: version-matrix adds < 100 ms to `msdoctor check --quick` -> "
+        f"{(added + registration) * 1000:.0f} ms (run + module import), {'OK' if added + registration < 0.1 else 'OVER'}  (the in-process cold figure also pays imports, e.g. packaging, "
+        "that other checks share in a full run)"
+    )
     return 0
 
 

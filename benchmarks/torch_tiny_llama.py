@@ -93,8 +93,12 @@ def main(c):
     net = GPT(c)
     decay = [p for p in net.parameters() if p.dim() >= 2]
     rest = [p for p in net.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-                            lr=3e-3, betas=(0.9, 0.95), eps=1e-8)
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+        lr=3e-3,
+        betas=(0.9, 0.95),
+        eps=1e-8,
+    )
     times, losses = [], []
     for _ in range(c["steps"]):
         tokens = torch.randint(0, c["vocab"], (c["batch"], c["seq"] + 1))
@@ -107,8 +111,11 @@ def main(c):
         opt.step()
         losses.append(loss.item())
         times.append(time.perf_counter() - started)
-    print(json.dumps({"step_times": times, "losses": losses, "threads": torch.get_num_threads(),
-                      "torch": torch.__version__}))
+    print(
+        json.dumps(
+            {"step_times": times, "losses": losses, "threads": torch.get_num_threads(), "torch": torch.__version__}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -22,17 +22,35 @@ from msdoctor import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("msdoctor.commands.check:check", "Run the checks against the target interpreter."),
     "list-checks": ("msdoctor.commands.check:list_checks", "List the available checks."),
-    "matrix": ("msdoctor.commands.matrix:matrix_cmd", "Show what MindSpore, CANN, Python and MindNLP versions go together."),
-    "memory": ("msdoctor.commands.memory:memory", "Will a training config fit in device memory; smallest changes that do."),
-    "explain": ("msdoctor.commands.explain:explain", "Explain an error message or a log: cause, fix, confirming check."),
+    "matrix": (
+        "msdoctor.commands.matrix:matrix_cmd",
+        "Show what MindSpore, CANN, Python and MindNLP versions go together.",
+    ),
+    "memory": (
+        "msdoctor.commands.memory:memory",
+        "Will a training config fit in device memory; smallest changes that do.",
+    ),
+    "explain": (
+        "msdoctor.commands.explain:explain",
+        "Explain an error message or a log: cause, fix, confirming check.",
+    ),
     "report": ("msdoctor.commands.report:report", "Write a redacted Markdown report for a bug report."),
     "diff": ("msdoctor.commands.diff:diff", "Compare two JSON reports (node A vs node B)."),
     "vscode": ("msdoctor.commands.vscode:vscode", "VS Code tasks with a problem matcher (vscode init)."),
-    "fix": ("msdoctor.cli:fix", "Repair what one check found: msdoctor fix CHECK-ID (without one: the checks that can)."),
+    "fix": (
+        "msdoctor.cli:fix",
+        "Repair what one check found: msdoctor fix CHECK-ID (without one: the checks that can).",
+    ),
     "fix-kernel": ("msdoctor.commands.fix_kernel:fix_kernel", "Make Jupyter and VS Code run the target interpreter."),
-    "fix-stack": ("msdoctor.commands.fix_stack:fix_stack", "Repair the stack's versions with one pip command checked by pip."),
+    "fix-stack": (
+        "msdoctor.commands.fix_stack:fix_stack",
+        "Repair the stack's versions with one pip command checked by pip.",
+    ),
     "train": ("msdoctor.commands.train:train", "Run the checks, then the reference pretraining only if all pass."),
-    "preflight": ("msdoctor.commands.preflight:preflight", "Check every rank of a multi-node job through msrun (preflight plan: before it)."),
+    "preflight": (
+        "msdoctor.commands.preflight:preflight",
+        "Check every rank of a multi-node job through msrun (preflight plan: before it).",
+    ),
 }
 
 
@@ -78,8 +96,10 @@ class FixGroup(click.Group):
         if name and not name.startswith("-") and name not in FIXERS:
             from msdoctor.errors import UserError, with_hints
 
-            raise UserError(f"no fixer for check {with_hints([name], sorted(FIXERS))}",
-                            "checks with a fixer: " + ", ".join(sorted(FIXERS)) + " (msdoctor fix lists them)")
+            raise UserError(
+                f"no fixer for check {with_hints([name], sorted(FIXERS))}",
+                "checks with a fixer: " + ", ".join(sorted(FIXERS)) + " (msdoctor fix lists them)",
+            )
         return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -106,7 +126,9 @@ def fix(ctx: click.Context) -> int:
     """
     if ctx.invoked_subcommand is None:
         for check in sorted(FIXERS):
-            click.echo(f"{check:<16}  msdoctor fix {check} (also: msdoctor {FIXERS[check]}): {COMMANDS[FIXERS[check]][1]}")
+            click.echo(
+                f"{check:<16}  msdoctor fix {check} (also: msdoctor {FIXERS[check]}): {COMMANDS[FIXERS[check]][1]}"
+            )
     return 0
 
 

@@ -32,7 +32,8 @@ _REGISTERED = re.compile(
     r"(?:, rank id: (?P<rank>-?\d+))?(?:, device id: (?P<device>-?\d+))?"
     r"(?:, hostname: (?P<host>[^,]*))?(?:, ip: (?P<ip>[^\s,]+))?"
     r".*?is registered successfully\.?"
-    r"(?:\s*Currently registered node number: (?P<count>\d+), expected node number: (?P<expected>\d+))?")
+    r"(?:\s*Currently registered node number: (?P<count>\d+), expected node number: (?P<expected>\d+))?"
+)
 _TIMED_OUT = re.compile(r"The node: (?P<node>[^\s,]+) is timed out")
 
 
@@ -120,13 +121,26 @@ class SchedulerSummary:
         missing = self.missing_ranks
         nodes = self.missing_nodes()
         k = workers_per_node(self.registered.values(), self.expected)
-        where = (" (" + ", ".join(f"node_rank {n}: ranks {', '.join(map(str, rs))}" for n, rs in sorted(nodes.items()))
-                 + f"; {k} workers per node, as on the nodes that registered)") if nodes else ""
-        who = (f"ranks {', '.join(map(str, missing))} never registered{where}" if missing
-               else f"{self.expected - len(self.registered)} node(s) never registered" if not self.complete
-               else "every expected node registered")
+        where = (
+            (
+                " ("
+                + ", ".join(f"node_rank {n}: ranks {', '.join(map(str, rs))}" for n, rs in sorted(nodes.items()))
+                + f"; {k} workers per node, as on the nodes that registered)"
+            )
+            if nodes
+            else ""
+        )
+        who = (
+            f"ranks {', '.join(map(str, missing))} never registered{where}"
+            if missing
+            else f"{self.expected - len(self.registered)} node(s) never registered"
+            if not self.complete
+            else "every expected node registered"
+        )
         hosts = "; ".join(f"{h}: ranks {', '.join(map(str, r))}" for h, r in sorted(self.hosts.items()))
-        text = f"{len(self.registered)} of {self.expected} nodes registered with the scheduler ({hosts or 'none'}); {who}"
+        text = (
+            f"{len(self.registered)} of {self.expected} nodes registered with the scheduler ({hosts or 'none'}); {who}"
+        )
         if self.timed_out:
             text += f"; timed out later: node(s) {', '.join(self.timed_out)}"
         return text
@@ -148,9 +162,14 @@ class SchedulerLogParser:
             if rank is None and m.group("node").isdigit():
                 rank = m.group("node")  # older logs: the node id is the rank when msrun sets --node_rank
             node = NodeRecord(
-                node_id=m.group("node"), rank=int(rank) if rank is not None else None, role=m.group("role"),
+                node_id=m.group("node"),
+                rank=int(rank) if rank is not None else None,
+                role=m.group("role"),
                 device_id=int(m.group("device")) if m.group("device") else None,
-                hostname=(m.group("host") or "").strip() or None, ip=m.group("ip"), line_no=line_no)
+                hostname=(m.group("host") or "").strip() or None,
+                ip=m.group("ip"),
+                line_no=line_no,
+            )
             if node.role not in (None, "MS_WORKER"):
                 return False
             self.summary.registered[node.node_id] = node

@@ -59,6 +59,7 @@ def fresh(exc: BaseException) -> BaseException:
     new.__cause__, new.__suppress_context__ = exc.__cause__, exc.__suppress_context__
     return new.with_traceback(exc.__traceback__)
 
+
 @dataclass(frozen=True)
 class FactSpec(Generic[T]):
     """A named fact and how to compute it from a Context."""
@@ -194,9 +195,7 @@ class Context:
         for spec in specs:
             if spec.name in self._slots:
                 continue
-            thread = threading.Thread(
-                target=self._prefetch_one, args=(spec,), name=f"fact-{spec.name}", daemon=True
-            )
+            thread = threading.Thread(target=self._prefetch_one, args=(spec,), name=f"fact-{spec.name}", daemon=True)
             thread.start()
 
     def _prefetch_one(self, spec: FactSpec[Any]) -> None:

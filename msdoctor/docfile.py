@@ -65,8 +65,13 @@ def _refuse_alias_bomb(root: Any, path: Path) -> None:
     while stack:
         node, done = stack.pop()
         key = id(node)
-        children = ([c for kv in node.value for c in kv] if isinstance(node, yaml.MappingNode) else
-                    list(node.value) if isinstance(node, yaml.SequenceNode) else [])
+        children = (
+            [c for kv in node.value for c in kv]
+            if isinstance(node, yaml.MappingNode)
+            else list(node.value)
+            if isinstance(node, yaml.SequenceNode)
+            else []
+        )
         if done:
             on_stack.discard(key)
             size[key] = 1 + sum(size[id(c)] for c in children)
@@ -74,20 +79,28 @@ def _refuse_alias_bomb(root: Any, path: Path) -> None:
                 raise UserError(
                     f"{path}:{node.start_mark.line + 1}: YAML aliases expand this value to more than "
                     f"{MAX_EXPANDED_NODES:,} nodes (an alias bomb); msdoctor does not expand it",
-                    "write the values out, or use fewer nested aliases (*name) of anchors (&name)")
+                    "write the values out, or use fewer nested aliases (*name) of anchors (&name)",
+                )
             continue
         if key in size:
             continue
         if key in on_stack:
-            raise UserError(f"{path}:{node.start_mark.line + 1}: a YAML alias refers to the value that contains it",
-                            "remove the alias (*name) inside its own anchor (&name)")
+            raise UserError(
+                f"{path}:{node.start_mark.line + 1}: a YAML alias refers to the value that contains it",
+                "remove the alias (*name) inside its own anchor (&name)",
+            )
         on_stack.add(key)
         stack.append((node, True))
         stack.extend((c, False) for c in children if id(c) not in size)
 
 
-def _yaml_lines(node: Any, prefix: KeyPath, out: dict[KeyPath, int],
-                dups: Optional[list[tuple[KeyPath, int, int]]] = None, seen: Optional[set[int]] = None) -> None:
+def _yaml_lines(
+    node: Any,
+    prefix: KeyPath,
+    out: dict[KeyPath, int],
+    dups: Optional[list[tuple[KeyPath, int, int]]] = None,
+    seen: Optional[set[int]] = None,
+) -> None:
     """Key path -> line for every key down to LINE_DEPTH levels (deeper ones report the line of their
     ancestor, Document.line_of); a node reached again through an alias is not walked twice."""
     import yaml

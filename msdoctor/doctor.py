@@ -197,9 +197,7 @@ def diagnose(
         if not selection.only or failure.id in selection.only:
             if failure.id not in selection.skip:
                 results.append(failure_result(failure))
-    report = build_report(
-        results, target_identity(ctx), started, started_wall, environment_facts(ctx), notices
-    )
+    report = build_report(results, target_identity(ctx), started, started_wall, environment_facts(ctx), notices)
     if rules:
         report = suppress.apply(report, rules, known_ids=registry.ids() + [f.id for f in registry.failures])
     return Diagnosis(report, ctx, [c.id for c in chosen])

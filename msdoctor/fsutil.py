@@ -40,13 +40,14 @@ def _why(exc: OSError, path: Path) -> tuple[str, str]:
     code = exc.errno
     where = path.parent if str(path.parent) else Path(".")
     if code == errno.ENOSPC or code == getattr(errno, "EDQUOT", -1):
-        return ("no space left on the device (or the quota is used up)",
-                f"free space on the file system of {where} (df -h {where}), or choose another directory")
+        return (
+            "no space left on the device (or the quota is used up)",
+            f"free space on the file system of {where} (df -h {where}), or choose another directory",
+        )
     if code == errno.EROFS:
         return "the file system is read-only", "choose a directory on a writable file system"
     if code == errno.ENOTDIR:
-        return ("a part of the path is a file, not a directory",
-                "choose a path whose parents are directories")
+        return ("a part of the path is a file, not a directory", "choose a path whose parents are directories")
     if code in (errno.EACCES, errno.EPERM):
         return "permission denied", f"choose a path you can write to, or fix the permissions of {where}"
     if code == errno.EEXIST:
@@ -94,8 +95,14 @@ def create_new(path: Union[str, Path], mode: int = 0o600) -> int:
 def open_log(path: Union[str, Path], mode: int = 0o644, append: bool = False) -> int:
     """A descriptor for writing a log msdoctor owns (created or truncated; appended with ``append``), opened
     without following a symbolic link (ELOOP for a link) and refused unless it is a regular file."""
-    flags = (os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC) | getattr(os, "O_NOFOLLOW", 0)
-             | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+    flags = (
+        os.O_WRONLY
+        | os.O_CREAT
+        | (os.O_APPEND if append else os.O_TRUNC)
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+        | getattr(os, "O_NONBLOCK", 0)
+    )
     fd = os.open(str(path), flags, mode)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
@@ -172,7 +179,9 @@ def _temp_name(path: Path) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free temporary name", str(path))
 
 
-def atomic_write(path: Union[str, Path], data: Union[str, bytes], *, backup: bool = True, mode: Optional[int] = None) -> Optional[Path]:
+def atomic_write(
+    path: Union[str, Path], data: Union[str, bytes], *, backup: bool = True, mode: Optional[int] = None
+) -> Optional[Path]:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never half of one.
 
     Args:

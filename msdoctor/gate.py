@@ -80,9 +80,14 @@ def gate_notes(quick: bool, skip: tuple[str, ...]) -> list[str]:
     """What the gate leaves out on request: said before the checks and again when training starts."""
     notes = []
     if skip:
-        notes.append(f"--skip: the gate does not run {', '.join(skip)}; training starts without "
-                     + ("its" if len(skip) == 1 else "their") + " verdict")
+        notes.append(
+            f"--skip: the gate does not run {', '.join(skip)}; training starts without "
+            + ("its" if len(skip) == 1 else "their")
+            + " verdict"
+        )
     if quick:
-        notes.append("--quick: the gate skips the live probes (MindSpore imported, the device initialised, a matmul); "
-                     "the trainer is the first to try the device")
+        notes.append(
+            "--quick: the gate skips the live probes (MindSpore imported, the device initialised, a matmul); "
+            "the trainer is the first to try the device"
+        )
     return notes

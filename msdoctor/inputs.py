@@ -36,27 +36,49 @@ def open_regular(path: Union[str, Path], *, label: str = "") -> Any:
     except FileNotFoundError:
         raise _refuse(label, path, "no such file", "check the path you passed") from None
     except NotADirectoryError:
-        raise _refuse(label, path, "a part of the path before the file name is a file, not a directory",
-                      "check the path you passed") from None
+        raise _refuse(
+            label,
+            path,
+            "a part of the path before the file name is a file, not a directory",
+            "check the path you passed",
+        ) from None
     except PermissionError:
-        raise _refuse(label, path, "permission denied", "make the file readable, or copy it somewhere you can") from None
+        raise _refuse(
+            label, path, "permission denied", "make the file readable, or copy it somewhere you can"
+        ) from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise _refuse(label, path, "a symbolic link loop (the link points back at itself)",
-                          "point the link at a real file, or pass the file itself") from None
+            raise _refuse(
+                label,
+                path,
+                "a symbolic link loop (the link points back at itself)",
+                "point the link at a real file, or pass the file itself",
+            ) from None
         raise _refuse(label, path, f"cannot read: {exc.strerror or exc}", "check the path you passed") from None
     if stat.S_ISDIR(st.st_mode):
         raise _refuse(label, path, "is a directory, not a file", "pass the file itself")
     if not stat.S_ISREG(st.st_mode):
-        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode) else
-                "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else
-                "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
-        raise _refuse(label, path, f"{kind}, not a regular file: msdoctor reads only regular files",
-                      "save the content to a file and pass that")
+        kind = (
+            "a named pipe (FIFO)"
+            if stat.S_ISFIFO(st.st_mode)
+            else "a device"
+            if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+            else "a socket"
+            if stat.S_ISSOCK(st.st_mode)
+            else "not a regular file"
+        )
+        raise _refuse(
+            label,
+            path,
+            f"{kind}, not a regular file: msdoctor reads only regular files",
+            "save the content to a file and pass that",
+        )
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except PermissionError:
-        raise _refuse(label, path, "permission denied", "make the file readable, or copy it somewhere you can") from None
+        raise _refuse(
+            label, path, "permission denied", "make the file readable, or copy it somewhere you can"
+        ) from None
     except OSError as exc:
         raise _refuse(label, path, f"cannot read: {exc.strerror or exc}", "check the path you passed") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between stat and open
@@ -71,8 +93,12 @@ def read_bytes(path: Union[str, Path], *, cap: int, label: str = "", what: str =
     with open_regular(path, label=label) as fh:
         data = fh.read(cap + 1)
     if len(data) > cap:
-        raise _refuse(label, Path(path).expanduser(), f"larger than {cap // MiB} MiB; not a {what} msdoctor reads",
-                      f"pass the {what} itself (real ones are far smaller)")
+        raise _refuse(
+            label,
+            Path(path).expanduser(),
+            f"larger than {cap // MiB} MiB; not a {what} msdoctor reads",
+            f"pass the {what} itself (real ones are far smaller)",
+        )
     return data
 
 
@@ -82,8 +108,9 @@ def read_text(path: Union[str, Path], *, cap: int, label: str = "", what: str = 
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _refuse(label, Path(path).expanduser(), f"not UTF-8 text (byte {exc.start})",
-                      "save the file as UTF-8") from None
+        raise _refuse(
+            label, Path(path).expanduser(), f"not UTF-8 text (byte {exc.start})", "save the file as UTF-8"
+        ) from None
 
 
 def depth_of(value: Any, limit: int = MAX_DEPTH) -> int:
@@ -106,8 +133,12 @@ def depth_of(value: Any, limit: int = MAX_DEPTH) -> int:
 
 
 def too_deep(path: Path, label: str = "") -> UserError:
-    return _refuse(label, path, f"nested more than {MAX_DEPTH} levels deep; not a file msdoctor reads",
-                   "pass the config or report itself (real ones nest under 10 levels)")
+    return _refuse(
+        label,
+        path,
+        f"nested more than {MAX_DEPTH} levels deep; not a file msdoctor reads",
+        "pass the config or report itself (real ones nest under 10 levels)",
+    )
 
 
 #: project sources the registry scan parses: the largest real modules are a few hundred KiB; the syntax tree of a
@@ -121,9 +152,17 @@ class NotRead(OSError):
 
 
 def _kind(mode: int) -> str:
-    return ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else
-            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
-            "a socket" if stat.S_ISSOCK(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file")
+    return (
+        "a named pipe (FIFO)"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a directory"
+        if stat.S_ISDIR(mode)
+        else "not a regular file"
+    )
 
 
 def open_bounded(path: Union[str, Path]) -> Any:
@@ -146,7 +185,9 @@ def read_bounded(path: Union[str, Path], cap: int = SOURCE_CAP) -> bytes:
     with open_bounded(path) as fh:
         size = os.fstat(fh.fileno()).st_size
         if size > cap:
-            raise NotRead(errno.EFBIG, f"{size:,} bytes, over the {cap / MiB:g} MiB msdoctor reads: not read", str(path))
+            raise NotRead(
+                errno.EFBIG, f"{size:,} bytes, over the {cap / MiB:g} MiB msdoctor reads: not read", str(path)
+            )
         data = fh.read(cap + 1)
     if len(data) > cap:
         raise NotRead(errno.EFBIG, f"over the {cap / MiB:g} MiB msdoctor reads: not read", str(path))

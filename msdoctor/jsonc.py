@@ -206,7 +206,7 @@ def loads(text: str) -> Any:
     return parse(text).value
 
 
-_TOKEN = re.compile(r'''"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/|[{}\[\],:]|[^\s{}\[\],:"/]+|/''', re.S)
+_TOKEN = re.compile(r""""(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/|[{}\[\],:]|[^\s{}\[\],:"/]+|/""", re.S)
 
 
 def key_lines(text: str) -> dict[tuple, int]:
@@ -369,7 +369,9 @@ def set_key(text: str, path: Sequence[str], value: Any) -> str:
     node = root
     for depth, key in enumerate(path):
         if node.kind != "object":
-            raise JSONCError(f"{'.'.join(path[:depth]) or 'the document'} is not an object", *_Parser(text).pos(node.start))
+            raise JSONCError(
+                f"{'.'.join(path[:depth]) or 'the document'} is not an object", *_Parser(text).pos(node.start)
+            )
         child = node.get(key)
         if child is None:
             rest = value

@@ -199,8 +199,11 @@ class Matrix:
         return derived, False
 
     def _rows(self, kind: str) -> Sequence[Any]:
-        table: dict[str, Sequence[Any]] = {"mindspore": self.mindspore_rows, "mindnlp": self.mindnlp_rows,
-                                           "mindformers": self.mindformers_rows}
+        table: dict[str, Sequence[Any]] = {
+            "mindspore": self.mindspore_rows,
+            "mindnlp": self.mindnlp_rows,
+            "mindformers": self.mindformers_rows,
+        }
         return table[kind]
 
     def is_newer(self, kind: str, version: str) -> bool:
@@ -323,13 +326,19 @@ def _cross_check(m: Matrix) -> None:
     for ms in m.mindspore_rows:
         for c in ms.cann:
             if m.cann_rows and m.cann(c) is None:
-                raise MatrixError("compat_matrix/mindspore.toml", f"cann {c!r} has no row in compat_matrix/cann.toml",
-                                  row=f"[[release]] (version {ms.version})")
+                raise MatrixError(
+                    "compat_matrix/mindspore.toml",
+                    f"cann {c!r} has no row in compat_matrix/cann.toml",
+                    row=f"[[release]] (version {ms.version})",
+                )
     for ms in m.mindspore_rows:
         for cu in ms.cuda:
             if m.cuda_rows and m.cuda(cu) is None:
-                raise MatrixError("compat_matrix/mindspore.toml", f"cuda {cu!r} has no row in compat_matrix/gpu.toml",
-                                  row=f"[[release]] (version {ms.version})")
+                raise MatrixError(
+                    "compat_matrix/mindspore.toml",
+                    f"cuda {cu!r} has no row in compat_matrix/gpu.toml",
+                    row=f"[[release]] (version {ms.version})",
+                )
 
 
 @functools.lru_cache(maxsize=1)
@@ -342,35 +351,67 @@ def load() -> Matrix:
 def with_mindspore(m: Matrix, version: str) -> dict[str, Any]:
     ms = m.mindspore(version)
     if ms is None:
-        return {"query": f"mindspore {version}", "known": False, "newest_known": m.newest("mindspore"),
-                "matrix_date": m.date}
+        return {
+            "query": f"mindspore {version}",
+            "known": False,
+            "newest_known": m.newest("mindspore"),
+            "matrix_date": m.date,
+        }
     prefixes, verified = m.accepted_cann_prefixes(ms)
     nlp = [r.version for r in m.mindnlp_rows if r.mindspore and spec_contains(r.mindspore, ms.version)]
     mf = [r.version for r in m.mindformers_rows if ms.version in r.mindspore_prefer]
     return {
-        "query": f"mindspore {version}", "known": True, "mindspore": ms.version,
-        "python": list(ms.python), "numpy": ms.numpy, "protobuf": ms.protobuf,
-        "cann": list(ms.cann), "cann_internal_accepted": list(prefixes), "cann_list_verified": verified,
-        "driver": ms.driver, "cuda": list(ms.cuda), "mindformers": mf,
-        "mindnlp_allowing": nlp, "on_pypi": ms.on_pypi, "source": ms.source, "matrix_date": m.date,
+        "query": f"mindspore {version}",
+        "known": True,
+        "mindspore": ms.version,
+        "python": list(ms.python),
+        "numpy": ms.numpy,
+        "protobuf": ms.protobuf,
+        "cann": list(ms.cann),
+        "cann_internal_accepted": list(prefixes),
+        "cann_list_verified": verified,
+        "driver": ms.driver,
+        "cuda": list(ms.cuda),
+        "mindformers": mf,
+        "mindnlp_allowing": nlp,
+        "on_pypi": ms.on_pypi,
+        "source": ms.source,
+        "matrix_date": m.date,
     }
 
 
 def with_cann(m: Matrix, name: str) -> dict[str, Any]:
     row = m.cann(name)
     if row is None:
-        return {"query": f"cann {name}", "known": False, "matrix_date": m.date,
-                "known_cann": [r.commercial for r in m.cann_rows]}
+        return {
+            "query": f"cann {name}",
+            "known": False,
+            "matrix_date": m.date,
+            "known_cann": [r.commercial for r in m.cann_rows],
+        }
     accepting = []
     for ms in m.mindspore_rows:
         prefixes, verified = m.accepted_cann_prefixes(ms)
         if row.internal_prefix in prefixes:
-            accepting.append({"mindspore": ms.version, "verified": verified,
-                              "paired_by_docs": any(m.cann(c) is row for c in ms.cann)})
+            accepting.append(
+                {
+                    "mindspore": ms.version,
+                    "verified": verified,
+                    "paired_by_docs": any(m.cann(c) is row for c in ms.cann),
+                }
+            )
     return {
-        "query": f"cann {name}", "known": True, "cann": row.commercial, "internal_prefix": row.internal_prefix,
-        "internal": row.internal, "innerversion": row.innerversion, "driver": list(row.driver),
-        "mindspore_accepting": accepting, "note": row.note, "source": row.source, "matrix_date": m.date,
+        "query": f"cann {name}",
+        "known": True,
+        "cann": row.commercial,
+        "internal_prefix": row.internal_prefix,
+        "internal": row.internal,
+        "innerversion": row.innerversion,
+        "driver": list(row.driver),
+        "mindspore_accepting": accepting,
+        "note": row.note,
+        "source": row.source,
+        "matrix_date": m.date,
     }
 
 
@@ -379,29 +420,56 @@ def with_python(m: Matrix, pyver: str) -> dict[str, Any]:
     ms = [r.version for r in m.mindspore_rows if minor in r.python]
     nlp = [r.version for r in m.mindnlp_rows if r.python and minor in r.python]
     mf = [r.version for r in m.mindformers_rows if r.python and spec_contains(r.python, minor + ".0")]
-    return {"query": f"python {pyver}", "python": minor, "mindspore_wheels": ms, "mindnlp_documented": nlp,
-            "mindformers_requires_python": mf, "matrix_date": m.date}
+    return {
+        "query": f"python {pyver}",
+        "python": minor,
+        "mindspore_wheels": ms,
+        "mindnlp_documented": nlp,
+        "mindformers_requires_python": mf,
+        "matrix_date": m.date,
+    }
 
 
 def with_mindnlp(m: Matrix, version: str) -> dict[str, Any]:
     row = m.mindnlp(version)
     if row is None:
-        return {"query": f"mindnlp {version}", "known": False, "newest_known": m.newest("mindnlp"),
-                "matrix_date": m.date}
+        return {
+            "query": f"mindnlp {version}",
+            "known": False,
+            "newest_known": m.newest("mindnlp"),
+            "matrix_date": m.date,
+        }
     ms = [r.version for r in m.mindspore_rows if not row.mindspore or spec_contains(row.mindspore, r.version)]
-    breaks = [{"package": b.package, "bad": b.bad, "good": b.good, "symptom": b.symptom, "source": b.source}
-              for b in m.breakage_rows if "mindnlp" in b.when and spec_contains(b.when["mindnlp"], row.version)]
+    breaks = [
+        {"package": b.package, "bad": b.bad, "good": b.good, "symptom": b.symptom, "source": b.source}
+        for b in m.breakage_rows
+        if "mindnlp" in b.when and spec_contains(b.when["mindnlp"], row.version)
+    ]
     return {
-        "query": f"mindnlp {version}", "known": True, "mindnlp": row.version,
-        "mindspore_metadata": row.mindspore or "(no bound)", "mindspore_documented": row.mindspore_documented,
-        "mindspore_in_matrix": ms, "transformers_metadata": row.transformers,
-        "transformers_works": row.transformers_works, "python_documented": list(row.python),
-        "known_breakages": breaks, "version_attr": row.version_attr, "source": row.source, "matrix_date": m.date,
+        "query": f"mindnlp {version}",
+        "known": True,
+        "mindnlp": row.version,
+        "mindspore_metadata": row.mindspore or "(no bound)",
+        "mindspore_documented": row.mindspore_documented,
+        "mindspore_in_matrix": ms,
+        "transformers_metadata": row.transformers,
+        "transformers_works": row.transformers_works,
+        "python_documented": list(row.python),
+        "known_breakages": breaks,
+        "version_attr": row.version_attr,
+        "source": row.source,
+        "matrix_date": m.date,
     }
 
 
-def fits(m: Matrix, *, mindspore: Optional[str] = None, cann: Optional[str] = None,
-         python: Optional[str] = None, mindnlp: Optional[str] = None) -> list[dict[str, Any]]:
+def fits(
+    m: Matrix,
+    *,
+    mindspore: Optional[str] = None,
+    cann: Optional[str] = None,
+    python: Optional[str] = None,
+    mindnlp: Optional[str] = None,
+) -> list[dict[str, Any]]:
     """Pairwise verdicts for a planned set: ok True / False, or None when the matrix cannot tell."""
     out: list[dict[str, Any]] = []
     ms = m.mindspore(mindspore) if mindspore else None
@@ -422,15 +490,26 @@ def fits(m: Matrix, *, mindspore: Optional[str] = None, cann: Optional[str] = No
         else:
             prefixes, verified = m.accepted_cann_prefixes(ms)
             ok: Optional[bool] = row.internal_prefix in prefixes
-            add(f"mindspore {ms.version}", f"cann {row.commercial}", ok if (ok or verified) else None,
+            add(
+                f"mindspore {ms.version}",
+                f"cann {row.commercial}",
+                ok if (ok or verified) else None,
                 f"CANN {row.commercial} is internal {row.internal_prefix}; MindSpore {ms.version} accepts "
-                f"{', '.join(prefixes)}" + ("" if verified else " (from the CANN its docs name; its own list is unknown)"))
+                f"{', '.join(prefixes)}"
+                + ("" if verified else " (from the CANN its docs name; its own list is unknown)"),
+            )
     if mindnlp:
         nlp = m.mindnlp(mindnlp)
         if mindspore:
             ok = spec_contains(nlp.mindspore, mindspore) if nlp else None
-            add(f"mindnlp {mindnlp}", f"mindspore {mindspore}", ok,
-                f"mindnlp declares mindspore{nlp.mindspore or ' (any)'}" if nlp else "mindnlp version not in the matrix")
+            add(
+                f"mindnlp {mindnlp}",
+                f"mindspore {mindspore}",
+                ok,
+                f"mindnlp declares mindspore{nlp.mindspore or ' (any)'}"
+                if nlp
+                else "mindnlp version not in the matrix",
+            )
         if py and nlp and nlp.python:
             add(f"mindnlp {mindnlp}", f"python {py}", py in nlp.python, f"docs name Python {', '.join(nlp.python)}")
     return out

@@ -114,46 +114,90 @@ NEAR_STACK_ROLES = ("notebook", "doctor")
 
 #: kind -> table name -> field -> (validator, required)
 SCHEMA: dict[str, dict[str, dict[str, Field]]] = {
-    "mindspore": {"release": {
-        "version": (_is_version, True), "aliases": (_list_of(_is_version), False),
-        "python": (_list_of(_PY), True), "numpy": (_is_spec, False), "protobuf": (_is_spec, False),
-        "cann": (_list_of(_ASCEND), True), "cann_internal": (_list_of(_PREFIX), False),
-        "cann_version_file": (_one_of("ASCEND_OPP_PATH", "ASCEND_HOME_PATH"), False),
-        "custom_ops_cann": (_ASCEND, False), "driver": (_ASCEND, False), "cuda": (_list_of(_PREFIX), False),
-        "mindformers": (_is_version, False), "on_pypi": (_is_bool, True), "source": (_is_source, True),
-    }},
-    "cann": {"release": {
-        "commercial": (_ASCEND, True), "internal_prefix": (_PREFIX, True), "internal": (_ASCEND, False),
-        "innerversion": (_regex(re.compile(r"^C\d+$"), "a C-number (e.g. 'C22')"), False),
-        "driver": (_list_of(_ASCEND), False), "note": (_is_str, False), "source": (_is_source, True),
-    }},
+    "mindspore": {
+        "release": {
+            "version": (_is_version, True),
+            "aliases": (_list_of(_is_version), False),
+            "python": (_list_of(_PY), True),
+            "numpy": (_is_spec, False),
+            "protobuf": (_is_spec, False),
+            "cann": (_list_of(_ASCEND), True),
+            "cann_internal": (_list_of(_PREFIX), False),
+            "cann_version_file": (_one_of("ASCEND_OPP_PATH", "ASCEND_HOME_PATH"), False),
+            "custom_ops_cann": (_ASCEND, False),
+            "driver": (_ASCEND, False),
+            "cuda": (_list_of(_PREFIX), False),
+            "mindformers": (_is_version, False),
+            "on_pypi": (_is_bool, True),
+            "source": (_is_source, True),
+        }
+    },
+    "cann": {
+        "release": {
+            "commercial": (_ASCEND, True),
+            "internal_prefix": (_PREFIX, True),
+            "internal": (_ASCEND, False),
+            "innerversion": (_regex(re.compile(r"^C\d+$"), "a C-number (e.g. 'C22')"), False),
+            "driver": (_list_of(_ASCEND), False),
+            "note": (_is_str, False),
+            "source": (_is_source, True),
+        }
+    },
     "mindnlp": {
         "release": {
-            "version": (_is_version, True), "mindspore": (_SPEC_OR_EMPTY, True),
-            "mindspore_documented": (_is_spec, False), "transformers": (_is_spec, False),
-            "transformers_works": (_is_spec, False), "python": (_list_of(_PY), False),
-            "version_attr": (_is_str, False), "source": (_is_source, True),
+            "version": (_is_version, True),
+            "mindspore": (_SPEC_OR_EMPTY, True),
+            "mindspore_documented": (_is_spec, False),
+            "transformers": (_is_spec, False),
+            "transformers_works": (_is_spec, False),
+            "python": (_list_of(_PY), False),
+            "version_attr": (_is_str, False),
+            "source": (_is_source, True),
         },
         "breakage": {
-            "when": (_is_when, True), "package": (_is_str, True), "bad": (_is_spec, True),
-            "good": (_is_spec, False), "symptom": (_is_str, True), "source": (_is_source, True),
+            "when": (_is_when, True),
+            "package": (_is_str, True),
+            "bad": (_is_spec, True),
+            "good": (_is_spec, False),
+            "symptom": (_is_str, True),
+            "source": (_is_source, True),
         },
     },
-    "mindformers": {"release": {
-        "version": (_is_version, True), "mindspore": (_SPEC_OR_EMPTY, True),
-        "mindspore_prefer": (_list_of(_is_version), False), "cann": (_ASCEND, False), "driver": (_ASCEND, False),
-        "transformers": (_is_spec, False), "python": (_is_spec, False), "installable": (_is_bool, True),
-        "install_error": (_is_str, False), "version_attr": (_is_str, False), "source": (_is_source, True),
-    }},
-    "gpu": {"cuda": {
-        "version": (_PREFIX, True), "driver_min": (_is_str, True), "cudnn": (_list_of(_PREFIX), False),
-        "source": (_is_source, True),
-    }},
-    "stack": {"package": {
-        "name": (_regex(re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$"), "a canonical distribution name (e.g. 'jupyter-client')"),
-                 True),
-        "role": (_one_of(*STACK_ROLES, *NEAR_STACK_ROLES), True), "source": (_is_source, True),
-    }},
+    "mindformers": {
+        "release": {
+            "version": (_is_version, True),
+            "mindspore": (_SPEC_OR_EMPTY, True),
+            "mindspore_prefer": (_list_of(_is_version), False),
+            "cann": (_ASCEND, False),
+            "driver": (_ASCEND, False),
+            "transformers": (_is_spec, False),
+            "python": (_is_spec, False),
+            "installable": (_is_bool, True),
+            "install_error": (_is_str, False),
+            "version_attr": (_is_str, False),
+            "source": (_is_source, True),
+        }
+    },
+    "gpu": {
+        "cuda": {
+            "version": (_PREFIX, True),
+            "driver_min": (_is_str, True),
+            "cudnn": (_list_of(_PREFIX), False),
+            "source": (_is_source, True),
+        }
+    },
+    "stack": {
+        "package": {
+            "name": (
+                _regex(
+                    re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$"), "a canonical distribution name (e.g. 'jupyter-client')"
+                ),
+                True,
+            ),
+            "role": (_one_of(*STACK_ROLES, *NEAR_STACK_ROLES), True),
+            "source": (_is_source, True),
+        }
+    },
 }
 
 #: the key that names a row in messages and must be unique within its table
@@ -161,8 +205,12 @@ ROW_KEY = {"release": ("version", "commercial"), "cuda": ("version",), "breakage
 
 
 def _shallow(value: Any) -> Optional[str]:
-    ok = isinstance(value, (bool, dict)) or (isinstance(value, str) and value.strip() != "") \
-        or (isinstance(value, list) and bool(value) and all(isinstance(x, str) for x in value)) or value == ""
+    ok = (
+        isinstance(value, (bool, dict))
+        or (isinstance(value, str) and value.strip() != "")
+        or (isinstance(value, list) and bool(value) and all(isinstance(x, str) for x in value))
+        or value == ""
+    )
     return None if ok else f"{value!r} has the wrong type"
 
 
@@ -196,8 +244,9 @@ def _row_name(table: str, index: int, row: Mapping[str, Any]) -> str:
     return f"[[{table}]] #{index + 1}"
 
 
-def validate(text: str, path: str, expected_kind: Optional[str] = None, *,
-             deep: bool = True) -> tuple[str, _dt.date, dict[str, list[dict]]]:
+def validate(
+    text: str, path: str, expected_kind: Optional[str] = None, *, deep: bool = True
+) -> tuple[str, _dt.date, dict[str, list[dict]]]:
     """Parse and validate one matrix file; returns (kind, matrix_date, {table: rows}).
 
     deep=False checks the structure only (kind, date, known and required fields, value types) and
@@ -213,18 +262,26 @@ def validate(text: str, path: str, expected_kind: Optional[str] = None, *,
         raise MatrixError(path, f"malformed TOML: {exc}", line=int(m.group(1)) if m else None) from None
     kind = doc.get("kind")
     if kind not in SCHEMA:
-        raise MatrixError(path, f"kind = {kind!r}: expected one of {', '.join(SCHEMA)}", line=_field_line(text, 0, "kind"))
+        raise MatrixError(
+            path, f"kind = {kind!r}: expected one of {', '.join(SCHEMA)}", line=_field_line(text, 0, "kind")
+        )
     if expected_kind and kind != expected_kind:
         raise MatrixError(path, f"kind = {kind!r}, but this file must hold {expected_kind!r}")
     date = doc.get("matrix_date")
     if not isinstance(date, _dt.date) or isinstance(date, _dt.datetime):
-        raise MatrixError(path, "matrix_date must be a TOML date (e.g. matrix_date = 2026-11-29)",
-                          line=_field_line(text, 0, "matrix_date"))
+        raise MatrixError(
+            path,
+            "matrix_date must be a TOML date (e.g. matrix_date = 2026-11-29)",
+            line=_field_line(text, 0, "matrix_date"),
+        )
     tables = SCHEMA[kind]
     for key in doc:
         if key not in ("kind", "matrix_date") and key not in tables:
-            raise MatrixError(path, f"unknown top-level key {key!r} (tables of a {kind} file: {', '.join(tables)})",
-                              line=_field_line(text, 0, key))
+            raise MatrixError(
+                path,
+                f"unknown top-level key {key!r} (tables of a {kind} file: {', '.join(tables)})",
+                line=_field_line(text, 0, key),
+            )
     headers = _header_lines(text)
     out: dict[str, list[dict]] = {}
     for table, fields in tables.items():
@@ -237,8 +294,12 @@ def validate(text: str, path: str, expected_kind: Optional[str] = None, *,
             name = _row_name(table, i, row)
             for key, value in row.items():
                 if key not in fields:
-                    raise MatrixError(path, f"unknown field {key!r} (allowed: {', '.join(fields)})",
-                                      line=_field_line(text, start, key), row=name)
+                    raise MatrixError(
+                        path,
+                        f"unknown field {key!r} (allowed: {', '.join(fields)})",
+                        line=_field_line(text, start, key),
+                        row=name,
+                    )
                 problem = fields[key][0](value) if deep else _shallow(value)
                 if problem:
                     raise MatrixError(path, f"{key}: {problem}", line=_field_line(text, start, key), row=name)

@@ -24,8 +24,14 @@ def device_target(help: str = "Device the run will use (default: from --config, 
 
 def output_format(choices: Sequence[str], help: str, default: str = "terminal") -> Decorator:
     """--format: one of ``choices`` (any case), stored as ``fmt``."""
-    return click.option("--format", "fmt", type=click.Choice(list(choices), case_sensitive=False), default=default,
-                        show_default=True, help=help)
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(list(choices), case_sensitive=False),
+        default=default,
+        show_default=True,
+        help=help,
+    )
 
 
 def quick(help: str = "Skip live probes that import MindSpore or transformers.") -> Decorator:
@@ -36,8 +42,10 @@ def no_plugins(help: str = "Load only msdoctor's own checks (also: MSDOCTOR_DISA
     return click.option("--no-plugins", is_flag=True, help=help)
 
 
-def no_redact(help: str = "Keep home directory, user/host names and secret values in the output (default: masked). "
-              "Env: MSDOCTOR_NO_REDACT=1.") -> Decorator:
+def no_redact(
+    help: str = "Keep home directory, user/host names and secret values in the output (default: masked). "
+    "Env: MSDOCTOR_NO_REDACT=1.",
+) -> Decorator:
     return click.option("--no-redact", is_flag=True, envvar="MSDOCTOR_NO_REDACT", help=help)
 
 
@@ -51,6 +59,7 @@ def skip(help: str = "Do not run these checks.") -> Decorator:
 
 def selection(fn: Optional[Callable[..., Any]] = None) -> Any:
     """--only and --skip together."""
+
     def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
         return only()(skip()(f))
 

@@ -54,10 +54,16 @@ def trial_import(pairs: list[tuple[Any, str]], builtin: str) -> dict[int, str]:
     while todo:
         rows = [(pairs[i][0].name, pairs[i][0].value) for i in todo]
         with tempfile.TemporaryDirectory(prefix="msdoctor-plugins-") as scratch:
-            res = proc.run([sys.executable, "-I", "-c", _TRIAL, json.dumps(sys.path), json.dumps(rows), _TRIAL_MARK],
-                           timeout=TRIAL_TIMEOUT_S, cwd=scratch)
-        done = {int(line.split()[1]) for line in res.stdout.splitlines()
-                if line.startswith(_TRIAL_MARK + " ") and line.split()[1].isdigit()}
+            res = proc.run(
+                [sys.executable, "-I", "-c", _TRIAL, json.dumps(sys.path), json.dumps(rows), _TRIAL_MARK],
+                timeout=TRIAL_TIMEOUT_S,
+                cwd=scratch,
+            )
+        done = {
+            int(line.split()[1])
+            for line in res.stdout.splitlines()
+            if line.startswith(_TRIAL_MARK + " ") and line.split()[1].isdigit()
+        }
         ok = len([k for k in range(len(todo)) if k in done])
         if ok == len(todo):
             break
@@ -67,7 +73,9 @@ def trial_import(pairs: list[tuple[Any, str]], builtin: str) -> dict[int, str]:
         elif res.start_error:
             bad[culprit] = f"a trial import could not start: {res.start_error}"
         else:
-            bad[culprit] = (f"its import ended the interpreter (exit code {res.returncode}: os._exit or a signal; "
-                            "seen in a trial import in a child)")
-        todo = todo[ok + 1:]
+            bad[culprit] = (
+                f"its import ended the interpreter (exit code {res.returncode}: os._exit or a signal; "
+                "seen in a trial import in a child)"
+            )
+        todo = todo[ok + 1 :]
     return bad

@@ -122,7 +122,9 @@ def describe_check(obj: Any) -> CheckSpec:
     if prefetch is None:
         prefetch = ()
     if isinstance(prefetch, FactSpec):
-        raise InvalidCheck(f"prefetch must be a tuple of FactSpec, got one FactSpec: write prefetch = ({prefetch.name.upper().replace('-', '_')},)")
+        raise InvalidCheck(
+            f"prefetch must be a tuple of FactSpec, got one FactSpec: write prefetch = ({prefetch.name.upper().replace('-', '_')},)"
+        )
     if not isinstance(prefetch, (tuple, list)) or not all(isinstance(f, FactSpec) for f in prefetch):
         raise InvalidCheck(f"prefetch must be a tuple of FactSpec, got {_shown(prefetch)}")
     timeout = _member(obj, "timeout_s", None)
@@ -134,8 +136,15 @@ def describe_check(obj: Any) -> CheckSpec:
     needs_config = _member(obj, "needs_config", False)
     if not isinstance(needs_config, bool):
         raise InvalidCheck(f"needs_config must be True or False, got {_shown(needs_config)}")
-    return CheckSpec(text["id"], text["title"], text["description"], tuple(prefetch),
-                     float(timeout) if timeout is not None else None, float(order), needs_config)
+    return CheckSpec(
+        text["id"],
+        text["title"],
+        text["description"],
+        tuple(prefetch),
+        float(timeout) if timeout is not None else None,
+        float(order),
+        needs_config,
+    )
 
 
 def _shown(value: Any) -> str:
@@ -318,8 +327,9 @@ def _load_entry_point(ep: Any, provider: str, ep_text: str, failures: list[LoadF
     except BaseException as exc:  # noqa: BLE001 - a broken plugin is a result, never a crash or a silent exit
         if (isinstance(exc, KeyboardInterrupt) and watch.seen) or type(exc).__module__ == "msdoctor.cli":
             raise  # Ctrl-C / SIGTERM from the user, not the plugin
-        failures.append(LoadFailure(provider, ep_text, f"could not load {ep_text}: {_raised(exc)}",
-                                    traceback.format_exc()))
+        failures.append(
+            LoadFailure(provider, ep_text, f"could not load {ep_text}: {_raised(exc)}", traceback.format_exc())
+        )
         return []
 
 
@@ -426,7 +436,24 @@ def check_timeout(check: Any, default: float) -> float:
 RunFn = Callable[["Context"], "list[Finding]"]
 
 
-__all__ = ["BUILTIN_PROVIDER", "Check", "CheckSpec", "DuplicateCheckId", "ENTRY_POINT_GROUP", "EntryPoint",
-           "InvalidCheck", "LoadFailure", "LoadedCheck", "Registry", "_Dist", "_metadata_entry_points",
-           "autoload_disabled", "check_prefetch", "check_timeout", "describe_check", "entry_points", "load_registry",
-           "validate_check"]
+__all__ = [
+    "BUILTIN_PROVIDER",
+    "Check",
+    "CheckSpec",
+    "DuplicateCheckId",
+    "ENTRY_POINT_GROUP",
+    "EntryPoint",
+    "InvalidCheck",
+    "LoadFailure",
+    "LoadedCheck",
+    "Registry",
+    "_Dist",
+    "_metadata_entry_points",
+    "autoload_disabled",
+    "check_prefetch",
+    "check_timeout",
+    "describe_check",
+    "entry_points",
+    "load_registry",
+    "validate_check",
+]

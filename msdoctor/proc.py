@@ -115,8 +115,7 @@ class ProcResult:
 
     @property
     def ok(self) -> bool:
-        return (self.returncode == 0 and not self.timed_out and self.start_error is None
-                and not self.overflow)
+        return self.returncode == 0 and not self.timed_out and self.start_error is None and not self.overflow
 
     def describe_failure(self) -> str:
         """One line saying what went wrong, for findings."""
@@ -266,9 +265,11 @@ def _resolve(arg0: str, cwd: Optional[str], env: Optional[Mapping[str, str]]) ->
         search = (env if env is not None else os.environ).get("PATH", os.defpath)
         found = shutil.which(arg0, path=search)
         if found is None:
-            raise StartError("no such file" if not any(
-                os.path.exists(os.path.join(d, arg0)) for d in search.split(os.pathsep) if d
-            ) else "permission denied (not executable)")
+            raise StartError(
+                "no such file"
+                if not any(os.path.exists(os.path.join(d, arg0)) for d in search.split(os.pathsep) if d)
+                else "permission denied (not executable)"
+            )
         path = found
     if os.path.isdir(path):
         raise StartError("is a directory, not an executable")
@@ -316,8 +317,15 @@ def spawn(
             raise StartError("msdoctor is stopping")
         try:
             popen = subprocess.Popen(
-                full, executable=executable, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd_s,
-                env=dict(env) if env is not None else None, start_new_session=True, bufsize=0,
+                full,
+                executable=executable,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                cwd=cwd_s,
+                env=dict(env) if env is not None else None,
+                start_new_session=True,
+                bufsize=0,
                 pass_fds=tuple(pass_fds),
             )
         except PermissionError:
@@ -405,8 +413,9 @@ class _Pipes:
     """A child's pipes under one selector: stdin fed from ``data``, stdout and stderr read into buffers
     of at most ``cap`` bytes each (``on_chunk`` sees what is kept, as it arrives)."""
 
-    def __init__(self, child: Child, data: Optional[bytes], cap: int,
-                 on_chunk: Optional[Callable[[bytes], None]]) -> None:
+    def __init__(
+        self, child: Child, data: Optional[bytes], cap: int, on_chunk: Optional[Callable[[bytes], None]]
+    ) -> None:
         p = child.popen
         self.child = child
         self.cap = cap
@@ -458,7 +467,7 @@ class _Pipes:
     def _feed(self, fd: int) -> None:
         """Write the next piece of stdin; close it once all is written or the child stopped reading."""
         try:
-            self.pos += os.write(fd, self.view[self.pos:self.pos + 65536])
+            self.pos += os.write(fd, self.view[self.pos : self.pos + 65536])
         except BlockingIOError:
             return
         except OSError:  # the child stopped reading (EPIPE)
@@ -482,7 +491,7 @@ class _Pipes:
             return False
         buf = self.bufs[fd]
         room = self.cap - len(buf)
-        buf.extend(chunk[:max(room, 0)])
+        buf.extend(chunk[: max(room, 0)])
         if self.on_chunk is not None and room > 0:
             self.on_chunk(chunk[:room])
         if len(chunk) > room:
@@ -583,7 +592,7 @@ def _text(raw: bytes) -> str:
 
 def _exec_error(stderr: str) -> Optional[str]:
     if stderr.startswith(_EXEC_ERROR):
-        return stderr[len(_EXEC_ERROR):].strip().splitlines()[0] if stderr.strip() != _EXEC_ERROR else "cannot execute"
+        return stderr[len(_EXEC_ERROR) :].strip().splitlines()[0] if stderr.strip() != _EXEC_ERROR else "cannot execute"
     return None
 
 
@@ -604,13 +613,20 @@ def run(
     args = [os.fspath(a) for a in argv]
     started = time.monotonic()
     try:
-        child = spawn(args, cwd=cwd, env=env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        child = spawn(
+            args,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
     except StartError as exc:
         return ProcResult(args, None, "", "", 0.0, start_error=exc.reason)
     try:
-        out, err, timed_out, overflow = _pump(child, input.encode("utf-8") if input is not None else None,
-                                              started + timeout, output_cap)
+        out, err, timed_out, overflow = _pump(
+            child, input.encode("utf-8") if input is not None else None, started + timeout, output_cap
+        )
     except BaseException:
         child.kill()
         raise
@@ -648,8 +664,9 @@ def run_live(
     args = [os.fspath(a) for a in argv]
     started = time.monotonic()
     try:
-        child = spawn(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                      stderr=subprocess.STDOUT)
+        child = spawn(
+            args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
     except StartError as exc:
         return ProcResult(args, None, "", "", 0.0, start_error=exc.reason)
     pending = bytearray()
@@ -665,15 +682,16 @@ def run_live(
             if nl < 0:
                 return
             line = bytes(pending[:nl])
-            del pending[:nl + 1]
+            del pending[: nl + 1]
             text = _text(line).rstrip("\n")
             if finish_from is not None and text.lstrip().startswith(finish_from):
                 started_work[0] = True
             on_line(text)
 
     try:
-        out, _, timed_out, overflow = _pump(child, None, started + timeout, output_cap, chunk, window,
-                                        interruptible=finish_s > 0)
+        out, _, timed_out, overflow = _pump(
+            child, None, started + timeout, output_cap, chunk, window, interruptible=finish_s > 0
+        )
     except BaseException:
         child.kill()
         raise

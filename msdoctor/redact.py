@@ -40,19 +40,56 @@ SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|(?:^|_)PASS$|(?:^|_
 NOT_SECRET = frozenset({"SSH_AUTH_SOCK", "KEYTAB_PATH", "GPG_KEY_PATH", "PWD"})
 
 #: generic accounts and hosts identify nobody, and masking them garbles paths
-GENERIC_NAMES = frozenset({
-    "root", "admin", "administrator", "user", "users", "ubuntu", "debian", "centos", "fedora", "runner",
-    "jovyan", "ma-user", "hwhiaiuser", "ec2-user", "ci", "build", "builder", "nobody", "localhost",
-    "localhost.localdomain", "home", "opt", "usr", "dev", "data", "tmp", "var", "etc", "srv", "mnt", "work",
-    "test", "lib", "bin", "python", "conda", "docker", "container",
-})
+GENERIC_NAMES = frozenset(
+    {
+        "root",
+        "admin",
+        "administrator",
+        "user",
+        "users",
+        "ubuntu",
+        "debian",
+        "centos",
+        "fedora",
+        "runner",
+        "jovyan",
+        "ma-user",
+        "hwhiaiuser",
+        "ec2-user",
+        "ci",
+        "build",
+        "builder",
+        "nobody",
+        "localhost",
+        "localhost.localdomain",
+        "home",
+        "opt",
+        "usr",
+        "dev",
+        "data",
+        "tmp",
+        "var",
+        "etc",
+        "srv",
+        "mnt",
+        "work",
+        "test",
+        "lib",
+        "bin",
+        "python",
+        "conda",
+        "docker",
+        "container",
+    }
+)
 MIN_NAME = 3
 
 # scheme://user[:password]@host  -> scheme://<redacted>@host
 _URL_CREDS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s:@'\"<>]+(?::[^/\s@'\"<>]*)?)@")
 # NAME=value inside free text, where NAME looks secret
 _ASSIGN = re.compile(
-    r"\b([A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSW|CREDENTIAL)[A-Z0-9_]*|[A-Z0-9_]+_(?:PASS|PWD))=([^\s'\"]+)")
+    r"\b([A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSW|CREDENTIAL)[A-Z0-9_]*|[A-Z0-9_]+_(?:PASS|PWD))=([^\s'\"]+)"
+)
 # token shapes: Hugging Face, GitHub, AWS access key ids, GitLab personal tokens, OpenAI-style keys. Bounded by
 # letters and digits only: a token joined by "_" or "-" inside a path or a name (/x/key_hf_Abc...) is masked too.
 _TOKENS = re.compile(
@@ -152,6 +189,8 @@ def sanitize(v: Any) -> Any:
     if isinstance(v, list):
         return [sanitize(x) for x in v]
     return v
+
+
 MIN_SECRET = 6  # shorter values ("1", "true") would mask unrelated text
 
 
@@ -299,9 +338,7 @@ class Redactor:
         return self.value(report)
 
 
-def redact_report(
-    report: Report, environ: Optional[Mapping[str, str]] = None, *, keep_paths: bool = False
-) -> Report:
+def redact_report(report: Report, environ: Optional[Mapping[str, str]] = None, *, keep_paths: bool = False) -> Report:
     """Redact a report for this machine: secrets come from ``environ`` and from the target env in the report."""
     environ = dict(os.environ if environ is None else environ)
     more: list[Mapping[str, Any]] = []

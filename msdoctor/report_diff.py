@@ -19,10 +19,20 @@ from msdoctor.errors import UserError
 from msdoctor.model import SCHEMA_VERSION
 
 #: env vars that are meant to differ between ranks / nodes
-PER_NODE_ENV = frozenset({
-    "RANK_ID", "DEVICE_ID", "MS_NODE_ID", "MS_ROLE", "RANK", "LOCAL_RANK", "NODE_RANK", "HOSTNAME",
-    "ASCEND_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
-})
+PER_NODE_ENV = frozenset(
+    {
+        "RANK_ID",
+        "DEVICE_ID",
+        "MS_NODE_ID",
+        "MS_ROLE",
+        "RANK",
+        "LOCAL_RANK",
+        "NODE_RANK",
+        "HOSTNAME",
+        "ASCEND_VISIBLE_DEVICES",
+        "CUDA_VISIBLE_DEVICES",
+    }
+)
 PER_NODE_PREFIXES = ("JPY_", "VSCODE_")
 #: evidence keys worth comparing across nodes
 EVIDENCE_KEYS = re.compile(r"version|count|devices?|cann|driver|firmware|soc|hbm|memory|target", re.IGNORECASE)
@@ -61,14 +71,17 @@ def load_report(path: Path) -> dict:
     doc = load_json_text(read_text(path, cap=REPORT_CAP, what="JSON report"), path)
     data = doc.data
     if not isinstance(data, dict) or "schema_version" not in data or "checks" not in data:
-        raise UserError(f"{path}: not an msdoctor JSON report (no schema_version / checks)",
-                        "write it with: msdoctor check --format json --output FILE")
+        raise UserError(
+            f"{path}: not an msdoctor JSON report (no schema_version / checks)",
+            "write it with: msdoctor check --format json --output FILE",
+        )
     version = data.get("schema_version")
     if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-        raise UserError(f"{path}: report schema_version {version!r} is newer than this msdoctor reads ({SCHEMA_VERSION})",
-                        "upgrade msdoctor here, or write both reports with the same msdoctor version")
+        raise UserError(
+            f"{path}: report schema_version {version!r} is newer than this msdoctor reads ({SCHEMA_VERSION})",
+            "upgrade msdoctor here, or write both reports with the same msdoctor version",
+        )
     return dict(require(doc, REPORT, what="an msdoctor JSON report", fix=fix))
-
 
 
 def _flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
@@ -133,7 +146,9 @@ def _checks(a: dict, b: dict) -> list[Difference]:
     for cid in sorted(set(ca) | set(cb), key=str):
         x, y = ca.get(cid), cb.get(cid)
         if x is None or y is None:
-            out.append(Difference("checks", f"{cid}", x["status"] if x else MISSING, y["status"] if y else MISSING, True))
+            out.append(
+                Difference("checks", f"{cid}", x["status"] if x else MISSING, y["status"] if y else MISSING, True)
+            )
             continue
         if x.get("status") != y.get("status"):
             out.append(Difference("checks", f"{cid}", x.get("status"), y.get("status"), True))

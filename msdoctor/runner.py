@@ -33,7 +33,11 @@ class RunSettings:
 
 
 def _contract_error(check_id: str, what: str) -> list[Finding]:
-    return [Finding.error(f"check {check_id} {what}", detail="a check must return list[Finding]; this is a bug in the check")]
+    return [
+        Finding.error(
+            f"check {check_id} {what}", detail="a check must return list[Finding]; this is a bug in the check"
+        )
+    ]
 
 
 def _normalise(check_id: str, raw: Any) -> list[Finding]:
@@ -64,8 +68,14 @@ def _normalise(check_id: str, raw: Any) -> list[Finding]:
 #: The types of a Finding's fields, as renderers and the exit code rely on them (a subclass or
 #: ``object.__setattr__`` can bypass Finding.__post_init__).
 _FIELD_TYPES: dict[str, tuple] = {
-    "title": (str,), "detail": (str,), "fix": (str, type(None)), "location": (Location, type(None)),
-    "docs": (str, type(None)), "evidence": (Mapping,), "proved": (str, type(None)), "code": (str, type(None)),
+    "title": (str,),
+    "detail": (str,),
+    "fix": (str, type(None)),
+    "location": (Location, type(None)),
+    "docs": (str, type(None)),
+    "evidence": (Mapping,),
+    "proved": (str, type(None)),
+    "code": (str, type(None)),
     "suppressed": (str, type(None)),
 }
 
@@ -89,7 +99,10 @@ def _broken_finding(f: Finding) -> Optional[str]:
 def _skip_without_config(loaded: LoadedCheck) -> CheckResult:
     info = loaded.info
     return CheckResult(
-        id=info.id, title=info.title, description=info.description, provider=loaded.provider,
+        id=info.id,
+        title=info.title,
+        description=info.description,
+        provider=loaded.provider,
         findings=[Finding.skipped("no training config", reason=f"pass --config FILE to run {info.id}")],
     )
 
@@ -117,8 +130,9 @@ def run_one(loaded: LoadedCheck, ctx: Context) -> CheckResult:
         if type(exc).__module__ == "msdoctor.cli":  # SIGTERM / SIGHUP of msdoctor itself
             raise
         tb = traceback.format_exc()
-        what = (f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit)
-                else f"crashed: {type(exc).__name__}: {exc}")
+        what = (
+            f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"crashed: {type(exc).__name__}: {exc}"
+        )
         findings = [
             Finding.error(
                 f"check {info.id} {what}",
@@ -147,9 +161,7 @@ def _timeout_result(loaded: LoadedCheck, waited: float, reason: str) -> CheckRes
             Finding.error(
                 f"check {info.id} did not finish: {reason}",
                 detail=f"stopped waiting after {waited:.1f} s",
-                fix="run it alone with `msdoctor check --only "
-                + info.id
-                + " -v` to see where it stalls",
+                fix="run it alone with `msdoctor check --only " + info.id + " -v` to see where it stalls",
             )
         ],
         duration_s=waited,
@@ -232,8 +244,9 @@ class _Run:
     def _start(self, i: int) -> None:
         self.started_at[i] = time.monotonic()
         self.running.add(i)
-        self.threads[i] = threading.Thread(target=self._worker, args=(i,), name=f"check-{self.checks[i].id}",
-                                           daemon=True)
+        self.threads[i] = threading.Thread(
+            target=self._worker, args=(i,), name=f"check-{self.checks[i].id}", daemon=True
+        )
         self.threads[i].start()
 
     def _limit(self, i: int) -> float:
@@ -252,8 +265,9 @@ class _Run:
         for j in sorted(self.running):
             limit = self._limit(j)
             if now - self.started_at[j] >= limit:
-                self.results[j] = _timeout_result(self.checks[j], now - self.started_at[j],
-                                                  f"timed out after {limit:.0f} s")
+                self.results[j] = _timeout_result(
+                    self.checks[j], now - self.started_at[j], f"timed out after {limit:.0f} s"
+                )
                 self.running.discard(j)
                 proc.kill_owned(self.threads[j].ident)  # what it started must not keep running
                 if self.on_done:
@@ -263,7 +277,8 @@ class _Run:
         """The run's deadline passed: every check not finished, running or not started, is given up on."""
         for j in sorted(self.running) + self.pending:
             self.results[j] = _timeout_result(
-                self.checks[j], now - self.started_at.get(j, now),
+                self.checks[j],
+                now - self.started_at.get(j, now),
                 f"the run's deadline of {self.settings.deadline_s:.0f} s passed",
             )
             if self.on_done:

@@ -67,8 +67,9 @@ def problem(value: Any, shape: Shape, path: KeyPath = ()) -> Optional[tuple[KeyP
         ok = got in s.kinds or (got == "integer" and "number" in s.kinds)
         if not ok:
             want = " or ".join(_article(k) for k in s.kinds)
-            return p, f"{dotted(p)} is {_article(got)}" + (f" ({v!r})" if got in ("string", "integer", "number",
-                                                                                  "boolean") else "") + f", expected {want}"
+            return p, f"{dotted(p)} is {_article(got)}" + (
+                f" ({v!r})" if got in ("string", "integer", "number", "boolean") else ""
+            ) + f", expected {want}"
         if got in ("integer", "number"):
             if (s.low is not None and v < s.low) or (s.high is not None and v > s.high):
                 lo = "" if s.low is None else f"{s.low:g}"
@@ -110,14 +111,18 @@ PLAN = Shape(
     ("object",),
     required=("args",),
     fields={
-        "args": Shape(("object",), required=("worker_num", "local_worker_num", "node_rank"), fields={
-            "worker_num": Shape(("integer",), low=1),
-            "local_worker_num": COUNT,
-            "node_rank": COUNT,
-            "master_addr": TEXT,
-            "master_port": Shape(("integer",), low=0, high=65535),
-            "cluster_time_out": COUNT,
-        }),
+        "args": Shape(
+            ("object",),
+            required=("worker_num", "local_worker_num", "node_rank"),
+            fields={
+                "worker_num": Shape(("integer",), low=1),
+                "local_worker_num": COUNT,
+                "node_rank": COUNT,
+                "master_addr": TEXT,
+                "master_port": Shape(("integer",), low=0, high=65535),
+                "cluster_time_out": COUNT,
+            },
+        ),
         "status": TEXT,
         "findings": Shape(("list",), items=Shape(("object",), fields={"title": TEXT, "status": TEXT})),
     },
@@ -143,18 +148,31 @@ REPORT = Shape(
         "schema_version": Shape(("integer",), low=1),
         "target": Shape(("object", "null")),
         "facts": Shape(("object", "null"), values=Shape(("object", "null"))),
-        "checks": Shape(("list",), items=Shape(("object",), fields={
-            "id": TEXT,
-            "status": TEXT,
-            "findings": Shape(("list", "null"), items=_FINDING),
-        })),
+        "checks": Shape(
+            ("list",),
+            items=Shape(
+                ("object",),
+                fields={
+                    "id": TEXT,
+                    "status": TEXT,
+                    "findings": Shape(("list", "null"), items=_FINDING),
+                },
+            ),
+        ),
     },
 )
 
 #: an earlier ``preflight-report.json`` used as a baseline: its bandwidth rows
 EARLIER_REPORT = Shape(
     ("object",),
-    fields={"bandwidth": Shape(("list",), items=Shape(
-        ("object",), required=("group", "op", "size_bytes", "busbw_gbs"),
-        fields={"group": TEXT, "op": TEXT, "size_bytes": COUNT, "busbw_gbs": Shape(("number",), low=0)}))},
+    fields={
+        "bandwidth": Shape(
+            ("list",),
+            items=Shape(
+                ("object",),
+                required=("group", "op", "size_bytes", "busbw_gbs"),
+                fields={"group": TEXT, "op": TEXT, "size_bytes": COUNT, "busbw_gbs": Shape(("number",), low=0)},
+            ),
+        )
+    },
 )

@@ -59,12 +59,21 @@ def start(launch: Any, run_dir: Path, lock: Any, red: "Optional[Redactor]", cwd:
     try:
         # under msrun stdout is msrun's copy of the workers' logs (not a terminal's progress bar): filtered
         many = getattr(launch, "worker_logs", None) is not None
-        child = proc.spawn(launch.argv, env=launch.env, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.PIPE if many else None, pass_fds=(lock.fd,), cwd=cwd)
+        child = proc.spawn(
+            launch.argv,
+            env=launch.env,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if many else None,
+            pass_fds=(lock.fd,),
+            cwd=cwd,
+        )
     except proc.StartError as exc:
         keep.close()
-        raise UserError(f"could not start the trainer ({launch.argv[0]}): {exc.reason}",
-                        "check the interpreter given with --python / --conda-env") from None
+        raise UserError(
+            f"could not start the trainer ({launch.argv[0]}): {exc.reason}",
+            "check the interpreter given with --python / --conda-env",
+        ) from None
     outcome = Outcome(rc=1)
 
     def forward(signum: int, _frame: Any) -> None:
@@ -84,7 +93,7 @@ def start(launch: Any, run_dir: Path, lock: Any, red: "Optional[Redactor]", cwd:
                 keep.write(line.encode())
                 keep.flush()
                 if line.startswith(MARK):
-                    outcome.messages.append(line[len(MARK):].rstrip("\n"))
+                    outcome.messages.append(line[len(MARK) :].rstrip("\n"))
                 elif outcome.messages and line.startswith("  "):  # its continuation lines
                     outcome.messages[-1] += "\n" + line.rstrip("\n")
                 else:

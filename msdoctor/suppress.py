@@ -154,8 +154,10 @@ def parse(text: str, path: Path, table: Sequence[str] = ()) -> list[Suppression]
             'write ignore = [{ id = "check-id", reason = "...", until = "YYYY-MM-DD" }]',
         )
     if len(raw) > MAX_ENTRIES:  # every entry is matched against every finding
-        raise UserError(f"{where_ignore}: {len(raw):,} ignore entries; msdoctor reads at most {MAX_ENTRIES:,}",
-                        "ignore by check id (one entry per check) instead of one entry per finding")
+        raise UserError(
+            f"{where_ignore}: {len(raw):,} ignore entries; msdoctor reads at most {MAX_ENTRIES:,}",
+            "ignore by check id (one entry per check) instead of one entry per finding",
+        )
     out: list[Suppression] = []
     for i, entry in enumerate(raw):
         if not isinstance(entry, dict):
@@ -181,7 +183,7 @@ def _entry(entry: dict, i: int, path: Path, line: Optional[int]) -> Suppression:
         )
     if not isinstance(ident, str) or not _ID.match(ident.strip()):
         raise UserError(
-            f"{where}: ignore[{i}] needs id = \"check-id\" or \"check-id/finding-code\" (got {ident!r})",
+            f'{where}: ignore[{i}] needs id = "check-id" or "check-id/finding-code" (got {ident!r})',
             "`msdoctor list-checks` shows the check ids; finding codes appear in --format vscode/json output",
         )
     check_id, _, code = ident.strip().partition("/")
@@ -225,7 +227,11 @@ def load(project_dir: Path) -> list[Suppression]:
 
 def _notice(title: str, s: Suppression, detail: str, fix: str, code: str) -> Finding:
     return Finding.warn(
-        title, detail=detail, fix=fix, location=s.location, code=code,
+        title,
+        detail=detail,
+        fix=fix,
+        location=s.location,
+        code=code,
         evidence={"id": s.id, "reason": s.reason, "until": s.until.isoformat() if s.until else None},
     )
 
@@ -247,32 +253,38 @@ def apply(
     active: list[Suppression] = []
     for s in rules:
         if s.expired(today):
-            notices.append(_notice(
-                f"suppression of {s.id} expired on {s.until.isoformat()}",  # type: ignore[union-attr]
-                s,
-                "An expired suppression no longer applies: the findings it accepted count again. "
-                "Either the problem was fixed (then delete the entry) or it still needs a decision.",
-                f"delete the entry in {s.path.name}, or extend `until` with a reason that is still true",
-                "suppression-expired",
-            ))
+            notices.append(
+                _notice(
+                    f"suppression of {s.id} expired on {s.until.isoformat()}",  # type: ignore[union-attr]
+                    s,
+                    "An expired suppression no longer applies: the findings it accepted count again. "
+                    "Either the problem was fixed (then delete the entry) or it still needs a decision.",
+                    f"delete the entry in {s.path.name}, or extend `until` with a reason that is still true",
+                    "suppression-expired",
+                )
+            )
             continue
         if s.reason is None:
-            notices.append(_notice(
-                f"suppression of {s.id} gives no reason",
-                s,
-                "It still applies, but a gate that is switched off without a written reason cannot be "
-                "reviewed later.",
-                f'add reason = "why this is acceptable" (and until = "YYYY-MM-DD") to the entry in {s.path.name}',
-                "suppression-no-reason",
-            ))
+            notices.append(
+                _notice(
+                    f"suppression of {s.id} gives no reason",
+                    s,
+                    "It still applies, but a gate that is switched off without a written reason cannot be "
+                    "reviewed later.",
+                    f'add reason = "why this is acceptable" (and until = "YYYY-MM-DD") to the entry in {s.path.name}',
+                    "suppression-no-reason",
+                )
+            )
         if known is not None and s.check_id not in known:
-            notices.append(_notice(
-                f"suppression names an unknown check id {with_hint(s.check_id, sorted(known))}",
-                s,
-                "It suppresses nothing.",
-                "`msdoctor list-checks` lists the check ids",
-                "suppression-unknown-check",
-            ))
+            notices.append(
+                _notice(
+                    f"suppression names an unknown check id {with_hint(s.check_id, sorted(known))}",
+                    s,
+                    "It suppresses nothing.",
+                    "`msdoctor list-checks` lists the check ids",
+                    "suppression-unknown-check",
+                )
+            )
         active.append(s)
 
     results = []
@@ -280,7 +292,9 @@ def apply(
         findings = []
         changed = False
         for f in r.findings:
-            rule = next((s for s in active if f.status > Status.SKIP and f.suppressed is None and s.matches(r.id, f)), None)
+            rule = next(
+                (s for s in active if f.status > Status.SKIP and f.suppressed is None and s.matches(r.id, f)), None
+            )
             if rule is not None:
                 f = dataclasses.replace(f, suppressed=rule.reason or NO_REASON)
                 changed = True

@@ -3,6 +3,7 @@ answers before and after (entry id, title, cause, fix, the fix for an interprete
 
 Usage: .venv/bin/python scripts/explain_answers.py OUT.json   (then: cmp BEFORE.json AFTER.json)
 """
+
 import glob
 import json
 import sys
@@ -27,11 +28,21 @@ for path in sorted(glob.glob("tests/data/explain/*.toml")):
     with open(path, "rb") as fh:
         data = tomllib.load(fh)
     for where, text in texts(data, path):
-        out[where] = [{"id": m.entry_id, "title": m.title, "cause": m.cause, "fix": m.fix,
-                       "fix_for": m.fix_for("/usr/bin/python3", "cfg.yaml"), "check": m.check_id,
-                       "line": m.line, "line_no": m.line_no, "count": m.count,
-                       "groups": {k: str(v) for k, v in sorted(m.groups.items())}}
-                      for m in explain_text(text)]
+        out[where] = [
+            {
+                "id": m.entry_id,
+                "title": m.title,
+                "cause": m.cause,
+                "fix": m.fix,
+                "fix_for": m.fix_for("/usr/bin/python3", "cfg.yaml"),
+                "check": m.check_id,
+                "line": m.line,
+                "line_no": m.line_no,
+                "count": m.count,
+                "groups": {k: str(v) for k, v in sorted(m.groups.items())},
+            }
+            for m in explain_text(text)
+        ]
 with open(sys.argv[1], "w", encoding="utf-8") as fh:
     json.dump(out, fh, indent=1, sort_keys=True)
 print(len(out), "texts,", sum(len(v) for v in out.values()), "answers")

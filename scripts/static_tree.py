@@ -28,24 +28,33 @@ def build(project: Path) -> Path:
     try:
         from setuptools import build_meta
     except ImportError:
-        raise SystemExit(f"static_tree: {sys.executable} has no setuptools; install it: "
-                         f"{sys.executable} -m pip install 'setuptools>=64'") from None
+        raise SystemExit(
+            f"static_tree: {sys.executable} has no setuptools; install it: "
+            f"{sys.executable} -m pip install 'setuptools>=64'"
+        ) from None
 
     here = Path.cwd()
     os.chdir(project)
     try:
         log = io.StringIO()
-        with tempfile.TemporaryDirectory() as wheel_dir, contextlib.redirect_stdout(log), \
-                contextlib.redirect_stderr(log):
+        with (
+            tempfile.TemporaryDirectory() as wheel_dir,
+            contextlib.redirect_stdout(log),
+            contextlib.redirect_stderr(log),
+        ):
             try:
                 build_meta.build_editable(wheel_dir, {"editable_mode": "strict"})
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - setuptools' own message, with its log
                 last = next((ln for ln in reversed(log.getvalue().splitlines()) if ln.strip()), str(exc))
-                raise SystemExit(f"{log.getvalue()}\nstatic_tree: setuptools could not build the tree "
-                                 f"(its log above): {last.strip()}") from None
+                raise SystemExit(
+                    f"{log.getvalue()}\nstatic_tree: setuptools could not build the tree "
+                    f"(its log above): {last.strip()}"
+                ) from None
         trees = sorted(Path("build").glob("__editable__.msdoctor-*"), key=lambda p: p.stat().st_mtime)
         if not trees or not (trees[-1] / "msdoctor" / "__init__.py").exists():
-            raise SystemExit(f"static_tree: no build/__editable__.msdoctor-*/msdoctor after the build\n{log.getvalue()}")
+            raise SystemExit(
+                f"static_tree: no build/__editable__.msdoctor-*/msdoctor after the build\n{log.getvalue()}"
+            )
         if STABLE.is_symlink() or STABLE.exists():
             STABLE.unlink()
         STABLE.symlink_to(trees[-1].name)

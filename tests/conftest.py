@@ -18,8 +18,9 @@ from helpers import BASE_PYTHON, Venv, make_venv  # noqa: E402
 
 #: the user's own cache folder, as the XDG rule finds it before the suite moves XDG_CACHE_HOME (an xdist
 #: worker starts after the move: the controller passes the real one on)
-REAL_CACHE_HOME = Path(os.environ.get("MSDOCTOR_TEST_REAL_CACHE_HOME") or os.environ.get("XDG_CACHE_HOME")
-                       or Path.home() / ".cache")
+REAL_CACHE_HOME = Path(
+    os.environ.get("MSDOCTOR_TEST_REAL_CACHE_HOME") or os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+)
 
 
 def _tree(root: Path) -> set[str]:
@@ -66,9 +67,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     root, old = before
     new = sorted(_tree(root) - old)
     if new:
-        terminalreporter.write_line(f"WARNING: {len(new)} new file(s) in {root} during the run (the suite must write "
-                                    f"only under temporary folders; another process may also have): {new[:5]}",
-                                    yellow=True)
+        terminalreporter.write_line(
+            f"WARNING: {len(new)} new file(s) in {root} during the run (the suite must write "
+            f"only under temporary folders; another process may also have): {new[:5]}",
+            yellow=True,
+        )
 
 
 def _module_bound(item: pytest.Item) -> bool:
@@ -108,8 +111,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         bound = _module_bound(item)
         marks = [m.args[0] if m.args else m.kwargs.get("name", "default") for m in item.iter_markers("xdist_group")]
         module = item.nodeid.split("::", 1)[0]
-        scopes[item.nodeid] = "group:" + "_".join(sorted(map(str, marks))) if marks else (
-            module if bound else item.nodeid)
+        scopes[item.nodeid] = (
+            "group:" + "_".join(sorted(map(str, marks))) if marks else (module if bound else item.nodeid)
+        )
         (shared if bound or marks else single).append(item)
     items[:] = shared + single
     tmp = f"{scopes_file}.{os.getpid()}"

@@ -68,17 +68,26 @@ class Venv:
             raise RuntimeError(f"pip {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}")
         return res
 
-    def run(self, code: str, *, env: Optional[Mapping[str, str]] = None, cwd: Optional[Path] = None,
-            timeout: float = 300) -> subprocess.CompletedProcess:
-        return subprocess.run([self.python, "-c", code], capture_output=True, text=True, env=env, cwd=cwd,
-                              timeout=timeout)
+    def run(
+        self, code: str, *, env: Optional[Mapping[str, str]] = None, cwd: Optional[Path] = None, timeout: float = 300
+    ) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [self.python, "-c", code], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout
+        )
 
 
 #: what pip prints when it cannot reach the package index (DNS, no route, proxy, timeouts); "(from
 #: versions: none)" for a pinned release that exists means the index answered nothing
-_OFFLINE = ("(from versions: none)", "Network is unreachable", "Failed to establish a new connection",
-            "Temporary failure in name resolution", "Max retries exceeded", "Name or service not known",
-            "Read timed out", "ProxyError")
+_OFFLINE = (
+    "(from versions: none)",
+    "Network is unreachable",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Max retries exceeded",
+    "Name or service not known",
+    "Read timed out",
+    "ProxyError",
+)
 
 
 def skip_if_index_unreachable(res: subprocess.CompletedProcess) -> None:
@@ -88,8 +97,9 @@ def skip_if_index_unreachable(res: subprocess.CompletedProcess) -> None:
     out = (res.stdout or "") + (res.stderr or "")
     out = out if isinstance(out, str) else out.decode("utf-8", "replace")
     if res.returncode != 0 and any(s in out for s in _OFFLINE):
-        pytest.skip("the package index cannot be reached from here (pip: "
-                    + next(s for s in _OFFLINE if s in out) + ")")
+        pytest.skip(
+            "the package index cannot be reached from here (pip: " + next(s for s in _OFFLINE if s in out) + ")"
+        )
 
 
 def pip_from_index(argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess:
@@ -120,9 +130,7 @@ def make_venv(root: Path, *, layered: bool = False, with_pip: bool = False) -> V
     if layered:
         # addsitedir (not a bare path line) also runs the base's own .pth files, e.g. the
         # editable-install finder of msdoctor, as --system-site-packages would
-        (venv.site_packages / "_msdoctor_test_base.pth").write_text(
-            f"import site; site.addsitedir({BASE_PURELIB!r})\n"
-        )
+        (venv.site_packages / "_msdoctor_test_base.pth").write_text(f"import site; site.addsitedir({BASE_PURELIB!r})\n")
     return venv
 
 
@@ -167,13 +175,14 @@ def linked_copy(venv: Venv, root: Path) -> Venv:
         if text.startswith(old):
             mode = script.stat().st_mode
             script.unlink()  # a new file, not a write into the one the original shares
-            script.write_bytes(new + text[len(old):])
+            script.write_bytes(new + text[len(old) :])
             script.chmod(mode)
     return Venv(root)
 
 
-def fake_tool(bin_dir: Path, name: str, stdout: str = "", *, exit_code: int = 0, stderr: str = "",
-              sleep: float = 0.0) -> Path:
+def fake_tool(
+    bin_dir: Path, name: str, stdout: str = "", *, exit_code: int = 0, stderr: str = "", sleep: float = 0.0
+) -> Path:
     """An executable ``name`` in bin_dir that prints stdout/stderr and exits with exit_code."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     data_out = bin_dir / f".{name}.stdout"
@@ -181,18 +190,22 @@ def fake_tool(bin_dir: Path, name: str, stdout: str = "", *, exit_code: int = 0,
     data_out.write_text(stdout)
     data_err.write_text(stderr)
     script = bin_dir / name
-    script.write_text(textwrap.dedent(f"""\
+    script.write_text(
+        textwrap.dedent(f"""\
         #!/bin/sh
-        {'sleep ' + str(sleep) if sleep else ':'}
+        {"sleep " + str(sleep) if sleep else ":"}
         cat "{data_out}"
         cat "{data_err}" >&2
         exit {exit_code}
-        """))
+        """)
+    )
     script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return script
 
 
-def env_with(extra: Optional[Mapping[str, str]] = None, *, drop: Sequence[str] = (), path_first: Sequence[Path] = ()) -> dict:
+def env_with(
+    extra: Optional[Mapping[str, str]] = None, *, drop: Sequence[str] = (), path_first: Sequence[Path] = ()
+) -> dict:
     """os.environ plus extra, minus drop, with dirs put first on PATH; spinner and colour off."""
     env = dict(os.environ)
     for k in drop:
@@ -205,12 +218,23 @@ def env_with(extra: Optional[Mapping[str, str]] = None, *, drop: Sequence[str] =
     return env
 
 
-def run_msdoctor(*args: str, env: Optional[Mapping[str, str]] = None, cwd: Optional[Path] = None,
-                 timeout: float = 600, input: Optional[str] = None) -> subprocess.CompletedProcess:
+def run_msdoctor(
+    *args: str,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[Path] = None,
+    timeout: float = 600,
+    input: Optional[str] = None,
+) -> subprocess.CompletedProcess:
     """Run the real installed ``msdoctor`` command."""
-    return subprocess.run([msdoctor_exe(), *args], capture_output=True, text=True,
-                          env=dict(env) if env is not None else env_with(), cwd=cwd, timeout=timeout,
-                          input=input)
+    return subprocess.run(
+        [msdoctor_exe(), *args],
+        capture_output=True,
+        text=True,
+        env=dict(env) if env is not None else env_with(),
+        cwd=cwd,
+        timeout=timeout,
+        input=input,
+    )
 
 
 def run_json(*args: str, **kw: Any) -> tuple[subprocess.CompletedProcess, dict]:
@@ -272,19 +296,30 @@ def which_python(version: str) -> Optional[str]:
 
     Cached per pytest process: each candidate is run once, not once per test that asks."""
     pyenv = pyenv_root() / "versions"
-    candidates = [shutil.which(f"python{version}")] + [str(c / "bin" / "python") for c in sorted(pyenv.glob(f"{version}.*"))]
+    candidates = [shutil.which(f"python{version}")] + [
+        str(c / "bin" / "python") for c in sorted(pyenv.glob(f"{version}.*"))
+    ]
     for exe in candidates:
         # a pyenv shim is on PATH for every installed version but fails ("command not found")
         # unless that version is selected: only an interpreter that runs counts
-        if exe and os.path.exists(exe) and subprocess.run(
+        if (
+            exe
+            and os.path.exists(exe)
+            and subprocess.run(
                 [exe, "-c", f"import sys; assert '%d.%d' % sys.version_info[:2] == '{version}'"],
-                capture_output=True, timeout=30).returncode == 0:
+                capture_output=True,
+                timeout=30,
+            ).returncode
+            == 0
+        ):
             return exe
     return None
 
 
 def no_python_reason(version: str) -> str:
     """The skip reason when :func:`which_python` finds no ``version``: what is missing and how to get it."""
-    return (f"no Python {version} on this machine (looked for python{version} on PATH and in "
-            f"{pyenv_root()}/versions/{version}.*): install one, e.g. `pyenv install {version}` "
-            "(docs/testing.md, 'Old Pythons')")
+    return (
+        f"no Python {version} on this machine (looked for python{version} on PATH and in "
+        f"{pyenv_root()}/versions/{version}.*): install one, e.g. `pyenv install {version}` "
+        "(docs/testing.md, 'Old Pythons')"
+    )

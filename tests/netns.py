@@ -29,8 +29,18 @@ class TwoHosts:
 
     def prefix(self, hostname: str = "node1") -> list[str]:
         """argv prefix that runs a command "on node 1": in the namespace, with its own host name."""
-        return ["ip", "netns", "exec", self.ns, "unshare", "--uts", "sh", "-c",
-                f'hostname {hostname} && exec "$@"', "node1"]
+        return [
+            "ip",
+            "netns",
+            "exec",
+            self.ns,
+            "unshare",
+            "--uts",
+            "sh",
+            "-c",
+            f'hostname {hostname} && exec "$@"',
+            "node1",
+        ]
 
     def teardown(self) -> None:
         subprocess.run(["ip", "netns", "pids", self.ns], capture_output=True)

@@ -144,8 +144,16 @@ def write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
-def toolkit(ascend: Path, version: str, *, info: Optional[str], internal: str, flavour: str = "ascend-toolkit",
-            cfg: Optional[str] = None, layout: str = "toolkit") -> Path:
+def toolkit(
+    ascend: Path,
+    version: str,
+    *,
+    info: Optional[str],
+    internal: str,
+    flavour: str = "ascend-toolkit",
+    cfg: Optional[str] = None,
+    layout: str = "toolkit",
+) -> Path:
     """One CANN version dir with its `latest` (<= 8.3) or `cann` (>= 8.5) link, as the installer leaves it.
 
     compiler/version.info has no public verbatim sample (UNVERIFIED): it is written in the
@@ -172,8 +180,13 @@ def toolkit(ascend: Path, version: str, *, info: Optional[str], internal: str, f
 
 def set_env(root: Path) -> dict[str, str]:
     """The variables CANN's set_env.sh exports, pointing into the fixture tree."""
-    return {"ASCEND_TOOLKIT_HOME": str(root), "ASCEND_HOME_PATH": str(root), "ASCEND_OPP_PATH": f"{root}/opp",
-            "ASCEND_AICPU_PATH": str(root), "TOOLCHAIN_HOME": f"{root}/toolkit"}
+    return {
+        "ASCEND_TOOLKIT_HOME": str(root),
+        "ASCEND_HOME_PATH": str(root),
+        "ASCEND_OPP_PATH": f"{root}/opp",
+        "ASCEND_AICPU_PATH": str(root),
+        "TOOLCHAIN_HOME": f"{root}/toolkit",
+    }
 
 
 def machine(tmp_path: Path, cann: str, *, driver: str = DRIVER_25_0_RC1_1) -> tuple[Path, Path]:
@@ -252,8 +265,11 @@ def test_cann_8_5_layout_is_found(tmp_path: Path) -> None:
     inst = facts.installs[0]
     assert inst.real_root == os.path.realpath(root)
     assert (inst.commercial, inst.internal_prefix, inst.flavour) == ("8.5.0", "8.5", "toolkit")
-    assert set(inst.found_via) == {"default layout ascend-toolkit/latest", "default layout cann",
-                                   "default layout cann-8.5.0"}
+    assert set(inst.found_via) == {
+        "default layout ascend-toolkit/latest",
+        "default layout cann",
+        "default layout cann-8.5.0",
+    }
     env_facts = read_cann({"MSDOCTOR_SYSROOT": str(sysroot), **set_env(root)}, machine="aarch64")
     assert env_facts.active.commercial == "8.5.0"
 
@@ -372,8 +388,9 @@ def test_te_wheel_from_another_cann_fails(tmp_path: Path) -> None:
 def test_no_ascend_software_is_a_skip(tmp_path: Path) -> None:
     from test_version_matrix import MS270, target
 
-    out = evaluate_static(MatrixInputs(target(MS270), load(), read_cann({"MSDOCTOR_SYSROOT": str(tmp_path)}),
-                                       GpuFacts(nvidia=False)))
+    out = evaluate_static(
+        MatrixInputs(target(MS270), load(), read_cann({"MSDOCTOR_SYSROOT": str(tmp_path)}), GpuFacts(nvidia=False))
+    )
     assert any(f.status is Status.SKIP and f.title == "no Ascend software found" for f in out)
 
 

@@ -39,9 +39,10 @@ def test_check_on_the_test_interpreter(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert data["schema_version"] == 1
     assert list(data)[0] == "schema_version"
-    assert data["target"]["executable"] == sys.executable or Path(data["target"]["executable"]).resolve() == Path(
-        sys.executable
-    ).resolve()
+    assert (
+        data["target"]["executable"] == sys.executable
+        or Path(data["target"]["executable"]).resolve() == Path(sys.executable).resolve()
+    )
     (c,) = data["checks"]
     assert c["id"] == "python-env" and c["status"] == "pass"
     assert c["proved"] and "PYTHONPATH" in c["proved"][0]
@@ -141,7 +142,9 @@ def test_unwritable_output_is_refused_before_any_work(tmp_path: Path) -> None:
 def test_output_file_gets_the_format_and_terminal_the_human_view(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     out.write_text("old report")
-    res = run_msdoctor("check", "--quick", "--only", "python-env", "--format", "json", "--output", str(out), cwd=tmp_path)
+    res = run_msdoctor(
+        "check", "--quick", "--only", "python-env", "--format", "json", "--output", str(out), cwd=tmp_path
+    )
     assert res.returncode == 0, res.stderr
     assert json.loads(out.read_text())["schema_version"] == 1
     assert "(python-env)" in res.stdout  # the human view
@@ -153,8 +156,13 @@ def test_bad_format_and_conflicting_targets(tmp_path: Path) -> None:
     assert res.returncode == 2 and "'yaml' is not one of" in res.stderr
     res = run_msdoctor("check", "--python", sys.executable, "--conda-env", "ms", cwd=tmp_path)
     assert res.returncode == 2 and "give one of them" in res.stderr
-    res = run_msdoctor("check", "--conda-env", "no-such-env-xyz", cwd=tmp_path,
-                       env=env_with({"HOME": str(tmp_path)}, drop=["CONDA_PREFIX", "CONDA_EXE", "CONDA_PYTHON_EXE"]))
+    res = run_msdoctor(
+        "check",
+        "--conda-env",
+        "no-such-env-xyz",
+        cwd=tmp_path,
+        env=env_with({"HOME": str(tmp_path)}, drop=["CONDA_PREFIX", "CONDA_EXE", "CONDA_PYTHON_EXE"]),
+    )
     assert res.returncode == 2 and "no conda environment of that name" in res.stderr
 
 
@@ -194,8 +202,19 @@ def test_live_timeout_option_bounds_the_live_probe(tmp_path: Path) -> None:
     """--live-timeout reaches the live MindSpore probe: a target whose every start takes 3 s exceeds 1 s."""
     venv = make_venv(tmp_path / "slowstart", layered=True)
     (venv.site_packages / "sitecustomize.py").write_text("import time\ntime.sleep(3)\n")
-    res, data = run_json("check", "--python", venv.python, "--only", "device-target", "--device-target", "CPU",
-                         "--live-timeout", "1", cwd=tmp_path, timeout=120)
+    res, data = run_json(
+        "check",
+        "--python",
+        venv.python,
+        "--only",
+        "device-target",
+        "--device-target",
+        "CPU",
+        "--live-timeout",
+        "1",
+        cwd=tmp_path,
+        timeout=120,
+    )
     codes = {f["code"]: f for f in data["checks"][0]["findings"]}
     assert codes["live-timeout"]["title"].startswith("the live device probe did not finish within 1 s")
     assert res.returncode == 1

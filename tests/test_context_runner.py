@@ -81,7 +81,10 @@ def test_each_caller_raises_its_own_copy_of_a_stored_failure() -> None:
     assert len(caught) == 4 and len({id(e) for e in caught}) == 4
     for exc in caught:
         assert isinstance(exc, FactUnavailable) and (exc.message, exc.fix, exc.location) == (
-            "no npu-smi", "install it", ("x.yaml", 3))
+            "no npu-smi",
+            "install it",
+            ("x.yaml", 3),
+        )
         frames = []
         tb = exc.__traceback__
         while tb is not None:

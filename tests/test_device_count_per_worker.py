@@ -22,9 +22,17 @@ CONFIGS = REPO / "training/configs"
 
 def _probe(target: str, count: int) -> LiveDevice:
     """What msdoctor/probe/live.py returns after a passing matmul (its JSON keys)."""
-    return LiveDevice(python="python", requested=target, timeout_s=60, data={
-        "mindspore_version": "2.7.0", "device": {"device_target": target, "device_id": 0}, "device_count": count,
-        "compute": {"finite": True, "max_abs_err": 1e-6, "max_rel_err": 1e-7, "seconds": 0.01}})
+    return LiveDevice(
+        python="python",
+        requested=target,
+        timeout_s=60,
+        data={
+            "mindspore_version": "2.7.0",
+            "device": {"device_target": target, "device_id": 0},
+            "device_count": count,
+            "compute": {"finite": True, "max_abs_err": 1e-6, "max_rel_err": 1e-7, "seconds": 0.01},
+        },
+    )
 
 
 def _too_few(target: str, count: int, wanted: int) -> list:
@@ -51,8 +59,18 @@ def test_the_config_asks_per_node() -> None:
 def test_dp2_config_gets_no_device_count_warning(tmp_path: Path) -> None:
     """The real live probe (MindSpore 2.7.0 CPU) against the README's data-parallel example."""
     out = tmp_path / "r.json"
-    res = run_msdoctor("check", "--only", "device-target", "--config", str(CONFIGS / "tiny-cpu-dp2.yaml"),
-                       "--format", "json", "--output", str(out), cwd=tmp_path)
+    res = run_msdoctor(
+        "check",
+        "--only",
+        "device-target",
+        "--config",
+        str(CONFIGS / "tiny-cpu-dp2.yaml"),
+        "--format",
+        "json",
+        "--output",
+        str(out),
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     report = json.loads(out.read_text())
     findings = [f for c in report["checks"] for f in c["findings"]]

@@ -36,22 +36,31 @@ ARCH = "x86_64"
 def set_env_exports(extra_pythonpath: str = "") -> dict[str, str]:
     """The variables CANN 8.0.0's set_env.sh exports, starting from empty variables."""
     drv = "/usr/local/Ascend/driver"
-    ld = [f"{TK}/tools/aml/lib64", f"{TK}/tools/aml/lib64/plugin",
-          f"{TK}/lib64", f"{TK}/lib64/plugin/opskernel", f"{TK}/lib64/plugin/nnengine",
-          f"{TK}/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/{ARCH}",
-          f"{drv}/lib64", f"{drv}/lib64/common", f"{drv}/lib64/driver"]
+    ld = [
+        f"{TK}/tools/aml/lib64",
+        f"{TK}/tools/aml/lib64/plugin",
+        f"{TK}/lib64",
+        f"{TK}/lib64/plugin/opskernel",
+        f"{TK}/lib64/plugin/nnengine",
+        f"{TK}/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/{ARCH}",
+        f"{drv}/lib64",
+        f"{drv}/lib64/common",
+        f"{drv}/lib64/driver",
+    ]
     pp = [f"{TK}/python/site-packages", f"{TK}/opp/built-in/op_impl/ai_core/tbe"]
     return {
-        "ASCEND_TOOLKIT_HOME": TK, "ASCEND_HOME_PATH": TK, "ASCEND_OPP_PATH": f"{TK}/opp",
-        "ASCEND_AICPU_PATH": TK, "TOOLCHAIN_HOME": f"{TK}/toolkit",
+        "ASCEND_TOOLKIT_HOME": TK,
+        "ASCEND_HOME_PATH": TK,
+        "ASCEND_OPP_PATH": f"{TK}/opp",
+        "ASCEND_AICPU_PATH": TK,
+        "TOOLCHAIN_HOME": f"{TK}/toolkit",
         "LD_LIBRARY_PATH": ":".join(ld),
         "PYTHONPATH": ":".join(([extra_pythonpath] if extra_pythonpath else []) + pp),
         "PATH_PREFIX": f"{TK}/bin:{TK}/compiler/ccec_compiler/bin:{TK}/tools/ccec_compiler/bin",
     }
 
 
-def ascend_tree(root: Path, *, chips: int = 2, control: bool = True, driver: bool = True,
-                toolkit: bool = True) -> Path:
+def ascend_tree(root: Path, *, chips: int = 2, control: bool = True, driver: bool = True, toolkit: bool = True) -> Path:
     """A host tree: device nodes as plain files, the driver and toolkit directories."""
     dev = root / "dev"
     dev.mkdir(parents=True, exist_ok=True)
@@ -80,8 +89,14 @@ def cann_python(tmp: Path) -> str:
     return str(site)
 
 
-def run_device(tmp: Path, *, target: Optional[str], env: dict[str, str], tools: dict[str, str] = (),
-               extra_args: tuple[str, ...] = ()) -> dict:
+def run_device(
+    tmp: Path,
+    *,
+    target: Optional[str],
+    env: dict[str, str],
+    tools: dict[str, str] = (),
+    extra_args: tuple[str, ...] = (),
+) -> dict:
     bin_dir = tmp / "bin"
     bin_dir.mkdir(exist_ok=True)
     for name, text in dict(tools).items():
@@ -126,8 +141,12 @@ def test_sourced_healthy_ascend_passes(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_not_sourced_fails_with_the_source_command(tmp_path: Path) -> None:
     ascend_tree(tmp_path / "root")
-    out = run_device(tmp_path, target="Ascend", env=base_env(tmp_path),
-                     tools={"npu-smi": (NPU / "910b2c_idle_2of16.txt").read_text()})
+    out = run_device(
+        tmp_path,
+        target="Ascend",
+        env=base_env(tmp_path),
+        tools={"npu-smi": (NPU / "910b2c_idle_2of16.txt").read_text()},
+    )
     assert out["rc"] == 1
     (f,) = [f for f in out["check"]["findings"] if f["code"] == "set-env-not-sourced"]
     assert f["status"] == "fail"
@@ -170,8 +189,9 @@ def test_container_without_device_nodes(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_no_target_requested_with_unusable_npu_warns(tmp_path: Path) -> None:
     ascend_tree(tmp_path / "root")
-    out = run_device(tmp_path, target=None, env=base_env(tmp_path),
-                     tools={"npu-smi": (NPU / "a3_ascend910_2chips.txt").read_text()})
+    out = run_device(
+        tmp_path, target=None, env=base_env(tmp_path), tools={"npu-smi": (NPU / "a3_ascend910_2chips.txt").read_text()}
+    )
     check = out["check"]
     assert check["status"] == "warn"
     (f,) = [f for f in check["findings"] if f["code"] == "ascend-present-unusable"]
@@ -184,8 +204,7 @@ def fake_nvidia_smi(bin_dir: Path) -> None:
     bin_dir.mkdir(parents=True, exist_ok=True)
     script = bin_dir / "nvidia-smi"
     script.write_text(
-        "#!/bin/sh\n"
-        f'case "$1" in --query-gpu=*) cat "{NV / "t4_query.csv"}";; *) cat "{NV / "t4_colab.txt"}";; esac\n'
+        f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat "{NV / "t4_query.csv"}";; *) cat "{NV / "t4_colab.txt"}";; esac\n'
     )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
 
@@ -215,8 +234,9 @@ def test_gpu_present_with_matching_cuda_passes(tmp_path: Path) -> None:
     (root / "dev/nvidia0").write_text("")
     cuda_tree(root)
     fake_nvidia_smi(tmp_path / "bin")
-    out = run_device(tmp_path, target="GPU", env=base_env(tmp_path),
-                     tools={"ldconfig": (NV / "ldconfig_cuda116.txt").read_text()})
+    out = run_device(
+        tmp_path, target="GPU", env=base_env(tmp_path), tools={"ldconfig": (NV / "ldconfig_cuda116.txt").read_text()}
+    )
     check = out["check"]
     assert check["status"] == "pass", json.dumps(check, indent=1)
     (static,) = [f for f in check["findings"] if f["title"].startswith("GPU static evidence")]
@@ -235,11 +255,13 @@ def test_gpu_driver_version_is_the_loaded_module_in_the_check_and_the_facts(tmp_
     (root / "dev/nvidia0").write_text("")
     (root / "proc/driver/nvidia").mkdir(parents=True)
     (root / "proc/driver/nvidia/version").write_text(
-        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n")
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n"
+    )
     cuda_tree(root)
     fake_nvidia_smi(tmp_path / "bin")
-    out = run_device(tmp_path, target="GPU", env=base_env(tmp_path),
-                     tools={"ldconfig": (NV / "ldconfig_cuda116.txt").read_text()})
+    out = run_device(
+        tmp_path, target="GPU", env=base_env(tmp_path), tools={"ldconfig": (NV / "ldconfig_cuda116.txt").read_text()}
+    )
     (static,) = [f for f in out["check"]["findings"] if f["title"].startswith("GPU static evidence")]
     assert static["title"] == "GPU static evidence: 1 x Tesla T4, driver 550.54.15 (CUDA <= 12.2)"
     assert out["report"]["facts"]["nvidia"]["driver"] == "550.54.15"
@@ -253,8 +275,9 @@ def test_gpu_with_cuda12_runtime_fails(tmp_path: Path) -> None:
     lib.mkdir(parents=True)
     (lib / "libcudart.so.12.2.140").write_text("")
     fake_nvidia_smi(tmp_path / "bin")
-    out = run_device(tmp_path, target="GPU", env=base_env(tmp_path, LD_LIBRARY_PATH="/opt/cuda12/lib64"),
-                     tools={"ldconfig": ""})
+    out = run_device(
+        tmp_path, target="GPU", env=base_env(tmp_path, LD_LIBRARY_PATH="/opt/cuda12/lib64"), tools={"ldconfig": ""}
+    )
     (f,) = [f for f in out["check"]["findings"] if f["code"] == "cudart-mismatch"]
     assert "12.2.140" in f["title"] and "11.1 / 11.6" in f["title"]
 
@@ -272,11 +295,18 @@ def test_ascend_env_partial_reset_lists_gaps(tmp_path: Path) -> None:
 
 
 RANK_TABLE_2P = {  # the 2-card example of MindSpore's rank table tutorial (r2.7.2), IPs filled in
-    "version": "1.0", "server_count": "1",
-    "server_list": [{"server_id": "10.0.0.1",
-                     "device": [{"device_id": "0", "device_ip": "192.1.0.6", "rank_id": "0"},
-                                {"device_id": "1", "device_ip": "192.2.0.6", "rank_id": "1"}],
-                     "host_nic_ip": "reserve"}],
+    "version": "1.0",
+    "server_count": "1",
+    "server_list": [
+        {
+            "server_id": "10.0.0.1",
+            "device": [
+                {"device_id": "0", "device_ip": "192.1.0.6", "rank_id": "0"},
+                {"device_id": "1", "device_ip": "192.2.0.6", "rank_id": "1"},
+            ],
+            "host_nic_ip": "reserve",
+        }
+    ],
     "status": "completed",
 }
 
@@ -300,7 +330,8 @@ def test_multi_device_variables(tmp_path: Path) -> None:
     bad_json.write_text('{\n  "version": "1.0",\n  "server_list": [\n}\n')
     findings, present = multi_device_findings(
         {"DEVICE_ID": "8", "RANK_ID": "3", "RANK_SIZE": "2", "RANK_TABLE_FILE": str(bad_json), "MS_WORKER_NUM": "x"},
-        visible=8)
+        visible=8,
+    )
     by_code = {f.code: f for f in findings}
     assert by_code["device-id-range"].title == "DEVICE_ID=8 but only 8 device(s) are visible (ids 0..7)"
     assert by_code["rank-id-range"].status is Status.FAIL
@@ -325,11 +356,18 @@ def test_config_requests_ascend_more_devices_than_present(tmp_path: Path) -> Non
     """A MindFormers YAML asks for Ascend with dp=8 on a 2-chip host; DEVICE_ID points past the chips."""
     ascend_tree(tmp_path / "root")
     cfg = tmp_path / "finetune.yaml"
-    cfg.write_text("run_mode: train\ncontext:\n  mode: 0\n  device_target: \"Ascend\"\n"
-                   "parallel_config:\n  data_parallel: 8\n  model_parallel: 1\n  pipeline_stage: 1\n")
+    cfg.write_text(
+        'run_mode: train\ncontext:\n  mode: 0\n  device_target: "Ascend"\n'
+        "parallel_config:\n  data_parallel: 8\n  model_parallel: 1\n  pipeline_stage: 1\n"
+    )
     env = base_env(tmp_path, DEVICE_ID="5", **set_env_exports(cann_python(tmp_path)))
-    out = run_device(tmp_path, target=None, env=env, extra_args=("--config", str(cfg)),
-                     tools={"npu-smi": (NPU / "910b2c_idle_2of16.txt").read_text()})
+    out = run_device(
+        tmp_path,
+        target=None,
+        env=env,
+        extra_args=("--config", str(cfg)),
+        tools={"npu-smi": (NPU / "910b2c_idle_2of16.txt").read_text()},
+    )
     by_code = {f["code"]: f for f in out["check"]["findings"]}
     assert by_code["npu-too-few"]["title"] == "the config asks for 8 devices but npu-smi lists 2 chip(s)"
     assert by_code["device-id-range"]["title"] == "DEVICE_ID=5 but only 2 device(s) are visible (ids 0..1)"

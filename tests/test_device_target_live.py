@@ -65,13 +65,13 @@ def test_ascend_target_fails_with_the_real_error_explained(tmp_path: Path) -> No
 def test_probe_that_exceeds_its_timeout_is_an_error_not_a_hang(tmp_path: Path) -> None:
     venv = make_venv(tmp_path / "slow", layered=True)
     (venv.site_packages / "sitecustomize.py").write_text("import time\ntime.sleep(6)\n")
-    ctx = Context(Options(python=venv.python, project_dir=tmp_path, device_target="CPU", live_timeout_s=2.0),
-                  environ=env_with())
+    ctx = Context(
+        Options(python=venv.python, project_dir=tmp_path, device_target="CPU", live_timeout_s=2.0), environ=env_with()
+    )
     (result,) = run_checks([LoadedCheck(DeviceTargetCheck(), "msdoctor", "device-target")], ctx)
     by_code = {f.code: f for f in result.findings}
     timeout = by_code["live-timeout"]
     assert timeout.status.value == "error"
-    assert timeout.title == ("the live device probe did not finish within 2 s "
-                             "(it was in phase 'interpreter start-up')")
+    assert timeout.title == ("the live device probe did not finish within 2 s (it was in phase 'interpreter start-up')")
     assert "sitecustomize.py" in timeout.detail
     assert timeout.evidence["phase"] is None  # killed before the probe's first phase marker

@@ -20,7 +20,7 @@ MEMORY_DOC = REPO / "docs/memory.md"
 def _zero_paragraph() -> str:
     text = " ".join(MEMORY_DOC.read_text(encoding="utf-8").split())
     start = text.index("the ZeRO paper's Figure 1:")
-    return text[start:text.index("python benchmarks/bench_memory.py", start)]
+    return text[start : text.index("python benchmarks/bench_memory.py", start)]
 
 
 def _model_states(args: list[str]) -> str:
@@ -41,7 +41,7 @@ def test_zero_example_quotes_what_memory_prints() -> None:
     assert others, para
     i = cmd.index("--optimizer-sharding")
     for level, want in zip(("none", "optimizer", "params"), others.groups()):
-        got, _ = _model_states(cmd[:i + 1] + [level] + cmd[i + 2:])
+        got, _ = _model_states(cmd[: i + 1] + [level] + cmd[i + 2 :])
         assert got == want, (level, got, want)
 
 

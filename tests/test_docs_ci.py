@@ -55,8 +55,11 @@ def check_lines(lines: list[str]) -> list[str]:
 def run_documented(command: str, cwd: Path, extra_env: dict) -> subprocess.CompletedProcess:
     argv = shlex.split(command)
     assert argv[0] == "msdoctor" and not any("$" in a for a in argv), command
-    env = env_with({"MSDOCTOR_PYTHON": BASE_PYTHON, **extra_env},
-                   path_first=[Path(msdoctor_exe()).parent], drop=["GITHUB_STEP_SUMMARY", "MSDOCTOR_NO_REDACT"])
+    env = env_with(
+        {"MSDOCTOR_PYTHON": BASE_PYTHON, **extra_env},
+        path_first=[Path(msdoctor_exe()).parent],
+        drop=["GITHUB_STEP_SUMMARY", "MSDOCTOR_NO_REDACT"],
+    )
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 

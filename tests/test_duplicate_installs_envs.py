@@ -21,8 +21,18 @@ from pathlib import Path
 
 import pytest
 
-from helpers import (BASE_PYTHON, REPO, Venv, check_of, env_with, make_venv, pip_from_index, probe_json, run_json,
-                     skip_if_index_unreachable)
+from helpers import (
+    BASE_PYTHON,
+    REPO,
+    Venv,
+    check_of,
+    env_with,
+    make_venv,
+    pip_from_index,
+    probe_json,
+    run_json,
+    skip_if_index_unreachable,
+)
 from msdoctor.checks.duplicate_installs.record import Records
 from msdoctor.facts.target import TargetFacts
 
@@ -58,33 +68,45 @@ def test_three_copies_pythonpath_venv_user_site_and_the_printed_fixes_remove_the
     --system-site-packages sees the user site, after its own site-packages)."""
     base = getattr(sys, "_base_executable", None) or sys.executable
     root = tmp_path / "venv"
-    subprocess.run([base, "-m", "venv", "--without-pip", "--system-site-packages", str(root)], check=True,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [base, "-m", "venv", "--without-pip", "--system-site-packages", str(root)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     venv = Venv(root)
     extra = tmp_path / "extra"
-    env = env_with({"PYTHONUSERBASE": str(tmp_path / "userbase"), "PYTHONPATH": str(extra)},
-                   drop=["PYTHONNOUSERSITE"])
+    env = env_with({"PYTHONUSERBASE": str(tmp_path / "userbase"), "PYTHONPATH": str(extra)}, drop=["PYTHONNOUSERSITE"])
     # `pip install --user` with the base interpreter (pip refuses --user from inside the venv) and a
     # `pip install --target` directory put on PYTHONPATH, then the venv's own copy
     for args in (["--user", "tomli==2.0.2"], ["--target", str(extra), "tomli==2.0.0"]):
-        pip_from_index([base, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", *args],
-                       env=env, timeout=300)
+        pip_from_index(
+            [base, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", *args], env=env, timeout=300
+        )
     _pip(venv, "install", "--no-deps", "tomli==2.0.1", env=env)
-    user_site = subprocess.run([venv.python, "-c", "import site; print(site.getusersitepackages())"],
-                               capture_output=True, text=True, env=env, check=True).stdout.strip()
+    user_site = subprocess.run(
+        [venv.python, "-c", "import site; print(site.getusersitepackages())"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout.strip()
 
     rc, check = _check(venv.python, env)
     f = _one(check, "same-project-twice")
     assert f["status"] == "warn" and rc == 0  # tomli is not a training-stack package: warn, exit 0
-    assert f["title"] == ("tomli is installed 3 times on sys.path (2.0.0, 2.0.1, 2.0.2); "
-                          "the import uses 2.0.0 from a PYTHONPATH directory")
+    assert f["title"] == (
+        "tomli is installed 3 times on sys.path (2.0.0, 2.0.1, 2.0.2); "
+        "the import uses 2.0.0 from a PYTHONPATH directory"
+    )
     ev = f["evidence"]
     assert [c["location"] for c in ev["copies"]] == [str(extra), str(venv.site_packages), user_site]
     assert ev["imported_from"] == str(extra) and ev["pip_acts_on"] == str(extra)
     assert ev["pip_can_uninstall_it"] is False and ev["keep"] == str(venv.site_packages)
     # the real import system and the real pip agree with the finding
-    imported = subprocess.run([venv.python, "-c", "import tomli; print(tomli.__file__)"], capture_output=True,
-                              text=True, env=env, check=True).stdout.strip()
+    imported = subprocess.run(
+        [venv.python, "-c", "import tomli; print(tomli.__file__)"], capture_output=True, text=True, env=env, check=True
+    ).stdout.strip()
     assert imported == str(extra / "tomli" / "__init__.py")
     shown = _pip(venv, "show", "tomli", env=env).stdout
     assert "Version: 2.0.0" in shown and f"Location: {extra}" in shown
@@ -93,14 +115,24 @@ def test_three_copies_pythonpath_venv_user_site_and_the_printed_fixes_remove_the
     # user site (a venv's pip refuses to uninstall outside the venv); run them as printed
     on_path, user = f["fix"].split(" ; ")
     assert on_path.startswith(f"remove {extra} from PYTHONPATH, or delete this copy: rm -rf ")
-    assert user == f"PYTHONUSERBASE={tmp_path / 'userbase'} {os.path.realpath(base)} -m pip uninstall -y tomli" \
-        or user.endswith(" -m pip uninstall -y tomli") and user.startswith(f"PYTHONUSERBASE={tmp_path / 'userbase'} ")
+    assert (
+        user == f"PYTHONUSERBASE={tmp_path / 'userbase'} {os.path.realpath(base)} -m pip uninstall -y tomli"
+        or user.endswith(" -m pip uninstall -y tomli")
+        and user.startswith(f"PYTHONUSERBASE={tmp_path / 'userbase'} ")
+    )
     for command in (on_path.split("delete this copy: ", 1)[1], user):
         subprocess.run(["bash", "-c", command], check=True, capture_output=True, env=env, timeout=120)
     _, after = _check(venv.python, env)
     assert "same-project-twice" not in _codes(after), after["findings"]
-    assert subprocess.run([venv.python, "-c", "import tomli, importlib.metadata as m; print(m.version('tomli'))"],
-                          capture_output=True, text=True, env=env).stdout.strip() == "2.0.1"
+    assert (
+        subprocess.run(
+            [venv.python, "-c", "import tomli, importlib.metadata as m; print(m.version('tomli'))"],
+            capture_output=True,
+            text=True,
+            env=env,
+        ).stdout.strip()
+        == "2.0.1"
+    )
 
 
 def test_ignore_installed_leaves_two_dist_infos_and_the_current_one_is_found_by_hash(tmp_path: Path) -> None:
@@ -150,9 +182,11 @@ def test_deleted_trees_missing_record_files_and_pip_leftovers(tmp_path: Path) ->
     src = tmp_path / "mylib_src"
     (src / "mylib").mkdir(parents=True)
     (src / "mylib" / "__init__.py").write_text("VALUE = 1\n")
-    (src / "pyproject.toml").write_text('[project]\nname = "mylib"\nversion = "0.1"\n'
-                                        '[build-system]\nrequires = ["setuptools>=64"]\n'
-                                        'build-backend = "setuptools.build_meta"\n')
+    (src / "pyproject.toml").write_text(
+        '[project]\nname = "mylib"\nversion = "0.1"\n'
+        '[build-system]\nrequires = ["setuptools>=64"]\n'
+        'build-backend = "setuptools.build_meta"\n'
+    )
     _pip(venv, "install", "--no-deps", "--no-build-isolation", "-e", str(src), env=env)
     sp = venv.site_packages
     gone = tmp_path / "old_checkout"
@@ -166,8 +200,12 @@ def test_deleted_trees_missing_record_files_and_pip_leftovers(tmp_path: Path) ->
 
     rc, check = _check(venv.python, env)
     assert rc == 0 and check["status"] == "warn"  # none of these is a training-stack package
-    assert sorted(_codes(check)) == ["editable-missing-source", "pip-leftover", "pth-missing-path",
-                                     "record-missing-files"]
+    assert sorted(_codes(check)) == [
+        "editable-missing-source",
+        "pip-leftover",
+        "pth-missing-path",
+        "record-missing-files",
+    ]
     assert _one(check, "editable-missing-source")["evidence"]["source"] == str(src)
     pth = _one(check, "pth-missing-path")
     assert pth["evidence"]["resolved"] == str(gone)

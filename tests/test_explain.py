@@ -17,8 +17,16 @@ from pathlib import Path
 import pytest
 
 from helpers import BASE_PYTHON, env_with, run_msdoctor
-from msdoctor.explain import (CatalogueError, describe, explain_file, explain_text, load_catalogue, normalize,
-                              parse_catalogue, required_literals)
+from msdoctor.explain import (
+    CatalogueError,
+    describe,
+    explain_file,
+    explain_text,
+    load_catalogue,
+    normalize,
+    parse_catalogue,
+    required_literals,
+)
 
 EXCERPTS: dict[str, str] = {
     "transformers-config-name-taken": """\
@@ -206,10 +214,19 @@ def test_catalogue_is_valid_and_big_enough() -> None:
     entries = load_catalogue()
     assert len(entries) >= 15
     ids = {e.id for e in entries}
-    for required in ("transformers-config-name-taken", "ascend-plugin-not-loaded", "libge-runner-missing",
-                     "mindspore-cann-mismatch", "numpy2-abi", "libgomp-static-tls", "soc-name-failed",
-                     "mindspore-not-importable", "amp-convert-convert", "parallel-context-tensor-parallel",
-                     "cosine-annealing-location"):
+    for required in (
+        "transformers-config-name-taken",
+        "ascend-plugin-not-loaded",
+        "libge-runner-missing",
+        "mindspore-cann-mismatch",
+        "numpy2-abi",
+        "libgomp-static-tls",
+        "soc-name-failed",
+        "mindspore-not-importable",
+        "amp-convert-convert",
+        "parallel-context-tensor-parallel",
+        "cosine-annealing-location",
+    ):
         assert required in ids
     assert all(e.source for e in entries)
 
@@ -219,8 +236,9 @@ def _blind_right_entries() -> set[str]:
     the words the answer must name (tests/test_explain_holdout.py)."""
     import tomllib
 
-    cases = tomllib.loads((Path(__file__).parent / "data" / "explain" / "holdout_2026-12-05.toml")
-                          .read_text(encoding="utf-8"))["case"]
+    cases = tomllib.loads(
+        (Path(__file__).parent / "data" / "explain" / "holdout_2026-12-05.toml").read_text(encoding="utf-8")
+    )["case"]
     return {c["entry"] for c in cases if c["verdict"] == "right" and "no longer unseen" in c.get("note", "")}
 
 
@@ -231,8 +249,13 @@ def test_every_entry_is_tested_against_real_text() -> None:
 
     cases = tomllib.loads((Path(__file__).parent / "data" / "explain" / "real_cases.toml").read_text(encoding="utf-8"))
     rules = tomllib.loads((Path(__file__).parent / "data" / "explain" / "rule_cases.toml").read_text(encoding="utf-8"))
-    covered = (set(EXCERPTS) | {c["expect"] for c in cases["case"]} | {c["expect"] for c in rules["case"]}
-               | {"msrun-nodes-not-registered"} | _blind_right_entries())
+    covered = (
+        set(EXCERPTS)
+        | {c["expect"] for c in cases["case"]}
+        | {c["expect"] for c in rules["case"]}
+        | {"msrun-nodes-not-registered"}
+        | _blind_right_entries()
+    )
     assert {e.id for e in load_catalogue()} <= covered
     assert set(EXCERPTS) <= {e.id for e in load_catalogue()}
 
@@ -260,7 +283,9 @@ def test_placeholders_filled_from_the_text_and_the_target() -> None:
 def test_ascend_entries_ask_the_check_about_ascend() -> None:
     ms = explain_text(excerpt("ascend-plugin-not-loaded") + excerpt("libge-runner-missing"))
     assert [(m.entry_id, m.device_target) for m in ms] == [
-        ("ascend-plugin-not-loaded", "Ascend"), ("libge-runner-missing", "Ascend")]
+        ("ascend-plugin-not-loaded", "Ascend"),
+        ("libge-runner-missing", "Ascend"),
+    ]
 
 
 def test_literal_prefilter_is_exact() -> None:
@@ -285,8 +310,10 @@ def test_clean_log_has_no_match() -> None:
 
 
 def test_bad_catalogue_is_rejected() -> None:
-    good = ('[[error]]\nid = "x"\ntitle = "t"\npattern = "a"\ncause = "c"\nfix = "f"\ncheck = ""\nsource = "s"\n'
-            'category = "abi"\n')
+    good = (
+        '[[error]]\nid = "x"\ntitle = "t"\npattern = "a"\ncause = "c"\nfix = "f"\ncheck = ""\nsource = "s"\n'
+        'category = "abi"\n'
+    )
     assert parse_catalogue('kind = "error-catalogue"\n' + good)[0].check_id is None
     with pytest.raises(CatalogueError, match="kind"):
         parse_catalogue(good)
@@ -312,7 +339,9 @@ def test_log_file_is_streamed_with_line_numbers(tmp_path: Path) -> None:
 
 # -- the command ----------------------------------------------------------------------------------------
 def test_command_text_json_and_exit_codes(tmp_path: Path) -> None:
-    res = run_msdoctor("explain", "--no-confirm", "ImportError: cannot import name 'convert_convert' from 'mindspore.amp'")
+    res = run_msdoctor(
+        "explain", "--no-confirm", "ImportError: cannot import name 'convert_convert' from 'mindspore.amp'"
+    )
     assert res.returncode == 0 and "auto_mixed_precision" in res.stdout
     none = run_msdoctor("explain", "--no-confirm", "all fine here")
     assert none.returncode == 1 and "No known error signature" in none.stdout
@@ -321,7 +350,7 @@ def test_command_text_json_and_exit_codes(tmp_path: Path) -> None:
     js = run_msdoctor("explain", "--log", str(log), "--format", "json", "--python", BASE_PYTHON)
     data = json.loads(js.stdout)
     assert js.returncode == 0 and [m["id"] for m in data["matches"]] == ["numpy2-abi"]
-    assert data["matches"][0]["fix"].startswith(f'Install a NumPy 1.x into the environment: `{BASE_PYTHON} -m pip')
+    assert data["matches"][0]["fix"].startswith(f"Install a NumPy 1.x into the environment: `{BASE_PYTHON} -m pip")
     missing = run_msdoctor("explain", "--log", str(tmp_path / "nope.log"))
     assert missing.returncode == 2 and "nope.log: no such file" in missing.stderr
     both = run_msdoctor("explain", "x", "--log", str(log))
@@ -340,7 +369,8 @@ def test_stdin_and_confirming_check(tmp_path: Path) -> None:
 def test_real_mindspore_errors_are_explained(tmp_path: Path) -> None:
     """Make the real MindSpore 2.7.0 raise the seed document's wrong API names and the Ascend load failure."""
     script = tmp_path / "wrong_apis.py"
-    script.write_text(textwrap.dedent("""\
+    script.write_text(
+        textwrap.dedent("""\
         import traceback
         import mindspore as ms
         def attempt(fn):
@@ -357,16 +387,25 @@ def test_real_mindspore_errors_are_explained(tmp_path: Path) -> None:
         attempt(cosine)
         attempt(lambda: ms.nn.LearningRateSchedule)
         attempt(lambda: ms.set_device("Ascend"))
-        """))
+        """)
+    )
     env = env_with(drop=["ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "LD_LIBRARY_PATH"])
     run = subprocess.run([BASE_PYTHON, str(script)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     got = {m.entry_id for m in explain_text(run.stdout + run.stderr)}
-    assert {"amp-convert-convert", "parallel-context-tensor-parallel", "cosine-annealing-location",
-            "nn-learning-rate-schedule", "ascend-plugin-not-loaded", "libge-runner-missing"} <= got, run.stderr[-2000:]
+    assert {
+        "amp-convert-convert",
+        "parallel-context-tensor-parallel",
+        "cosine-annealing-location",
+        "nn-learning-rate-schedule",
+        "ascend-plugin-not-loaded",
+        "libge-runner-missing",
+    } <= got, run.stderr[-2000:]
 
 
 def test_int32_allreduce_on_cpu_is_not_mistaken_for_bf16() -> None:
     """The dtype error of a CPU AllReduce (observed, MindSpore 2.7.0 under msrun) is the collective's limit, not bf16."""
     text = "TypeError: \nSelect CPU operator[AllReduce] fail! Unsupported data type!\n"
     assert [m.entry_id for m in explain_text(text)] == ["allreduce-on-cpu"]
-    assert [m.entry_id for m in explain_text("Select CPU operator[Gather] fail! Unsupported data type!")] == ["bf16-on-cpu"]
+    assert [m.entry_id for m in explain_text("Select CPU operator[Gather] fail! Unsupported data type!")] == [
+        "bf16-on-cpu"
+    ]

@@ -46,10 +46,12 @@ def test_mindspore_s_device_count_line_comes_before_its_runtime_headline() -> No
     (a headline entry) yields first place to the rule that read the detail under it: `Got device count[N] and device
     id[D]` (the text of MindSpore's distributed parallel FAQ, set F). An id inside the count makes no claim, and a
     catalogue entry matching the detail (device memory) does not outrank the headline (set E's occupied card)."""
-    text = ("RuntimeError: Ascend kernel runtime initialization failed, device id: {d}. The details refer to 'Ascend "
-            "Error Message'.\n-Framework Error Message: (For framework developers)\n"
-            "Call aclrtSetDevice failed, ret[107001]. Got device count[8] and device id[{d}], please check if device "
-            "id is valid.")
+    text = (
+        "RuntimeError: Ascend kernel runtime initialization failed, device id: {d}. The details refer to 'Ascend "
+        "Error Message'.\n-Framework Error Message: (For framework developers)\n"
+        "Call aclrtSetDevice failed, ret[107001]. Got device count[8] and device id[{d}], please check if device "
+        "id is valid."
+    )
     got = explain_text(text.format(d=9))
     assert [m.entry_id for m in got] == ["device-id-out-of-range", "ascend-runtime-init-failed"]
     assert "device 9" in got[0].title and "hostname" in got[0].cause and "hostnamectl" in got[0].fix
@@ -57,16 +59,20 @@ def test_mindspore_s_device_count_line_comes_before_its_runtime_headline() -> No
 
 
 def test_a_rank_table_without_a_duplicate_names_no_device_id() -> None:
-    text = ('EI0004: The ranktable is invalid,Reason:[The ranktable config devId is inconsistent with the local devId.]. '
-            '[{"server_count":"1","server_list":[{"device":[{"device_id":"0","rank_id":"0"},{"device_id":"1","rank_id":"1"}]}]}]')
+    text = (
+        "EI0004: The ranktable is invalid,Reason:[The ranktable config devId is inconsistent with the local devId.]. "
+        '[{"server_count":"1","server_list":[{"device":[{"device_id":"0","rank_id":"0"},{"device_id":"1","rank_id":"1"}]}]}]'
+    )
     [m] = explain_text(text)
     assert m.entry_id == "hccl-ranktable-invalid" and "twice" not in m.title and "devId is inconsistent" in m.cause
 
 
 def test_the_pip_host_is_read_from_the_line() -> None:
-    text = ("WARNING: Retrying (Retry(total=4)) after connection broken by 'SSLError(SSLCertVerificationError(1, '[SSL: "
-            "CERTIFICATE_VERIFY_FAILED] certificate verify failed: self signed certificate in certificate chain "
-            "(_ssl.c:1108)'))': /simple/mindspore/ HTTPSConnectionPool(host='pypi.tuna.tsinghua.edu.cn', port=443)")
+    text = (
+        "WARNING: Retrying (Retry(total=4)) after connection broken by 'SSLError(SSLCertVerificationError(1, '[SSL: "
+        "CERTIFICATE_VERIFY_FAILED] certificate verify failed: self signed certificate in certificate chain "
+        "(_ssl.c:1108)'))': /simple/mindspore/ HTTPSConnectionPool(host='pypi.tuna.tsinghua.edu.cn', port=443)"
+    )
     [m] = explain_text(text)
     fix = m.fix_for("/env/bin/python")
     assert "--trusted-host pypi.tuna.tsinghua.edu.cn" in fix and "self signed certificate" in m.cause
@@ -81,7 +87,7 @@ def test_a_name_not_every_mindspore_release_has_stays_a_release_pairing() -> Non
 
 
 def test_a_system_command_is_read_from_its_frame() -> None:
-    frame = '  File "{path}", line 57, in <module>\n    from dnf.cli import main\nModuleNotFoundError: No module named \'dnf\''
+    frame = "  File \"{path}\", line 57, in <module>\n    from dnf.cli import main\nModuleNotFoundError: No module named 'dnf'"
     [m] = explain_text(frame.format(path="/usr/bin/yum"))
     assert m.entry_id == "system-tool-python-changed" and "env -u LD_LIBRARY_PATH" in m.fix_for("python")
     assert "system-tool-python-changed" not in [m.entry_id for m in explain_text(frame.format(path="/home/u/yum.py"))]
@@ -89,18 +95,31 @@ def test_a_system_command_is_read_from_its_frame() -> None:
 
 #: the set E case (tests/data/explain/holdout_2026-12-05.toml, a vendor FAQ entry) each rule was written from -> rule
 SET_E = {
-    "ms-faq-install-cpu-gpu-overwrite": "mindspore-incomplete", "ms-faq-shadowed-package-dir": "mindspore-incomplete",
-    "mindspeed-mm-faq-no-module-acl": "cann-python-path", "ms-tut-cann-ee1001-device-id": "device-out-of-range",
-    "ms-faq-dist-cuda-visible-devices-short": "device-out-of-range", "ms-tut-cann-ei0004-ranktable": "ranktable-invalid",
-    "ms-tut-cann-ei0005-args-differ": "ranks-disagree", "ms-faq-dist-init-without-launcher": "no-launcher",
-    "ms-faq-dist-gpu-collective-load": "collective-libs", "ms-faq-dist-nccl-socket-ifname": "network-interface",
-    "ms-faq-dist-openmpi-ucx-nic": "network-interface", "mindsdk-faq-yum-no-dnf": "system-python-changed",
-    "mindsdk-faq-yum-libssl": "loader-other-copy", "ms-faq-ld-warning-libmindspore-needs": "linker-needed",
-    "ms-faq-install-ssl-verify": "tls-untrusted", "ms-faq-install-proxyerror": "proxy-unreachable",
-    "ms-faq-install-psutil-wrong-arch": "wrong-architecture", "ms-faq-install-pillow-libjpeg": "pillow-headers",
+    "ms-faq-install-cpu-gpu-overwrite": "mindspore-incomplete",
+    "ms-faq-shadowed-package-dir": "mindspore-incomplete",
+    "mindspeed-mm-faq-no-module-acl": "cann-python-path",
+    "ms-tut-cann-ee1001-device-id": "device-out-of-range",
+    "ms-faq-dist-cuda-visible-devices-short": "device-out-of-range",
+    "ms-tut-cann-ei0004-ranktable": "ranktable-invalid",
+    "ms-tut-cann-ei0005-args-differ": "ranks-disagree",
+    "ms-faq-dist-init-without-launcher": "no-launcher",
+    "ms-faq-dist-gpu-collective-load": "collective-libs",
+    "ms-faq-dist-nccl-socket-ifname": "network-interface",
+    "ms-faq-dist-openmpi-ucx-nic": "network-interface",
+    "mindsdk-faq-yum-no-dnf": "system-python-changed",
+    "mindsdk-faq-yum-libssl": "loader-other-copy",
+    "ms-faq-ld-warning-libmindspore-needs": "linker-needed",
+    "ms-faq-install-ssl-verify": "tls-untrusted",
+    "ms-faq-install-proxyerror": "proxy-unreachable",
+    "ms-faq-install-psutil-wrong-arch": "wrong-architecture",
+    "ms-faq-install-pillow-libjpeg": "pillow-headers",
 }
-SET_E_CASES = {c["id"]: c for c in tomllib.loads((Path(__file__).parent / "data" / "explain" / "holdout_2026-12-05.toml")
-                                                .read_text(encoding="utf-8"))["case"]}
+SET_E_CASES = {
+    c["id"]: c
+    for c in tomllib.loads(
+        (Path(__file__).parent / "data" / "explain" / "holdout_2026-12-05.toml").read_text(encoding="utf-8")
+    )["case"]
+}
 
 
 @pytest.mark.parametrize("case_id", sorted(SET_E))

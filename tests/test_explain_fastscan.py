@@ -21,8 +21,10 @@ from msdoctor.explain.scan import _explain_stream_text, _scanner
 
 DATA = Path(__file__).parent / "data"
 STEP = "[INFO] step {i}/200000 loss {loss:.4f} lr 3.0e-04 grad_norm 0.812 tokens/s 25123 step_time 0.163"
-WARN = ("[WARNING] ANALYZER(1201,7f3a,python):2026-01-01-10:00:00.000.000 [auto_monad.cc:1590] "
-        "ClearIsolatedNodes] Some side effect nodes were eliminated by mistake.")
+WARN = (
+    "[WARNING] ANALYZER(1201,7f3a,python):2026-01-01-10:00:00.000.000 [auto_monad.cc:1590] "
+    "ClearIsolatedNodes] Some side effect nodes were eliminated by mistake."
+)
 
 
 def _texts() -> dict[str, str]:
@@ -59,8 +61,11 @@ def _fed(raw: bytes, native: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[lis
     fed: list[tuple[int, list[str]]] = []
     real = fastscan._FastScan._feed_at
     with monkeypatch.context() as m:
-        m.setattr(fastscan._FastScan, "_feed_at", lambda self, no, lines: (fed.append((no, list(lines))),
-                                                                          real(self, no, lines)))
+        m.setattr(
+            fastscan._FastScan,
+            "_feed_at",
+            lambda self, no, lines: (fed.append((no, list(lines))), real(self, no, lines)),
+        )
         found = scan_binary(io.BytesIO(raw), _scanner(None), native=native)
     return fed, found
 
@@ -80,9 +85,9 @@ def test_same_answers_as_the_text_reader_on_every_real_report(mangle: str, nativ
     ids = sorted(TEXTS)
     found = 0
     for start in range(0, len(ids), 12):  # a dozen reports per log, at random places
-        log = _log(rng, [MANGLE[mangle](TEXTS[i]) for i in ids[start:start + 12]])
+        log = _log(rng, [MANGLE[mangle](TEXTS[i]) for i in ids[start : start + 12]])
         fast, slow = _both(log.encode(), native)
-        assert fast == slow, ids[start:start + 12]
+        assert fast == slow, ids[start : start + 12]
         found += len(slow)
     assert found > len(ids) // 2  # the reports are found at all
 
@@ -131,8 +136,10 @@ def test_every_bundled_entry_can_be_prefiltered() -> None:
 
 
 def test_gate_is_validated() -> None:
-    base = ('kind = "error-catalogue"\n[[error]]\nid = "x"\ntitle = "t"\npattern = "a"\ncause = "c"\nfix = "f"\n'
-            'check = ""\nsource = "s"\ncategory = "cann-code"\n')
+    base = (
+        'kind = "error-catalogue"\n[[error]]\nid = "x"\ntitle = "t"\npattern = "a"\ncause = "c"\nfix = "f"\n'
+        'check = ""\nsource = "s"\ncategory = "cann-code"\n'
+    )
     assert parse_catalogue(base + "gate = 'E[0-9]{4}'\n")[0].gate is not None
     with pytest.raises(CatalogueError, match="whitespace"):
         parse_catalogue(base + "gate = 'E\\s[0-9]'\n")
@@ -150,8 +157,9 @@ def test_the_native_matcher_skips_clean_pieces(monkeypatch: pytest.MonkeyPatch) 
     for use in (False, True):
         calls = [0]
         with monkeypatch.context() as m:
-            m.setattr(fastscan._FastScan, "_piece", lambda self, *a, c=calls: (c.__setitem__(0, c[0] + 1),
-                                                                            real(self, *a)))
+            m.setattr(
+                fastscan._FastScan, "_piece", lambda self, *a, c=calls: (c.__setitem__(0, c[0] + 1), real(self, *a))
+            )
             found = scan_binary(io.BytesIO(log), _scanner(None), native=use)
         assert [f.entry_id for f in found] == ["numpy2-abi"]
         pieces[use] = calls[0]
@@ -167,10 +175,14 @@ def test_native_and_pure_python_hand_the_scanner_the_same_lines(monkeypatch: pyt
     ids = sorted(TEXTS)
     reports = [MANGLE[k](TEXTS[i]) for k in sorted(MANGLE) for i in ids]
     rng.shuffle(reports)
-    wrapped = ["ImportError: numpy.core.multiarray\nfailed to import", " Traceback (most recent call last):",
-               "x &amp; y", "RuntimeError: EI0006: Getting socket times out."]
+    wrapped = [
+        "ImportError: numpy.core.multiarray\nfailed to import",
+        " Traceback (most recent call last):",
+        "x &amp; y",
+        "RuntimeError: EI0006: Getting socket times out.",
+    ]
     for start in range(0, len(reports), 40):
-        log = _log(rng, reports[start:start + 40] + wrapped, lines=600).encode()
+        log = _log(rng, reports[start : start + 40] + wrapped, lines=600).encode()
         fed_py, found_py = _fed(log, False, monkeypatch)
         fed_re2, found_re2 = _fed(log, True, monkeypatch)
         assert fed_re2 == fed_py
@@ -214,11 +226,16 @@ def test_native_filter_at_piece_boundaries(monkeypatch: pytest.MonkeyPatch) -> N
         return text + "." * (127 - len(text)) if len(text) < 127 else text
 
     clean = [line(f"[INFO] step {i} loss 0.5") for i in range(40)]
-    odd = [line(" leading space, nothing else"), "ImportError: numpy.core.multiarray failed to\n" + line("import"),
-           ("ImportError: numpy.core.multiarray failed to").rjust(127, ".") + "\n" + line("import"),
-           line("a value &amp;"), line("tab\tat the end"), line("colour \x1b[0m")]
+    odd = [
+        line(" leading space, nothing else"),
+        "ImportError: numpy.core.multiarray failed to\n" + line("import"),
+        ("ImportError: numpy.core.multiarray failed to").rjust(127, ".") + "\n" + line("import"),
+        line("a value &amp;"),
+        line("tab\tat the end"),
+        line("colour \x1b[0m"),
+    ]
     for k, special in enumerate(odd):
-        body = clean[:10 + k] + [special] + clean[10 + k:]
+        body = clean[: 10 + k] + [special] + clean[10 + k :]
         log = ("\n".join(body) + "\n").encode()
         fed_py, found_py = _fed(log, False, monkeypatch)
         fed_re2, found_re2 = _fed(log, True, monkeypatch)
@@ -230,6 +247,7 @@ def test_native_filter_at_piece_boundaries(monkeypatch: pytest.MonkeyPatch) -> N
 @needs_re2
 def test_a_pattern_re2_refuses_falls_back_to_pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
     """RE2 over its memory budget (a plugin catalogue with very many literals): the scan goes on without it."""
+
     def refuse(*_a: object, **_k: object) -> None:
         raise RuntimeError("pattern too large - compile failed")
 

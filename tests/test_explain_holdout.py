@@ -100,8 +100,12 @@ def _assert_answer_as_scored(key: str, case: dict[str, Any]) -> None:
 # (holdout_2026-12-04d.toml, a second, smaller collection) -------------------------------------------------------------
 HOLDOUT_DIR = Path(__file__).parent / "data" / "explain"
 #: set -> (file, at least this many cases)
-BLIND_SETS = {"C": (HOLDOUT_DIR / "holdout_2026-12-04.toml", 45), "D": (HOLDOUT_DIR / "holdout_2026-12-04d.toml", 8),
-              "E": (HOLDOUT_DIR / "holdout_2026-12-05.toml", 45), "F": (HOLDOUT_DIR / "holdout_2026-12-06.toml", 46)}
+BLIND_SETS = {
+    "C": (HOLDOUT_DIR / "holdout_2026-12-04.toml", 45),
+    "D": (HOLDOUT_DIR / "holdout_2026-12-04d.toml", 8),
+    "E": (HOLDOUT_DIR / "holdout_2026-12-05.toml", 45),
+    "F": (HOLDOUT_DIR / "holdout_2026-12-06.toml", 46),
+}
 
 
 def _blind_cases(path: Path) -> list[dict[str, Any]]:

@@ -16,8 +16,16 @@ from typing import Any
 
 import pytest
 
-from msdoctor.explain import (MAX_LINE, describe, explain_file, explain_lines, explain_text, load_catalogue,
-                              normalize, sniff_encoding)
+from msdoctor.explain import (
+    MAX_LINE,
+    describe,
+    explain_file,
+    explain_lines,
+    explain_text,
+    load_catalogue,
+    normalize,
+    sniff_encoding,
+)
 
 DATA = Path(__file__).parent / "data"
 
@@ -86,8 +94,18 @@ def test_every_entry_cites_a_public_source() -> None:
 
 
 # -- logs as they really look -------------------------------------------------------------------------------
-SAMPLES = ["mindone-820", "vllm-ascend-486", "mindspore-64", "mindnlp-1817", "gpustack-3352", "llamafactory-5155",
-           "mindspore-87", "mindone-693", "ascend-pytorch-48", "mindspore-19"]
+SAMPLES = [
+    "mindone-820",
+    "vllm-ascend-486",
+    "mindspore-64",
+    "mindnlp-1817",
+    "gpustack-3352",
+    "llamafactory-5155",
+    "mindspore-87",
+    "mindone-693",
+    "ascend-pytorch-48",
+    "mindspore-19",
+]
 
 
 def _signature_line(case: dict[str, Any]) -> str:
@@ -129,7 +147,9 @@ def test_a_signature_wrapped_over_two_or_three_lines(case_id: str) -> None:
     for parts in (2, 3):
         cut = [len(words) * k // parts for k in range(1, parts)]
         wrapped = "\n".join(" ".join(words[a:b]) for a, b in zip([0] + cut, cut + [len(words)]))
-        wrapped = "\n".join(("    " if i else "") + x for i, x in enumerate(wrapped.splitlines()))  # indented continuation
+        wrapped = "\n".join(
+            ("    " if i else "") + x for i, x in enumerate(wrapped.splitlines())
+        )  # indented continuation
         got = [x for x in explain_text("[INFO] step 1\n" + wrapped + "\n[INFO] step 2") if x.entry_id == case["expect"]]
         assert got, (parts, wrapped)
         assert got[0].line_no >= 2 and got[0].groups.keys() == m.groups.keys()
@@ -160,7 +180,10 @@ def test_the_logs_own_cause_and_solution_are_echoed() -> None:
     (m,) = explain_text(CASES["ascend-pytorch-48"]["text"])
     assert m.entry_id == "cann-error-code" and m.groups["code"] == "EE1002"
     assert m.log_cause == "1. The timeout interval may be improperly set."
-    assert m.log_solution == "1. Check whether the timeout interval is properly set. 2. Check whether the network is normal."
+    assert (
+        m.log_solution
+        == "1. Check whether the timeout interval is properly set. 2. Check whether the network is normal."
+    )
     text = describe(m, "/env/bin/python")
     assert "the log's own cause: 1. The timeout interval" in text and "the log's own solution: 1. Check whether" in text
     (h,) = explain_text(CASES["vllm-ascend-3413"]["text"])
@@ -172,8 +195,14 @@ def test_the_logs_own_cause_and_solution_are_echoed() -> None:
 
 
 def test_each_cann_code_is_reported_once_and_specific_advice_wins() -> None:
-    text = "\n".join([CASES["ascend-pytorch-48"]["text"], CASES["vllm-ascend-8186"]["text"],
-                      CASES["ascend-pytorch-48"]["text"], CASES["vllm-ascend-3413"]["text"]])
+    text = "\n".join(
+        [
+            CASES["ascend-pytorch-48"]["text"],
+            CASES["vllm-ascend-8186"]["text"],
+            CASES["ascend-pytorch-48"]["text"],
+            CASES["vllm-ascend-3413"]["text"],
+        ]
+    )
     got = explain_text(text)
     codes = [(m.entry_id, m.groups.get("code")) for m in got]
     assert ("cann-error-code", "EE1002") in codes and ("cann-error-code", "EL0001") in codes
@@ -213,14 +242,18 @@ def test_scheduler_log_names_the_ranks_that_never_registered() -> None:
     assert "2 of 4 nodes registered with the scheduler (vm: ranks 0, 1); ranks 2, 3 never registered" in nodes.cause
     assert "On the host of ranks 2, 3:" in nodes.fix
     assert "msrun-worker-failed" in got  # "Failed to initialize distributed job cluster ..."
-    complete = ("The new node: {r}(role: MS_WORKER), rank id: {r}, device id: {r}, hostname: a, ip: 1.2.3.4 is "
-                "registered successfully. Currently registered node number: {n}, expected node number: 2")
+    complete = (
+        "The new node: {r}(role: MS_WORKER), rank id: {r}, device id: {r}, hostname: a, ip: 1.2.3.4 is "
+        "registered successfully. Currently registered node number: {n}, expected node number: 2"
+    )
     assert explain_lines([complete.format(r=0, n=1), complete.format(r=1, n=2)]) == []
 
 
 def test_normalize() -> None:
-    assert normalize("\x1b[31mNo\u00a0module named \u2018mindspore.mint\u2019\x1b[0m  x&#39;") == \
-        "No module named 'mindspore.mint' x'"
+    assert (
+        normalize("\x1b[31mNo\u00a0module named \u2018mindspore.mint\u2019\x1b[0m  x&#39;")
+        == "No module named 'mindspore.mint' x'"
+    )
     assert normalize("ＥＩ０００６：\tx") == "EI0006: x"
 
 
@@ -230,23 +263,43 @@ def test_device_target_live_findings_come_from_the_catalogue() -> None:
     from msdoctor.facts.live import LogLine
 
     c = LiveContext("Ascend", "/env/bin/python", "source /opt/cann/set_env.sh", {"Ascend": True})
-    logs = [LogLine("WARNING", "ME", "mindspore/run_check/_check_version.py:375",
-                    'MindSpore version 2.3.1 and "te" wheel package version 7.5 does not match. For details, refer to '
-                    "the installation guidelines: https://www.mindspore.cn/install", "import"),
-            LogLine("INFO", "ME", "x.py:1", "Pre-Load Library libgomp.so.1 failed", "import"),
-            LogLine("WARNING", "ME", "mindspore/run_check/_check_version.py:474",
-                    "Pre-Load Library libgomp.so.1 failed, which might cause TLS memory allocation failure.", "import")]
+    logs = [
+        LogLine(
+            "WARNING",
+            "ME",
+            "mindspore/run_check/_check_version.py:375",
+            'MindSpore version 2.3.1 and "te" wheel package version 7.5 does not match. For details, refer to '
+            "the installation guidelines: https://www.mindspore.cn/install",
+            "import",
+        ),
+        LogLine("INFO", "ME", "x.py:1", "Pre-Load Library libgomp.so.1 failed", "import"),
+        LogLine(
+            "WARNING",
+            "ME",
+            "mindspore/run_check/_check_version.py:474",
+            "Pre-Load Library libgomp.so.1 failed, which might cause TLS memory allocation failure.",
+            "import",
+        ),
+    ]
     by_code = {f.code: f for f in log_findings(logs, c)}
     assert set(by_code) == {"cann-wheel-mismatch", "libgomp-preload"}  # the INFO line is not a finding
     wheel = by_code["cann-wheel-mismatch"]
     assert wheel.status.value == "warn" and "/env/bin/python -m pip uninstall -y te topi hccl" in wheel.fix
     assert wheel.evidence["catalogue"] == "te-hccl-wheel-mismatch"
-    block = ("Load dynamic library: libmindspore_ascend.so.2 failed. libge_runner.so: cannot open shared object "
-             "file: No such file or directory\nLoad dynamic library: libmindspore_gpu.so.11.6 failed. "
-             "libcudnn.so.8: cannot open shared object file: No such file or directory")
-    assert missing_libraries(block) == [("libmindspore_ascend.so.2", "libge_runner.so"),
-                                        ("libmindspore_gpu.so.11.6", "libcudnn.so.8")]
+    block = (
+        "Load dynamic library: libmindspore_ascend.so.2 failed. libge_runner.so: cannot open shared object "
+        "file: No such file or directory\nLoad dynamic library: libmindspore_gpu.so.11.6 failed. "
+        "libcudnn.so.8: cannot open shared object file: No such file or directory"
+    )
+    assert missing_libraries(block) == [
+        ("libmindspore_ascend.so.2", "libge_runner.so"),
+        ("libmindspore_gpu.so.11.6", "libcudnn.so.8"),
+    ]
     why, fix = explain_missing(missing_libraries(block), c)
-    assert "CANN's toolkit" in why and "set_env.sh was not sourced" in why and fix.startswith("`source /opt/cann/set_env.sh`")
+    assert (
+        "CANN's toolkit" in why
+        and "set_env.sh was not sourced" in why
+        and fix.startswith("`source /opt/cann/set_env.sh`")
+    )
     why, _ = explain_missing([("libmindspore_gpu.so.11.6", "libcudnn.so.8")], c)
     assert "NVIDIA cuDNN" in why

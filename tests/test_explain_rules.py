@@ -35,7 +35,19 @@ def test_real_case_gets_the_rule_and_names_the_owners(case_id: str) -> None:
         assert word in text, (case_id, word, text)
     fix = m.fix_for("/env/bin/python")
     assert "Unverified" in fix
-    if case["rule"] not in ("port-bound", "device-permission", "symbol-owner", "runtime-copy", "scheduler-port", "two-interpreters", "acl-code") and case["rule"] not in NO_PYTHON:  # a fix that runs Python names the target interpreter
+    if (
+        case["rule"]
+        not in (
+            "port-bound",
+            "device-permission",
+            "symbol-owner",
+            "runtime-copy",
+            "scheduler-port",
+            "two-interpreters",
+            "acl-code",
+        )
+        and case["rule"] not in NO_PYTHON
+    ):  # a fix that runs Python names the target interpreter
         assert "/env/bin/python " in fix
     assert "rules/ fills this" not in m.cause + m.fix  # the placeholder text never reaches the user
 
@@ -61,21 +73,27 @@ def test_the_last_line_alone_is_no_claim() -> None:
 
 def test_a_specific_entry_wins_over_the_rule() -> None:
     """mindspore._c_expression has its own entry (c-expression-missing): the rule yields to it."""
-    text = ('  File "/root/mindspore/mindspore/__init__.py", line 17, in <module>\n'
-            "    from ._c_expression import *\nModuleNotFoundError: No module named 'mindspore._c_expression'\n")
+    text = (
+        '  File "/root/mindspore/mindspore/__init__.py", line 17, in <module>\n'
+        "    from ._c_expression import *\nModuleNotFoundError: No module named 'mindspore._c_expression'\n"
+    )
     assert [m.entry_id for m in explain_text(text)] == ["c-expression-missing"]
 
 
 def test_an_install_lacking_its_compiled_part() -> None:
-    text = ('  File "/opt/conda/lib/python3.9/site-packages/torch/__init__.py", line 81, in <module>\n'
-            "    from torch._C import *\nModuleNotFoundError: No module named 'torch._C'\n")
+    text = (
+        '  File "/opt/conda/lib/python3.9/site-packages/torch/__init__.py", line 81, in <module>\n'
+        "    from torch._C import *\nModuleNotFoundError: No module named 'torch._C'\n"
+    )
     [m] = explain_text(text)
     assert m.groups["rule"] == "shadowed-install" and "an install" in m.title
 
 
 def test_a_circular_import_is_not_a_pairing() -> None:
-    text = ('  File "/e/lib/python3.9/site-packages/foo/bar.py", line 3, in <module>\n    import numpy\n'
-            "AttributeError: partially initialized module 'numpy' has no attribute 'ndarray'\n")
+    text = (
+        '  File "/e/lib/python3.9/site-packages/foo/bar.py", line 3, in <module>\n    import numpy\n'
+        "AttributeError: partially initialized module 'numpy' has no attribute 'ndarray'\n"
+    )
     assert "library-release-pairing" not in [m.entry_id for m in explain_text(text)]
 
 
@@ -100,14 +118,29 @@ def test_a_missing_library_names_who_ships_it(case_id: str) -> None:
     assert case["owner"] in m.cause and case["fix"] in m.fix_for("/env/bin/python")
 
 
-@pytest.mark.parametrize("lib, owner", [
-    ("libascend_hal.so", "driver"), ("libdrvdsmi_host.so", "driver"), ("libdcmi.so", "driver"),
-    ("libascendcl.so", "CANN"), ("libascend_dump.so", "CANN"), ("libacl_op_compiler.so", "CANN"),
-    ("libge_runner.so", "CANN"), ("libhccl.so", "CANN"), ("libruntime.so", "CANN"), ("libmsprofiler.so", "CANN"),
-    ("libatb.so", "NNAL"), ("libasdops.so", "NNAL"), ("liblcal.so", "NNAL"),
-    ("libcudart.so.11.0", "CUDA"), ("libcublas.so.10", "CUDA"), ("libcudnn.so.8", "cuDNN"),
-    ("libstdc++.so.6", "GCC runtime"), ("libgomp.so.1", "GCC runtime"),
-])
+@pytest.mark.parametrize(
+    "lib, owner",
+    [
+        ("libascend_hal.so", "driver"),
+        ("libdrvdsmi_host.so", "driver"),
+        ("libdcmi.so", "driver"),
+        ("libascendcl.so", "CANN"),
+        ("libascend_dump.so", "CANN"),
+        ("libacl_op_compiler.so", "CANN"),
+        ("libge_runner.so", "CANN"),
+        ("libhccl.so", "CANN"),
+        ("libruntime.so", "CANN"),
+        ("libmsprofiler.so", "CANN"),
+        ("libatb.so", "NNAL"),
+        ("libasdops.so", "NNAL"),
+        ("liblcal.so", "NNAL"),
+        ("libcudart.so.11.0", "CUDA"),
+        ("libcublas.so.10", "CUDA"),
+        ("libcudnn.so.8", "cuDNN"),
+        ("libstdc++.so.6", "GCC runtime"),
+        ("libgomp.so.1", "GCC runtime"),
+    ],
+)
 def test_who_ships_a_library_is_read_from_its_name(lib: str, owner: str) -> None:
     """The [[library]] table keys on the name's prefix (the product's naming), not on whole names."""
     [m] = explain_text(f"ImportError: {lib}: cannot open shared object file: No such file or directory")
@@ -138,9 +171,11 @@ def test_the_rules_read_pastes_as_they_arrive(mangle: str) -> None:
 def test_the_import_machinery_frames_are_looked_past() -> None:
     """Python 3 prints importlib's own frames after the importing one: the importer still decides."""
     lines = CASES["pycircstat-64"]["text"].strip("\n").split("\n")
-    frozen = ['  File "<frozen importlib._bootstrap>", line 1006, in _find_and_load_unlocked',
-              '  File "/usr/lib/python3.10/importlib/__init__.py", line 126, in import_module',
-              "    return _bootstrap._gcd_import(name[level:], package, level)"]
+    frozen = [
+        '  File "<frozen importlib._bootstrap>", line 1006, in _find_and_load_unlocked',
+        '  File "/usr/lib/python3.10/importlib/__init__.py", line 126, in import_module',
+        "    return _bootstrap._gcd_import(name[level:], package, level)",
+    ]
     text = "\n".join(lines[:-1] + frozen + lines[-1:])
     [m] = explain_text(text)
     assert m.groups["rule"] == "missing-dependency" and "pycircstat needs decorator" in m.title
@@ -162,16 +197,20 @@ def test_a_busy_device_without_evidence_keeps_the_general_answer() -> None:
 
 
 def test_readable_device_nodes_are_no_permission_claim() -> None:
-    text = ("CapEff: 0000000000000000\ncrw-rw-rw- 1 1000 1000 236, 0 Jan 1 /dev/davinci0\n"
-            "npu-smi: dcmi module initialize failed. ret is -8005\n")
+    text = (
+        "CapEff: 0000000000000000\ncrw-rw-rw- 1 1000 1000 236, 0 Jan 1 /dev/davinci0\n"
+        "npu-smi: dcmi module initialize failed. ret is -8005\n"
+    )
     [m] = explain_text(text)
     assert "rule" not in m.groups
 
 
 def test_an_alternation_side_that_did_not_match_is_not_a_name() -> None:
     """`module M has no attribute N` fills the pairing from M, not from the unmatched `cannot import name` side."""
-    text = ('  File "/e/lib/python3.9/site-packages/foo/bar.py", line 3, in f\n    baz.qux()\n'
-            "AttributeError: module 'baz' has no attribute 'qux'\n")
+    text = (
+        '  File "/e/lib/python3.9/site-packages/foo/bar.py", line 3, in f\n    baz.qux()\n'
+        "AttributeError: module 'baz' has no attribute 'qux'\n"
+    )
     [m] = explain_text(text)
     assert "?" not in m.title and "foo and baz" in m.title
 
@@ -182,8 +221,10 @@ def test_an_undefined_symbol_nobody_owns_is_no_claim() -> None:
 
 def test_the_systems_own_runtime_keeps_the_general_text() -> None:
     """A system library directory's copy is the system's: the general text (the OS is too old) stands."""
-    text = ("ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by "
-            "/home/zk/conda/envs/anylabeling/lib/python3.8/site-packages/matplotlib/_path.cpython-38-x86_64-linux-gnu.so)")
+    text = (
+        "ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by "
+        "/home/zk/conda/envs/anylabeling/lib/python3.8/site-packages/matplotlib/_path.cpython-38-x86_64-linux-gnu.so)"
+    )
     [m] = explain_text(text)
     assert m.entry_id == "glibc-too-old" and "rule" not in m.groups and "system's" in m.title
 
@@ -199,18 +240,22 @@ def test_a_generic_text_yields_to_the_rule_that_read_the_frames() -> None:
 
 def test_a_file_named_like_the_module_it_imports() -> None:
     """The frames show the script itself is torch.py (a constructed excerpt of the situation sahi-402 settled on)."""
-    text = ('  File "/home/k/sahi/sahi/utils/torch.py", line 5, in <module>\n    import torch\n'
-            '  File "/home/k/sahi/sahi/utils/torch.py", line 7, in <module>\n    from torch import stack\n'
-            "ImportError: cannot import name 'stack' from partially initialized module 'torch' (most likely due to a "
-            "circular import)\n")
+    text = (
+        '  File "/home/k/sahi/sahi/utils/torch.py", line 5, in <module>\n    import torch\n'
+        '  File "/home/k/sahi/sahi/utils/torch.py", line 7, in <module>\n    from torch import stack\n'
+        "ImportError: cannot import name 'stack' from partially initialized module 'torch' (most likely due to a "
+        "circular import)\n"
+    )
     [m] = explain_text(text)
     assert m.groups["rule"] == "file-shadows-module" and "/home/k/sahi/sahi/utils/torch.py" in m.title
 
 
 def test_a_checkout_named_as_the_package_shadows_it() -> None:
-    text = ('  File "/work/vllm-main/vllm/__init__.py", line 3, in <module>\n    from vllm import cuda_utils\n'
-            "ImportError: cannot import name 'cuda_utils' from partially initialized module 'vllm' (most likely due "
-            "to a circular import)\n")
+    text = (
+        '  File "/work/vllm-main/vllm/__init__.py", line 3, in <module>\n    from vllm import cuda_utils\n'
+        "ImportError: cannot import name 'cuda_utils' from partially initialized module 'vllm' (most likely due "
+        "to a circular import)\n"
+    )
     [m] = explain_text(text)
     assert m.groups["rule"] == "shadowed-install" and "outside site-packages" in m.title
 
@@ -218,9 +263,11 @@ def test_a_checkout_named_as_the_package_shadows_it() -> None:
 def test_a_bound_port_outside_mindspore_keeps_the_general_text() -> None:
     """torch's c10d store on a bound port (https://github.com/deepspeedai/DeepSpeed/issues/3916): no MindSpore
     scheduler line, so the general answer with the port it names."""
-    text = ("RuntimeError: The server socket has failed to listen on any local network address. The server socket has "
-            "failed to bind to [::]:29600 (errno: 98 - Address already in use). The server socket has failed to bind "
-            "to 0.0.0.0:29600 (errno: 98 - Address already in use).\n")
+    text = (
+        "RuntimeError: The server socket has failed to listen on any local network address. The server socket has "
+        "failed to bind to [::]:29600 (errno: 98 - Address already in use). The server socket has failed to bind "
+        "to 0.0.0.0:29600 (errno: 98 - Address already in use).\n"
+    )
     [m] = explain_text(text)
     assert m.groups["rule"] == "port-bound" and "port 29600" in m.title and "MS_SCHED" not in m.fix
 
@@ -233,7 +280,7 @@ def test_a_printed_version_that_pip_lists_is_no_claim() -> None:
 
 
 def test_one_variant_named_is_no_claim() -> None:
-    text = ("I installed opencv-contrib-python==4.5.1\nAttributeError: module 'cv2' has no attribute 'xfeatures2d'\n")
+    text = "I installed opencv-contrib-python==4.5.1\nAttributeError: module 'cv2' has no attribute 'xfeatures2d'\n"
     assert explain_text(text) == []
 
 
@@ -254,9 +301,11 @@ def test_a_missing_cann_library_loaded_by_torch_npu() -> None:
 def test_an_operator_check_not_called_by_mindspore_is_no_claim() -> None:
     """The mindocr-595 error with the frames of a user's own operator script (constructed): who built the call for
     which CANN is not known, no claim."""
-    text = ('  File "/home/u/my_op/build_op.py", line 40, in <module>\n    compile_op()\n'
-            "RuntimeError: ({'errCode': 'E80003', 'op_name': 'gather_nd', 'param_name': 'kernel_name', 'param_type': "
-            "'str', 'actual_type': 'bool'}, \"In op[gather_nd], ...\")\n")
+    text = (
+        '  File "/home/u/my_op/build_op.py", line 40, in <module>\n    compile_op()\n'
+        "RuntimeError: ({'errCode': 'E80003', 'op_name': 'gather_nd', 'param_name': 'kernel_name', 'param_type': "
+        "'str', 'actual_type': 'bool'}, \"In op[gather_nd], ...\")\n"
+    )
     assert explain_text(text) == []
 
 
@@ -268,8 +317,12 @@ def test_versions_equal_as_pep440_are_the_same() -> None:
 
 
 # -- rules written on 2026-12-04 from the 2026-12-04 hold-out (tests/data/explain/holdout_2026-12-04.toml) ------------
-HOLDOUT_1204 = {c["id"]: c for c in tomllib.loads(
-    (Path(__file__).parent / "data" / "explain" / "holdout_2026-12-04.toml").read_text(encoding="utf-8"))["case"]}
+HOLDOUT_1204 = {
+    c["id"]: c
+    for c in tomllib.loads(
+        (Path(__file__).parent / "data" / "explain" / "holdout_2026-12-04.toml").read_text(encoding="utf-8")
+    )["case"]
+}
 
 
 def _first(text: str) -> Any:
@@ -299,8 +352,10 @@ def test_numpy_s_c_api_failing_without_numpy_2_is_not_the_numpy_2_break() -> Non
     assert (m.entry_id, m.groups.get("rule")) == ("numpy2-abi", "numpy-missing")
     assert "NumPy 2 is installed" not in m.title and "/env/bin/python -m pip show numpy" in m.fix_for("/env/bin/python")
     # the same line after NumPy 2's own banner is the ABI break: the general text
-    banner = ("A module that was compiled using NumPy 1.x cannot be run in\nNumPy 2.2.6 as it may crash.\n"
-              "ImportError: numpy.core.multiarray failed to import\n")
+    banner = (
+        "A module that was compiled using NumPy 1.x cannot be run in\nNumPy 2.2.6 as it may crash.\n"
+        "ImportError: numpy.core.multiarray failed to import\n"
+    )
     assert [(x.entry_id, x.groups.get("rule")) for x in explain_text(banner)] == [("numpy2-abi", None)]
     after = "ImportError: numpy.core.multiarray failed to import\nnumpy 2.1.3\n"
     assert explain_text(after)[0].groups.get("rule") is None
@@ -312,14 +367,14 @@ def test_a_frame_that_only_forwards_its_arguments_is_not_the_caller() -> None:
     text = HOLDOUT_1204["PaddleNLP-8752"]["text"]
     assert explain_text(text) == []
     # the same forwarding frame under a package's own caller: that package is the one named
-    moved = text.replace('File "train_funsd.py"',
-                         'File "/env/lib/python3.8/site-packages/layoutx/train_funsd.py"')
+    moved = text.replace('File "train_funsd.py"', 'File "/env/lib/python3.8/site-packages/layoutx/train_funsd.py"')
     m = _first(moved)
     assert m.groups.get("rule") == "release-pairing" and m.title.startswith("layoutx calls")
 
 
-@pytest.mark.parametrize("case_id,who", [("KnowLM-135", "accelerate"), ("Qwen2.5-Omni-87", "torch"),
-                                         ("ascend-pytorch-53", "torch_npu")])
+@pytest.mark.parametrize(
+    "case_id,who", [("KnowLM-135", "accelerate"), ("Qwen2.5-Omni-87", "torch"), ("ascend-pytorch-53", "torch_npu")]
+)
 def test_a_name_missing_from_a_package_module_is_said_without_naming_its_user(case_id: str, who: str) -> None:
     m = _first(HOLDOUT_1204[case_id]["text"])
     assert (m.entry_id, m.groups.get("rule")) == ("library-release-pairing", "name-missing")
@@ -339,16 +394,24 @@ def test_an_import_from_an_unknown_location_is_a_namespace_package() -> None:
     m = _first(HOLDOUT_1204["LlamaFactory-6261"]["text"])
     assert m.groups.get("rule") == "namespace-package" and "not the installed vllm" in m.title
     # a package's own frame does not make it a pairing: the module found is no installed package at all
-    text = ('  File "/env/lib/python3.10/site-packages/peft/utils/other.py", line 24, in <module>\n'
-            "    from accelerate.utils import is_npu_available\n"
-            "ImportError: cannot import name 'is_npu_available' from 'accelerate.utils' (unknown location)\n")
+    text = (
+        '  File "/env/lib/python3.10/site-packages/peft/utils/other.py", line 24, in <module>\n'
+        "    from accelerate.utils import is_npu_available\n"
+        "ImportError: cannot import name 'is_npu_available' from 'accelerate.utils' (unknown location)\n"
+    )
     assert _first(text).groups.get("rule") == "namespace-package"
 
 
-@pytest.mark.parametrize("case_id,words", [
-    ("mlc-llm-781", ["macOS 13.0 or later on an Apple silicon Mac (arm64)"]),
-    ("libwally-core-311", ["macOS 10.9 or later on an Intel Mac (x86_64)", "an x86_64 wheel on an Apple silicon Mac"]),
-])
+@pytest.mark.parametrize(
+    "case_id,words",
+    [
+        ("mlc-llm-781", ["macOS 13.0 or later on an Apple silicon Mac (arm64)"]),
+        (
+            "libwally-core-311",
+            ["macOS 10.9 or later on an Intel Mac (x86_64)", "an x86_64 wheel on an Apple silicon Mac"],
+        ),
+    ],
+)
 def test_a_macos_wheel_tag_names_the_oldest_macos_and_the_kind_of_mac(case_id: str, words: list[str]) -> None:
     m = _first(HOLDOUT_1204[case_id]["text"])
     for word in words:
@@ -361,7 +424,9 @@ def test_a_cuda_library_of_another_cuda_than_the_stated_one() -> None:
     m = _first(HOLDOUT_1204["LLMDet-32"]["text"])
     assert "built for CUDA 10.1" in m.cause and "build for CUDA 12.1" in m.fix_for("/env/bin/python")
     assert "The paste shows CUDA" not in _first(HOLDOUT_1204["xinference-1286"]["text"]).cause
-    same = "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory\nCUDA Version: 12.4\n"
+    same = (
+        "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory\nCUDA Version: 12.4\n"
+    )
     assert "The paste shows CUDA" not in _first(same).cause
 
 
@@ -384,8 +449,10 @@ def test_a_removed_name_is_no_claim_where_the_paste_shows_a_release_that_still_h
     np.float) stated in it: the name was not removed there, so the rule stays silent."""
     text = CASES["ASFFNet512-8"]["text"] + "\n$ pip list | grep numpy\nnumpy 1.23.5\n"
     assert _without(text, "name-removed") == []
-    py310 = ('  File "/usr/lib/python3.10/site-packages/foo/setup.py", line 3, in <module>\n    import distutils.core\n'
-             "ModuleNotFoundError: No module named 'distutils'\n")
+    py310 = (
+        '  File "/usr/lib/python3.10/site-packages/foo/setup.py", line 3, in <module>\n    import distutils.core\n'
+        "ModuleNotFoundError: No module named 'distutils'\n"
+    )
     got = explain_text(py310)  # Python 3.10 still had distutils: the Debian split, not the 3.12 removal
     assert [m.groups.get("rule") for m in got] == ["module-shipper"] and "python3-distutils" in got[0].fix
     assert "pip install distutils" not in got[0].fix_for("/env/bin/python")
@@ -394,14 +461,18 @@ def test_a_removed_name_is_no_claim_where_the_paste_shows_a_release_that_still_h
 def test_names_the_data_does_not_list_are_no_claim() -> None:
     assert _without("AttributeError: module 'numpy' has no attribute 'float32'\n", "name-removed") == []
     assert _without("AttributeError: `np.float32` removed\n", "name-removed") == []  # not a name NumPy removed
-    text = ('  File "/usr/local/lib/python3.10/site-packages/cffi/api.py", line 48, in __init__\n'
-            "    import _cffi_backend as backend\nModuleNotFoundError: No module named '_cffi_backend'\n")
+    text = (
+        '  File "/usr/local/lib/python3.10/site-packages/cffi/api.py", line 48, in __init__\n'
+        "    import _cffi_backend as backend\nModuleNotFoundError: No module named '_cffi_backend'\n"
+    )
     assert _without(text, "module-shipper") == [] and _without(text, "name-removed") == []
 
 
 def test_a_standard_library_module_is_never_a_dependency_to_pip_install() -> None:
-    text = ('  File "/env/lib/python3.11/site-packages/foo/__init__.py", line 3, in <module>\n    import readline\n'
-            "ModuleNotFoundError: No module named 'readline'\n")
+    text = (
+        '  File "/env/lib/python3.11/site-packages/foo/__init__.py", line 3, in <module>\n    import readline\n'
+        "ModuleNotFoundError: No module named 'readline'\n"
+    )
     assert _without(text, "missing-dependency") == []
 
 
@@ -442,8 +513,10 @@ def test_the_removals_are_true_of_the_real_interpreter_and_numpy() -> None:
 def test_the_module_facts_are_validated() -> None:
     from msdoctor.explain.owners import ModuleFactsError, parse_module_facts
 
-    good = 'kind = "module-facts"\n[[removed]]\nmodule = "m"\nnames = ["n"]\ndist = "d"\nrelease = "2.0"\n' \
-           'instead = "x"\nsource = "https://example.org/notes"\n'
+    good = (
+        'kind = "module-facts"\n[[removed]]\nmodule = "m"\nnames = ["n"]\ndist = "d"\nrelease = "2.0"\n'
+        'instead = "x"\nsource = "https://example.org/notes"\n'
+    )
     assert parse_module_facts(good).removed[0].names == ("n",)
     with pytest.raises(ModuleFactsError, match=r"\[\[removed\]\] #1 \(m\).*source"):
         parse_module_facts(good.replace("https://example.org/notes", "somewhere"))
@@ -469,8 +542,10 @@ def test_the_acl_codes_are_validated() -> None:
     codes = acl_codes()
     assert {c.kind for c in codes.values()} == {"task-exception", "timeout", "internal", "memory", "setup"}
     assert all(str(c.code)[0] in "12345" and len(str(c.code)) == 6 for c in codes.values())
-    bad = ('kind = "acl-error-codes"\nsource = "https://example.org"\n[[kinds]]\nid = "a"\nwhat = "w"\ncollect = "c"\n'
-           '[[code]]\ncode = 507001\nkind = "b"\nmeaning = "m"\n')
+    bad = (
+        'kind = "acl-error-codes"\nsource = "https://example.org"\n[[kinds]]\nid = "a"\nwhat = "w"\ncollect = "c"\n'
+        '[[code]]\ncode = 507001\nkind = "b"\nmeaning = "m"\n'
+    )
     with pytest.raises(ModuleFactsError, match=r"\[\[code\]\] #1 \(507001\)"):
         parse_acl_codes(bad)
 
@@ -525,13 +600,19 @@ def test_no_mindspore_wheel_says_what_the_matrix_knows_of_the_release() -> None:
     assert "compat_matrix lists" not in n.cause and "{ms_facts}" not in n.cause
 
 
-CASES_REAL = {c["id"]: c for c in tomllib.loads((Path(__file__).parent / "data" / "explain" / "real_cases.toml")
-                                                .read_text(encoding="utf-8"))["case"]}
+CASES_REAL = {
+    c["id"]: c
+    for c in tomllib.loads(
+        (Path(__file__).parent / "data" / "explain" / "real_cases.toml").read_text(encoding="utf-8")
+    )["case"]
+}
 
 
 def test_an_old_pip_on_a_new_python_is_reinstalled_not_upgraded_with_itself() -> None:
     """The real pykrx frames moved into pip's vendored pkg_resources (pip 22.3 on Python 3.12): pip cannot upgrade
     itself there, so the fix is ensurepip."""
-    text = CASES["pykrx-219"]["text"].replace("site-packages/pkg_resources/", "site-packages/pip/_vendor/pkg_resources/")
+    text = CASES["pykrx-219"]["text"].replace(
+        "site-packages/pkg_resources/", "site-packages/pip/_vendor/pkg_resources/"
+    )
     [m] = explain_text(text)
     assert m.groups["rule"] == "name-removed" and "-m ensurepip --upgrade" in m.fix_for("/env/bin/python")

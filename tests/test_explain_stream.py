@@ -15,10 +15,12 @@ from msdoctor.explain import explain_stream, iter_explain_stream
 
 DATA = Path(__file__).parent / "data"
 
-OOM = ("[ERROR] PRE_ACT(145615,fffbdf67f120,python):2025-01-12-09:48:13.703.514 [mindspore/ccsrc/backend/common/"
-       "mem_reuse/mem_dynamic_allocator.cc:392] AddMemBlockAndMemBufByEagerFree] TotalUsedMemStatistics : "
-       "24725382656 plus TotalUsedByEventMemStatistics : 0 and plus alloc size : 100555779072 is more than total "
-       "mem size : 65290239590.\n")
+OOM = (
+    "[ERROR] PRE_ACT(145615,fffbdf67f120,python):2025-01-12-09:48:13.703.514 [mindspore/ccsrc/backend/common/"
+    "mem_reuse/mem_dynamic_allocator.cc:392] AddMemBlockAndMemBufByEagerFree] TotalUsedMemStatistics : "
+    "24725382656 plus TotalUsedByEventMemStatistics : 0 and plus alloc size : 100555779072 is more than total "
+    "mem size : 65290239590.\n"
+)
 
 
 def _real_texts() -> dict[str, str]:
@@ -37,8 +39,14 @@ def test_streamed_answers_equal_whole_text_answers() -> None:
 
 def test_stdin_that_never_closes_gets_each_match_as_it_arrives(tmp_path: Path) -> None:
     """Write one error line, keep the pipe open: the answer must come before stdin ends (grep's behaviour)."""
-    proc = subprocess.Popen([msdoctor_exe(), "explain", "-", "--no-confirm"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_with(), cwd=tmp_path)
+    proc = subprocess.Popen(
+        [msdoctor_exe(), "explain", "-", "--no-confirm"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env_with(),
+        cwd=tmp_path,
+    )
     try:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(b"step 1 loss 2.3\n" + OOM.encode())

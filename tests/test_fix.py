@@ -26,10 +26,13 @@ def _numpy(version: str) -> Planned:
 
 
 def _plan(*planned: Planned) -> StackPlan:
-    return StackPlan(python="/env/bin/python", state="found", planned=list(planned),
-                     changes=[Change(p.name, "2.2.6", p.version) for p in planned],
-                     command=["/env/bin/python", "-m", "pip", "install", "--no-deps",
-                              *(f"{p.name}=={p.version}" for p in planned)])
+    return StackPlan(
+        python="/env/bin/python",
+        state="found",
+        planned=list(planned),
+        changes=[Change(p.name, "2.2.6", p.version) for p in planned],
+        command=["/env/bin/python", "-m", "pip", "install", "--no-deps", *(f"{p.name}=={p.version}" for p in planned)],
+    )
 
 
 def test_verify_runs_the_checks_rules_on_the_target_as_it_would_be_after_the_plan() -> None:
@@ -46,8 +49,9 @@ def test_verify_has_nothing_to_say_about_a_plan_that_is_not_found() -> None:
 
 
 def test_apply_refuses_a_plan_without_a_checked_command() -> None:
-    applied = FIXER.apply(StackPlan(python="/env/bin/python", state="unverified"), _ctx(target(MS270, NP1, PB)),
-                          lambda line: None)
+    applied = FIXER.apply(
+        StackPlan(python="/env/bin/python", state="unverified"), _ctx(target(MS270, NP1, PB)), lambda line: None
+    )
     assert not applied.ok and "no checked command" in applied.detail
 
 
@@ -125,8 +129,11 @@ def test_fix_kernel_refuses_a_plan_that_does_not_verify_and_changes_nothing(tmp_
     left = Finding.fail("kernel 'x' would still run /elsewhere/bin/python")
     monkeypatch.setattr(fixer.KernelFixer, "verify", lambda self, plan, ctx: [left])
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter"))
-    res = CliRunner().invoke(fix_kernel, ["--python", sys.executable, "--project", str(tmp_path), "--no-vscode",
-                                          "--yes"], standalone_mode=False)
+    res = CliRunner().invoke(
+        fix_kernel,
+        ["--python", sys.executable, "--project", str(tmp_path), "--no-vscode", "--yes"],
+        standalone_mode=False,
+    )
     assert res.exception is None, res.output
     assert res.return_value == 1
     assert "register Jupyter kernel" in res.output

@@ -27,7 +27,13 @@ from msdoctor import jsonc
 from msdoctor.facts.interpreters import InterpInfo, ModuleAt
 from msdoctor.facts.jupyter import JupyterFacts, scan_kernels
 from msdoctor.checks.kernel_mismatch.fix import (
-    KernelRequest, TargetSummary, build_plan, check_kernel_name, default_kernel_name, render_plan, safe_kernel_name,
+    KernelRequest,
+    TargetSummary,
+    build_plan,
+    check_kernel_name,
+    default_kernel_name,
+    render_plan,
+    safe_kernel_name,
 )
 from msdoctor.checks.kernel_mismatch.fixer import jupyter_after, verify_plan
 from msdoctor.model import Status
@@ -49,11 +55,20 @@ SETTINGS = """\
 
 # -- the plan, from real files ----------------------------------------------------------------------
 def interp(python: str, *, ipykernel: bool = True, pip: bool = True, ms: bool = True) -> InterpInfo:
-    mods = {"ipykernel": ModuleAt(ipykernel, origin="/x/ipykernel/__init__.py" if ipykernel else None),
-            "pip": ModuleAt(pip, origin="/x/pip/__init__.py" if pip else None),
-            "mindspore": ModuleAt(ms, origin="/x/mindspore/__init__.py" if ms else None, locations=("/x/mindspore",))}
-    return InterpInfo(python, True, executable=python, prefix=str(Path(python).parent.parent), version=(3, 11, 7),
-                      modules=mods, versions={"ipykernel": "7.4.0" if ipykernel else None, "mindspore": "2.7.0"})
+    mods = {
+        "ipykernel": ModuleAt(ipykernel, origin="/x/ipykernel/__init__.py" if ipykernel else None),
+        "pip": ModuleAt(pip, origin="/x/pip/__init__.py" if pip else None),
+        "mindspore": ModuleAt(ms, origin="/x/mindspore/__init__.py" if ms else None, locations=("/x/mindspore",)),
+    }
+    return InterpInfo(
+        python,
+        True,
+        executable=python,
+        prefix=str(Path(python).parent.parent),
+        version=(3, 11, 7),
+        modules=mods,
+        versions={"ipykernel": "7.4.0" if ipykernel else None, "mindspore": "2.7.0"},
+    )
 
 
 def summary(python: str, env_name: Optional[str] = "ms", kind: str = "venv", **kw: Any) -> TargetSummary:
@@ -62,25 +77,37 @@ def summary(python: str, env_name: Optional[str] = "ms", kind: str = "venv", **k
 
 def jfacts(tmp: Path, *dirs: Path) -> JupyterFacts:
     kdirs = [str(d) for d in dirs] or [str(tmp / "data" / "kernels")]
-    return JupyterFacts("/t", "test", str(tmp / "data"), kdirs, str(tmp / "env/share/jupyter/kernels"),
-                        version=(3, 11, 7), kernels=scan_kernels(kdirs))
+    return JupyterFacts(
+        "/t",
+        "test",
+        str(tmp / "data"),
+        kdirs,
+        str(tmp / "env/share/jupyter/kernels"),
+        version=(3, 11, 7),
+        kernels=scan_kernels(kdirs),
+    )
 
 
 def kernel(kdir: Path, name: str, argv0: str) -> None:
     (kdir / name).mkdir(parents=True)
-    (kdir / name / "kernel.json").write_text(json.dumps({"argv": [argv0, "-m", "ipykernel_launcher"],
-                                                        "display_name": name, "language": "python"}))
+    (kdir / name / "kernel.json").write_text(
+        json.dumps({"argv": [argv0, "-m", "ipykernel_launcher"], "display_name": name, "language": "python"})
+    )
 
 
-@pytest.mark.parametrize("env_name, kind, prefix, expected", [
-    ("mindspore_env", "conda", "/c/envs/mindspore_env", "mindspore_env"),
-    (".venv", "venv", "/home/u/My Project/.venv", "my-project-venv"),
-    ("base", "conda", "/opt/conda", "conda-base"),
-    (None, "system", "/usr", "python3.11"),
-    ("MS Env 2", "venv", "/e/MS Env 2", "ms-env-2"),
-])
-def test_default_kernel_name_is_safe_and_says_which_env(env_name: Optional[str], kind: str, prefix: str,
-                                                        expected: str) -> None:
+@pytest.mark.parametrize(
+    "env_name, kind, prefix, expected",
+    [
+        ("mindspore_env", "conda", "/c/envs/mindspore_env", "mindspore_env"),
+        (".venv", "venv", "/home/u/My Project/.venv", "my-project-venv"),
+        ("base", "conda", "/opt/conda", "conda-base"),
+        (None, "system", "/usr", "python3.11"),
+        ("MS Env 2", "venv", "/e/MS Env 2", "ms-env-2"),
+    ],
+)
+def test_default_kernel_name_is_safe_and_says_which_env(
+    env_name: Optional[str], kind: str, prefix: str, expected: str
+) -> None:
     t = summary(f"{prefix}/bin/python", env_name, kind)
     name = default_kernel_name(t)
     assert name == expected and check_kernel_name(name) is None
@@ -95,8 +122,17 @@ def test_plan_registers_a_kernel_and_mentions_vscode_only_when_asked(tmp_path: P
     plan = build_plan(summary("/e/ms/bin/python"), jfacts(tmp_path), KernelRequest(), tmp_path, {})
     assert [(s.kind, s.change) for s in plan.steps] == [("ipykernel", False), ("kernel", True)]
     kernel_step = plan.steps[1]
-    assert kernel_step.command == ["/e/ms/bin/python", "-m", "ipykernel", "install", "--user", "--name", "ms",
-                                   "--display-name", "Python 3.11 (ms)"]
+    assert kernel_step.command == [
+        "/e/ms/bin/python",
+        "-m",
+        "ipykernel",
+        "install",
+        "--user",
+        "--name",
+        "ms",
+        "--display-name",
+        "Python 3.11 (ms)",
+    ]
     assert any("pass --vscode" in n for n in plan.notes)
     assert "1. ok      ipykernel 7.4.0 is importable by /e/ms/bin/python" in render_plan(plan)
 
@@ -120,8 +156,9 @@ def test_plan_replaces_a_same_named_kernel_of_another_env_with_a_backup(tmp_path
 def test_plan_is_blocked_when_an_earlier_kernel_would_hide_the_new_one(tmp_path: Path) -> None:
     early, user = tmp_path / "jupyter_path" / "kernels", tmp_path / "data" / "kernels"
     kernel(early, "ms", "/old/env/bin/python")
-    plan = build_plan(summary("/e/ms/bin/python"), jfacts(tmp_path, early, user), KernelRequest(name="ms"),
-                      tmp_path, {})
+    plan = build_plan(
+        summary("/e/ms/bin/python"), jfacts(tmp_path, early, user), KernelRequest(name="ms"), tmp_path, {}
+    )
     (blocked,) = plan.blocked
     assert "comes earlier on Jupyter's search path" in blocked.blocked and "--name ms-2" in blocked.blocked_fix
 
@@ -142,8 +179,9 @@ def test_plan_for_vscode_creates_edits_or_refuses_a_broken_file(tmp_path: Path) 
     (vs / "settings.json").write_text(SETTINGS % "/usr/bin/python3")
     edit = build_plan(summary("/e/ms/bin/python"), jfacts(tmp_path), req, tmp_path, {}).steps[2]
     assert edit.change and comments(edit.data["new"]) == comments(SETTINGS)
-    (vs / "settings.json").write_text('{"python.pythonPath": "/old", "python.defaultInterpreterPath": '
-                                      '"${workspaceFolder}/../e/bin/python"}')
+    (vs / "settings.json").write_text(
+        '{"python.pythonPath": "/old", "python.defaultInterpreterPath": "${workspaceFolder}/../e/bin/python"}'
+    )
     t = summary(str(tmp_path.parent / "e/bin/python"))
     plan = build_plan(t, jfacts(tmp_path), req, tmp_path, {})
     assert not plan.steps[2].change and any("legacy python.pythonPath" in n for n in plan.notes)
@@ -177,8 +215,9 @@ def _world(tmp_path: Path, *, ipykernel: bool = True) -> tuple:
 
 
 def _verify(plan: Any, tmp_path: Path, infos: dict) -> list:
-    return verify_plan(plan, jfacts(tmp_path), infos[plan.target], lambda paths: {p: infos[p] for p in paths},
-                       {}, tmp_path)
+    return verify_plan(
+        plan, jfacts(tmp_path), infos[plan.target], lambda paths: {p: infos[p] for p in paths}, {}, tmp_path
+    )
 
 
 def test_verify_passes_a_plan_that_repairs_and_fails_one_that_would_not(tmp_path: Path) -> None:
@@ -199,14 +238,23 @@ def test_verify_passes_a_plan_that_repairs_and_fails_one_that_would_not(tmp_path
     (f,) = _verify(wrong, tmp_path, infos)
     assert f.status is Status.FAIL and f.code == "vscode-mismatch" and other in f.title
     # without the planned vscode step the setting is not the plan's claim
-    assert _verify(build_plan(TargetSummary(target, infos[target], "ms", "venv"), before,
-                              KernelRequest(vscode=False), tmp_path, {}), tmp_path, infos) == []
+    assert (
+        _verify(
+            build_plan(
+                TargetSummary(target, infos[target], "ms", "venv"), before, KernelRequest(vscode=False), tmp_path, {}
+            ),
+            tmp_path,
+            infos,
+        )
+        == []
+    )
 
 
 def test_verify_counts_the_ipykernel_the_plan_installs_and_misses_it_when_the_step_is_gone(tmp_path: Path) -> None:
     target, _, infos = _world(tmp_path, ipykernel=False)
-    plan = build_plan(TargetSummary(target, infos[target], "ms", "venv"), jfacts(tmp_path),
-                      KernelRequest(vscode=False), tmp_path, {})
+    plan = build_plan(
+        TargetSummary(target, infos[target], "ms", "venv"), jfacts(tmp_path), KernelRequest(vscode=False), tmp_path, {}
+    )
     assert [(s.kind, s.change) for s in plan.steps] == [("ipykernel", True), ("kernel", True)]
     assert _verify(plan, tmp_path, infos) == []
     plan.steps.pop(0)
@@ -218,8 +266,13 @@ def test_verify_drops_the_stale_kernels_it_removes_and_shadows_again(tmp_path: P
     target, _, infos = _world(tmp_path)
     kdir = tmp_path / "data" / "kernels"
     kernel(kdir, "gone", str(tmp_path / "deleted/bin/python"))
-    plan = build_plan(TargetSummary(target, infos[target], "ms", "venv"), jfacts(tmp_path),
-                      KernelRequest(vscode=False, remove_stale=True), tmp_path, {})
+    plan = build_plan(
+        TargetSummary(target, infos[target], "ms", "venv"),
+        jfacts(tmp_path),
+        KernelRequest(vscode=False, remove_stale=True),
+        tmp_path,
+        {},
+    )
     after, named = jupyter_after(plan, jfacts(tmp_path))
     assert [k.name for k in after.kernels] == ["ms"] and named == {str(kdir / "ms")}
     assert after.kernels[0].argv[0] == target and _verify(plan, tmp_path, infos) == []
@@ -249,9 +302,19 @@ def make_world(root: Path, ms: Any, bare: Any) -> dict:
     settings.write_text(SETTINGS % bare.python)
     kernel(data / "kernels", "old-env", str(root / "deleted-env/bin/python"))
     jpath.mkdir()
-    env = env_with({"HOME": str(home), "JUPYTER_DATA_DIR": str(data), "JUPYTER_PATH": str(jpath)},
-                   drop=["VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "JPY_PARENT_PID", "IPYTHONDIR",
-                         "XDG_DATA_HOME", "JUPYTER_PREFER_ENV_PATH"], path_first=[ms.bin])
+    env = env_with(
+        {"HOME": str(home), "JUPYTER_DATA_DIR": str(data), "JUPYTER_PATH": str(jpath)},
+        drop=[
+            "VIRTUAL_ENV",
+            "CONDA_PREFIX",
+            "CONDA_DEFAULT_ENV",
+            "JPY_PARENT_PID",
+            "IPYTHONDIR",
+            "XDG_DATA_HOME",
+            "JUPYTER_PREFER_ENV_PATH",
+        ],
+        path_first=[ms.bin],
+    )
     return {"home": home, "data": data, "jpath": jpath, "project": project, "settings": settings, "env": env}
 
 
@@ -329,24 +392,26 @@ def test_fix_kernel_end_to_end(envs: dict, monkeypatch: pytest.MonkeyPatch) -> N
     assert snapshot(w["home"], w["project"]) == after
 
     # 5. afterwards kernel-mismatch passes
-    res, report = run_json("check", "--only", "kernel-mismatch", "--python", ms.python, env=w["env"],
-                           cwd=w["project"])
+    res, report = run_json("check", "--only", "kernel-mismatch", "--python", ms.python, env=w["env"], cwd=w["project"])
     check = check_of(report, "kernel-mismatch")
     assert check["status"] == "pass", json.dumps(check["findings"], indent=1)
     assert res.returncode == 0
 
     # 6. Jupyter really starts the registered kernel with the target interpreter, and msdoctor
     #    started from a cell sees that it runs inside that kernel
-    code = ("import sys, subprocess\n"
-            "print('EXE=' + sys.executable)\n"
-            f"r = subprocess.run([{msdoctor_exe()!r}, 'check', '--only', 'kernel-mismatch', '--python', "
-            f"{ms.python!r}, '--format', 'json'], capture_output=True, text=True)\n"
-            "print('JSON=' + r.stdout.replace(chr(10), ' '))\n")
+    code = (
+        "import sys, subprocess\n"
+        "print('EXE=' + sys.executable)\n"
+        f"r = subprocess.run([{msdoctor_exe()!r}, 'check', '--only', 'kernel-mismatch', '--python', "
+        f"{ms.python!r}, '--format', 'json'], capture_output=True, text=True)\n"
+        "print('JSON=' + r.stdout.replace(chr(10), ' '))\n"
+    )
     printed = run_in_kernel("ms-env", code, w, monkeypatch)
     assert f"EXE={ms.python}\n" in printed
     inner = json.loads(printed.split("JSON=", 1)[1])
-    (row,) = [f for f in check_of(inner, "kernel-mismatch")["findings"]
-              if f["evidence"].get("role") == "running-kernel"]
+    (row,) = [
+        f for f in check_of(inner, "kernel-mismatch")["findings"] if f["evidence"].get("role") == "running-kernel"
+    ]
     assert row["status"] == "pass" and row["evidence"]["interpreter"] == ms.python
     assert "ipykernel" in " ".join(row["evidence"]["cmdline"])
 
@@ -435,6 +500,7 @@ def test_sys_prefix_scope_registers_inside_the_target_env(tmp_path: Path) -> Non
 
 
 def test_cli_refuses_an_unsafe_kernel_name_before_doing_anything(tmp_path: Path) -> None:
-    res = run_msdoctor("fix-kernel", "--name", "My Kernel", "--dry-run", cwd=tmp_path,
-                       env=env_with({"HOME": str(tmp_path)}))
+    res = run_msdoctor(
+        "fix-kernel", "--name", "My Kernel", "--dry-run", cwd=tmp_path, env=env_with({"HOME": str(tmp_path)})
+    )
     assert res.returncode == 2 and "--name my-kernel" in res.stderr and "Traceback" not in res.stderr

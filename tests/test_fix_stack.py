@@ -25,8 +25,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.mindspore]
 
 @functools.lru_cache(maxsize=1)
 def index_reachable() -> bool:
-    res = subprocess.run([BASE_PYTHON, "-m", "pip", "index", "versions", "numpy", "--retries", "1", "--timeout", "20"],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [BASE_PYTHON, "-m", "pip", "index", "versions", "numpy", "--retries", "1", "--timeout", "20"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return res.returncode == 0 and "Available versions" in res.stdout
 
 
@@ -58,15 +62,19 @@ def _vm(python: str, *extra: str) -> tuple[dict, int]:
 # -- pip's own words ---------------------------------------------------------------------------
 def test_pip_errors_are_classified_from_pips_own_messages() -> None:
     # observed: `pip install --dry-run --no-deps "mindspore~=2.11.0"` and an index at a closed port
-    missing = ("ERROR: Could not find a version that satisfies the requirement mindspore~=2.11.0 (from versions: "
-               "2.7.0, 2.7.1, 2.7.1.post1, 2.7.2, 2.8.0, 2.9.0, 2.10.0)\n"
-               "ERROR: No matching distribution found for mindspore~=2.11.0\n")
+    missing = (
+        "ERROR: Could not find a version that satisfies the requirement mindspore~=2.11.0 (from versions: "
+        "2.7.0, 2.7.1, 2.7.1.post1, 2.7.2, 2.8.0, 2.9.0, 2.10.0)\n"
+        "ERROR: No matching distribution found for mindspore~=2.11.0\n"
+    )
     state, req, versions, words = classify_failure(missing)
     assert (state, req) == ("unsatisfiable", "mindspore~=2.11.0") and versions[-1] == "2.10.0"
-    offline = ("WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after "
-               "connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPConnection object at "
-               "0x7f>: Failed to establish a new connection: [Errno 111] Connection refused')': /simple/numpy/\n"
-               "ERROR: Could not find a version that satisfies the requirement numpy==1.26.4 (from versions: none)\n")
+    offline = (
+        "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after "
+        "connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPConnection object at "
+        "0x7f>: Failed to establish a new connection: [Errno 111] Connection refused')': /simple/numpy/\n"
+        "ERROR: Could not find a version that satisfies the requirement numpy==1.26.4 (from versions: none)\n"
+    )
     state, _, _, words = classify_failure(offline)
     assert state == "offline" and "Connection refused" in words
 

@@ -25,8 +25,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import (BASE_PURELIB, BASE_PYTHON, Venv, built_once, check_of, linked_copy, make_venv, run_json,
-                     run_msdoctor)
+from helpers import (
+    BASE_PURELIB,
+    BASE_PYTHON,
+    Venv,
+    built_once,
+    check_of,
+    linked_copy,
+    make_venv,
+    run_json,
+    run_msdoctor,
+)
 from test_fix_stack import need_index
 
 pytestmark = [pytest.mark.slow, pytest.mark.mindspore]
@@ -56,7 +65,9 @@ def _follow(fix: str, python: str) -> None:
 
 
 def _smoke(check: dict) -> dict:
-    return next(f for f in check["findings"] if "training-script order" in f["title"] or f.get("code") == "import-fails")
+    return next(
+        f for f in check["findings"] if "training-script order" in f["title"] or f.get("code") == "import-fails"
+    )
 
 
 def _index_versions(python: str, name: str) -> list[str]:
@@ -71,8 +82,17 @@ def _record(name: str, before: dict, fix: str, after: dict) -> None:
     if not path:
         return
     with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps({"case": name, "before": [[x["status"], x["title"]] for x in before["findings"]],
-                            "fix": fix, "after": [[x["status"], x["title"]] for x in after["findings"]]}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "case": name,
+                    "before": [[x["status"], x["title"]] for x in before["findings"]],
+                    "fix": fix,
+                    "after": [[x["status"], x["title"]] for x in after["findings"]],
+                }
+            )
+            + "\n"
+        )
 
 
 def _ms210(root: Path) -> Venv:
@@ -176,7 +196,7 @@ def _venv_without(root: Path, exclude: tuple[str, ...]) -> Venv:
         text = script.read_bytes()
         if text.startswith(b"#!" + BASE_PYTHON.encode()):
             out = venv.bin / script.name
-            out.write_bytes(b"#!" + venv.python.encode() + text[2 + len(BASE_PYTHON.encode()):])
+            out.write_bytes(b"#!" + venv.python.encode() + text[2 + len(BASE_PYTHON.encode()) :])
             out.chmod(0o755)
     (venv.site_packages / "_msdoctor_test_shared.pth").write_text(f"import site; site.addsitedir({str(shared)!r})\n")
     return venv
@@ -190,16 +210,31 @@ def test_numpy_2_under_mindspore_270_on_cpu_warns_and_train_starts(tmp_path: Pat
     f = next(x for x in check["findings"] if x.get("code") == "mindspore-numpy")
     assert rc == 0 and f["status"] == "warn" and f["evidence"]["ground_truth"]["device"] == "CPU:0"
     config = tmp_path / "tiny.yaml"
-    config.write_text(yaml.safe_dump({
-        "name": "numpy2", "runtime": {"device_target": "CPU", "device_num": 1},
-        "model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
-        "train": {"micro_batch_size": 8, "seq_length": 64, "max_steps": 3, "warmup_steps": 1},
-        "logging": {"every_steps": 1, "tensorboard": False}, "checkpoint": {"every_steps": 0},
-        "data": {"cache_dir": str(tmp_path / "tokens")}}))
-    res = run_msdoctor("train", "--python", venv.python, "--config", str(config), "--output-dir",
-                       str(tmp_path / "run"), cwd=tmp_path, timeout=900)
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "numpy2",
+                "runtime": {"device_target": "CPU", "device_num": 1},
+                "model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
+                "train": {"micro_batch_size": 8, "seq_length": 64, "max_steps": 3, "warmup_steps": 1},
+                "logging": {"every_steps": 1, "tensorboard": False},
+                "checkpoint": {"every_steps": 0},
+                "data": {"cache_dir": str(tmp_path / "tokens")},
+            }
+        )
+    )
+    res = run_msdoctor(
+        "train",
+        "--python",
+        venv.python,
+        "--config",
+        str(config),
+        "--output-dir",
+        str(tmp_path / "run"),
+        cwd=tmp_path,
+        timeout=900,
+    )
     assert "checks passed" in res.stdout and "starting 1 training process" in res.stdout, res.stdout[-3000:]
     assert res.returncode == 0 and (tmp_path / "run" / "metrics.csv").is_file(), res.stderr[-2000:]
     report = json.loads((tmp_path / "run" / "check-report.json").read_text())
     assert check_of(report, "version-matrix")["status"] == "warn"
-

@@ -33,8 +33,8 @@ def _wheel(where: Path, name: str, version: str, requires: tuple[str, ...] = ())
     info = f"{name}-{version}.dist-info"
     files = {
         f"{name}/__init__.py": f"__version__ = {version!r}\n",
-        f"{info}/METADATA": "Metadata-Version: 2.1\n" f"Name: {name}\nVersion: {version}\n"
-        + "".join(f"Requires-Dist: {r}\n" for r in requires),
+        f"{info}/METADATA": "Metadata-Version: 2.1\n"
+        f"Name: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires),
         f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: msdoctor-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     rows = []
@@ -65,10 +65,21 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, str
     venv = make_venv(root / "venv")
     # the target's own pip (the resolver runs `python -m pip`): the test environment's pip, linked in
     (venv.site_packages / "pip").symlink_to(Path(BASE_PURELIB) / "pip")
-    env = {"PATH": os.environ["PATH"], "HOME": str(root), "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1",
-           "PIP_FIND_LINKS": str(wh), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    subprocess.run([venv.python, "-m", "pip", "install", "--no-deps", "--quiet", "appx==4.57", "datax==4.9",
-                    "hubx==2.4"], check=True, capture_output=True, env=env, timeout=300)
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(root),
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(wh),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    subprocess.run(
+        [venv.python, "-m", "pip", "install", "--no-deps", "--quiet", "appx==4.57", "datax==4.9", "hubx==2.4"],
+        check=True,
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
     return venv.python, env
 
 
@@ -94,8 +105,13 @@ def test_the_owner_that_must_move_far_is_placed_by_pips_resolver_in_one_step(tar
     changes = sorted(str(c) for c in plan.changes)
     assert changes == ["datax 4.9 -> 3.6", "hubx 2.4 -> 0.36"], changes
     # the printed command installs exactly the checked set, and pip accepts it
-    res = subprocess.run([python, "-m", "pip", "install", "--dry-run", "--no-deps", "--quiet",
-                          *[a for a in plan.command if "==" in a]], capture_output=True, text=True, env=env, timeout=120)
+    res = subprocess.run(
+        [python, "-m", "pip", "install", "--dry-run", "--no-deps", "--quiet", *[a for a in plan.command if "==" in a]],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert resolver.calls <= 12, resolver.calls
 

@@ -40,8 +40,21 @@ MAX_RSS_MIB = 1536
 
 #: the hostile inputs, each made by _place at any path: special files, links, nesting, bombs, absurd numbers,
 #: wrong field types, bytes that are not UTF-8, a credential, a directory, an empty file
-KINDS = ("fifo", "dangling-link", "dev-zero-link", "deep-json", "deep-yaml", "deep-toml", "alias-bomb",
-         "huge-numbers", "wrong-types", "non-utf8", "secret-url", "directory", "empty")
+KINDS = (
+    "fifo",
+    "dangling-link",
+    "dev-zero-link",
+    "deep-json",
+    "deep-yaml",
+    "deep-toml",
+    "alias-bomb",
+    "huge-numbers",
+    "wrong-types",
+    "non-utf8",
+    "secret-url",
+    "directory",
+    "empty",
+)
 VICTIM = "victim-link-target"
 
 
@@ -65,30 +78,50 @@ _CONTENT = {
     "deep-json": lambda: ("[" * 5000 + "]" * 5000).encode(),
     "deep-yaml": lambda: ("a: " + "[" * 5000 + "]" * 5000 + "\n").encode(),
     "deep-toml": lambda: ("a = " + "[" * 5000 + "]" * 5000 + "\n").encode(),
-    "alias-bomb": lambda: ("a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8))).encode(),
+    "alias-bomb": lambda: (
+        "a: &a [x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8))
+    ).encode(),
     "huge-numbers": lambda: (
         "runtime: {device_target: CPU, device_num: 1000000000000}\n"
         "model: {num_layers: 1e308, hidden_size: 99999999999999999999999, num_heads: 3, vocab_size: -1}\n"
         "train: {micro_batch_size: 1000000000000, seq_length: 1e400, max_steps: 1}\n"
-        "parallel: {pipeline_stages: 1000000000000}\n").encode(),
-    "wrong-types": lambda: json.dumps({"schema_version": [], "checks": "nope", "facts": 7, "summary": {"fail": "x"},
-                                       "nodes": {"a": None}, "python.defaultInterpreterPath": 7, "tasks": {},
-                                       "ignore": "x"}).encode(),
+        "parallel: {pipeline_stages: 1000000000000}\n"
+    ).encode(),
+    "wrong-types": lambda: json.dumps(
+        {
+            "schema_version": [],
+            "checks": "nope",
+            "facts": 7,
+            "summary": {"fail": "x"},
+            "nodes": {"a": None},
+            "python.defaultInterpreterPath": 7,
+            "tasks": {},
+            "ignore": "x",
+        }
+    ).encode(),
     "non-utf8": lambda: "model: {name: 测试}\n".encode("gbk"),
     "secret-url": lambda: (
         "train_dataset:\n  data_loader:\n    type: MindDataset\n"
         f"    dataset_dir: 'https://bob:{SECRET}@data.example.com/x'\n"
         "model:\n  model_config:\n    num_layers: 2\n    hidden_size: 64\n    num_heads: 4\n    vocab_size: 256\n"
-        f'# {{"token": "{SECRET}"}} password = "{SECRET}"\n').encode(),
+        f'# {{"token": "{SECRET}"}} password = "{SECRET}"\n'
+    ).encode(),
     "empty": lambda: b"",
 }
 
 
 def _corpus(root: Path) -> dict[str, Path]:
     root.mkdir()
-    suffix = {"fifo": ".yaml", "deep-yaml": ".yaml", "deep-toml": ".toml", "alias-bomb": ".yaml",
-              "huge-numbers": ".yaml", "non-utf8": ".yaml", "secret-url": ".yaml"}
+    suffix = {
+        "fifo": ".yaml",
+        "deep-yaml": ".yaml",
+        "deep-toml": ".toml",
+        "alias-bomb": ".yaml",
+        "huge-numbers": ".yaml",
+        "non-utf8": ".yaml",
+        "secret-url": ".yaml",
+    }
     return {kind: _place(kind, root / (kind + suffix.get(kind, ".json"))) for kind in KINDS}
 
 
@@ -100,8 +133,13 @@ COMMANDS = {
     "diff": ["diff", "{f}", "{f}"],
     "explain": ["explain", "--log", "{f}"],
     "explain-config": ["explain", "--no-confirm", "--config", "{f}", "RuntimeError: Out of memory on device 0"],
-    "preflight-plan": ["preflight", "--plan", "--config", "{f}", *"--worker-num 2 --local-worker-num 2 --master-addr "
-                       "127.0.0.1 --master-port 8150 --node-rank 0".split()],
+    "preflight-plan": [
+        "preflight",
+        "--plan",
+        "--config",
+        "{f}",
+        *"--worker-num 2 --local-worker-num 2 --master-addr 127.0.0.1 --master-port 8150 --node-rank 0".split(),
+    ],
     "compare-plans": ["preflight", "--compare-plans", "{f}", "--compare-plans", "{f}"],
     "train": ["train", "--config", "{f}", "--quick", "--output-dir", "{out}/run"],
 }
@@ -135,8 +173,18 @@ BAK_KINDS = ("dangling-link", "fifo", "directory", "dev-zero-link")
 
 #: what a hostile --python can be: the file kinds above (not an interpreter at all), and scripts that answer the
 #: probe with junk: non-JSON, 5,000-deep JSON, a flood of output, an exit by a signal
-INTERPRETERS = ("fifo", "dangling-link", "dev-zero-link", "directory", "empty", "non-utf8", "junk", "deep",
-                "flood", "killed")
+INTERPRETERS = (
+    "fifo",
+    "dangling-link",
+    "dev-zero-link",
+    "directory",
+    "empty",
+    "non-utf8",
+    "junk",
+    "deep",
+    "flood",
+    "killed",
+)
 _SCRIPTS = {
     "junk": "echo 'Python 3.11.0'; echo '{not json'",
     "deep": "head -c 20000 /dev/zero | tr '\\0' '['",
@@ -150,8 +198,13 @@ TARGET_COMMANDS = {
     "fix-kernel-dry": ["fix-kernel", "--dry-run", "--python", "{f}"],
     "fix-stack-dry": ["fix-stack", "--dry-run", "--python", "{f}"],
     "vscode-init-dry": ["vscode", "init", "--dry-run", "--python", "{f}", "--project", "{p}"],
-    "preflight-plan": ["preflight", "--plan", "--python", "{f}", *"--worker-num 2 --local-worker-num 2 "
-                       "--master-addr 127.0.0.1 --master-port 8151 --node-rank 0".split()],
+    "preflight-plan": [
+        "preflight",
+        "--plan",
+        "--python",
+        "{f}",
+        *"--worker-num 2 --local-worker-num 2 --master-addr 127.0.0.1 --master-port 8151 --node-rank 0".split(),
+    ],
     "train": ["train", "--python", "{f}", "--config", "{gated}", "--quick", "--output-dir", "{out}/run"],
 }
 
@@ -169,15 +222,21 @@ VALUE_COMMANDS = {
     "check-only": ["check", "--quick", "--only", "{v}"],
     "explain-text": ["explain", "--no-confirm", "{v}"],
     "memory-preset": ["memory", "--config", "{v}"],
-    "preflight-addr": ["preflight", "--plan", *"--worker-num 2 --local-worker-num 2 --master-port 8152 "
-                       "--node-rank 0 --master-addr".split(), "{v}"],
+    "preflight-addr": [
+        "preflight",
+        "--plan",
+        *"--worker-num 2 --local-worker-num 2 --master-port 8152 --node-rank 0 --master-addr".split(),
+        "{v}",
+    ],
     "train-data": ["train", "--config", "{gated}", "--quick", "--data", "{v}", "--output-dir", "{out}/run"],
 }
 #: a valid config that the gate refuses on any machine (bf16 weights on CPU, and data that matches no file, in case
 #: --data replaces it): train reads everything it reads before training, then stops with exit 1
-GATED_CONFIG = ("runtime: {device_target: CPU}\nmodel: {num_layers: 1, hidden_size: 32, num_heads: 2, vocab_size: 256}\n"
-                "train: {micro_batch_size: 2, seq_length: 16, max_steps: 2, warmup_steps: 0, param_dtype: bf16}\n"
-                'data: {paths: ["/nonexistent-msdoctor-fuzz/*.txt"]}\n')
+GATED_CONFIG = (
+    "runtime: {device_target: CPU}\nmodel: {num_layers: 1, hidden_size: 32, num_heads: 2, vocab_size: 256}\n"
+    "train: {micro_batch_size: 2, seq_length: 16, max_steps: 2, warmup_steps: 0, param_dtype: bf16}\n"
+    'data: {paths: ["/nonexistent-msdoctor-fuzz/*.txt"]}\n'
+)
 
 
 class Alarm(BaseException):
@@ -212,8 +271,12 @@ def _tree(root: Path) -> set[str]:
 
 
 CASES = [(cmd, kind) for cmd in COMMANDS for kind in KINDS if not (cmd == "train" and kind in TRAIN_SKIPS)]
-PROJECT_CASES = [(cmd, where, kind) for where, cmds in PROJECT_FILES.items() for cmd in cmds
-                 for kind in (BAK_KINDS if where.endswith(".bak") else KINDS)]
+PROJECT_CASES = [
+    (cmd, where, kind)
+    for where, cmds in PROJECT_FILES.items()
+    for cmd in cmds
+    for kind in (BAK_KINDS if where.endswith(".bak") else KINDS)
+]
 TARGET_CASES = [(cmd, kind) for cmd in TARGET_COMMANDS for kind in INTERPRETERS]
 VALUE_CASES = [(cmd, kind) for cmd in VALUE_COMMANDS for kind in VALUES]
 
@@ -259,8 +322,14 @@ def _running_children(grace_s: float = 5.0) -> list[str]:
         time.sleep(0.05)
 
 
-def _honest(what: str, argv: list[str], watched: list[Path], owned: list[str], seconds: int = 90,
-            codes: tuple[int, ...] = (0, 1, 2)) -> tuple[int, str]:
+def _honest(
+    what: str,
+    argv: list[str],
+    watched: list[Path],
+    owned: list[str],
+    seconds: int = 90,
+    codes: tuple[int, ...] = (0, 1, 2),
+) -> tuple[int, str]:
     """Run ``argv`` and assert the contract of every command on hostile input (see the module's docstring):
     ``watched`` are folders where nothing may appear, change or vanish except under the ``owned`` paths
     (each "folder/relative/prefix")."""
@@ -288,8 +357,9 @@ def _honest(what: str, argv: list[str], watched: list[Path], owned: list[str], s
 def test_hostile_input(cmd, kind, corpus, hostile_env, tmp_path):
     cwd, out_dir, gated = hostile_env
     argv = [a.format(f=corpus[kind], out=out_dir, gated=gated) for a in COMMANDS[cmd]]
-    _honest(f"{cmd} on {kind}", argv, [corpus[kind].parent, tmp_path],
-            [f"{out_dir}", f"{cwd}/runs", f"{tmp_path}/owned"])
+    _honest(
+        f"{cmd} on {kind}", argv, [corpus[kind].parent, tmp_path], [f"{out_dir}", f"{cwd}/runs", f"{tmp_path}/owned"]
+    )
 
 
 @pytest.mark.parametrize("cmd,where,kind", PROJECT_CASES)
@@ -321,8 +391,9 @@ def test_hostile_interpreter(cmd, kind, hostile_env, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     argv = [a.format(f=bad, p=project, out=out_dir, gated=gated) for a in TARGET_COMMANDS[cmd]]
-    code, text = _honest(f"{cmd} --python {kind}", argv, [tmp_path], [f"{out_dir}", f"{cwd}/runs"], seconds=120,
-                         codes=(1, 2, 3))
+    code, text = _honest(
+        f"{cmd} --python {kind}", argv, [tmp_path], [f"{out_dir}", f"{cwd}/runs"], seconds=120, codes=(1, 2, 3)
+    )
     # 3 is "no verdict: the target interpreter could not be examined" (docs/check.md), and then it must say why
     assert code != 3 or str(bad) in text, f"{cmd} --python {kind}: exit 3 without naming the interpreter\n{text}"
     assert code != 0, f"{cmd} --python {kind}: exit 0 on a broken interpreter"
@@ -347,8 +418,10 @@ def test_hostile_output_paths(target, tmp_path, monkeypatch):
     if os.geteuid() == 0 and target == "read-only":
         pytest.skip("root writes into a read-only directory: tests/test_hostile_fs.py mounts a read-only file system")
     dest = tmp_path / "file" / "out" if target == "under-a-file" else ro / "out"
-    for argv in (["check", "--quick", "--only", "python-env", "--output", str(dest / "r.json"), "--format", "json"],
-                 ["report", "--output", str(dest / "r.md")]):
+    for argv in (
+        ["check", "--quick", "--only", "python-env", "--output", str(dest / "r.json"), "--format", "json"],
+        ["report", "--output", str(dest / "r.md")],
+    ):
         code, text = _run(argv, 120)
         assert code == 2, (argv, code, text[-2000:])
         assert str(dest.parent) in text or str(dest) in text
@@ -356,12 +429,30 @@ def test_hostile_output_paths(target, tmp_path, monkeypatch):
 
 def test_corpus_size():
     """The numbers the closing note gives."""
-    commands = ({c[0] for c in COMMANDS.values()} | {c[0] for c in PROJECT_COMMANDS.values()}
-                | {c[0] for c in TARGET_COMMANDS.values()} | {c[0] for c in VALUE_COMMANDS.values()})
-    assert commands >= {"check", "report", "diff", "explain", "memory", "matrix", "train", "preflight", "fix-kernel",
-                        "fix-stack", "vscode"}
+    commands = (
+        {c[0] for c in COMMANDS.values()}
+        | {c[0] for c in PROJECT_COMMANDS.values()}
+        | {c[0] for c in TARGET_COMMANDS.values()}
+        | {c[0] for c in VALUE_COMMANDS.values()}
+    )
+    assert commands >= {
+        "check",
+        "report",
+        "diff",
+        "explain",
+        "memory",
+        "matrix",
+        "train",
+        "preflight",
+        "fix-kernel",
+        "fix-stack",
+        "vscode",
+    }
     total = len(CASES) + len(PROJECT_CASES) + len(TARGET_CASES) + len(VALUE_CASES)
-    print(f"fuzz corpus: {len(KINDS)} hostile files x {len(COMMANDS)} file options = {len(CASES)}; "
-          f"project files: {len(PROJECT_CASES)}; {len(INTERPRETERS)} hostile interpreters x {len(TARGET_COMMANDS)} "
-          f"= {len(TARGET_CASES)}; {len(VALUES)} hostile values x {len(VALUE_COMMANDS)} = {len(VALUE_CASES)}; "
-          f"{total} cases in all, plus 2 output-path cases", file=sys.stderr)
+    print(
+        f"fuzz corpus: {len(KINDS)} hostile files x {len(COMMANDS)} file options = {len(CASES)}; "
+        f"project files: {len(PROJECT_CASES)}; {len(INTERPRETERS)} hostile interpreters x {len(TARGET_COMMANDS)} "
+        f"= {len(TARGET_CASES)}; {len(VALUES)} hostile values x {len(VALUE_COMMANDS)} = {len(VALUE_CASES)}; "
+        f"{total} cases in all, plus 2 output-path cases",
+        file=sys.stderr,
+    )

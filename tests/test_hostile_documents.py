@@ -13,8 +13,9 @@ from msdoctor import docfile, suppress
 from msdoctor.errors import UserError
 
 
-@pytest.mark.parametrize("text", ["a = " + "[" * 5000 + "]" * 5000 + "\n",
-                                  "x = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n"])
+@pytest.mark.parametrize(
+    "text", ["a = " + "[" * 5000 + "]" * 5000 + "\n", "x = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n"]
+)
 def test_deep_msdoctor_toml_is_exit_2(tmp_path, text):
     (tmp_path / "msdoctor.toml").write_text(text)
     with pytest.raises(UserError, match="nested more than"):
@@ -32,8 +33,9 @@ def test_very_many_ignore_entries_are_refused(tmp_path):
 
 def test_a_fifo_msdoctor_toml_does_not_hang_check(tmp_path):
     os.mkfifo(tmp_path / "msdoctor.toml")
-    res = run_msdoctor("check", "--quick", "--only", "python-env", "--project", str(tmp_path), env=env_with(),
-                       timeout=120)
+    res = run_msdoctor(
+        "check", "--quick", "--only", "python-env", "--project", str(tmp_path), env=env_with(), timeout=120
+    )
     assert res.returncode in (0, 2), (res.returncode, res.stderr)  # skipped or refused; a guard: never a hang
 
 
@@ -45,21 +47,33 @@ def test_deep_toml_in_the_check_command_is_exit_2(tmp_path: Path):
 
 # -- a plan or baseline of the wrong shape: exit 2 naming the file, the line and the field ----------------
 def _plan(**args: object) -> dict:
-    base: dict = {"worker_num": 4, "local_worker_num": 2, "master_addr": "10.0.0.1", "master_port": 8118,
-                  "node_rank": 0, "cluster_time_out": 600}
+    base: dict = {
+        "worker_num": 4,
+        "local_worker_num": 2,
+        "master_addr": "10.0.0.1",
+        "master_port": 8118,
+        "node_rank": 0,
+        "cluster_time_out": 600,
+    }
     base.update(args)
     return {"args": base, "status": "pass", "findings": []}
 
 
-@pytest.mark.parametrize("plan, line, why", [
-    (_plan(worker_num="eight"), 3, "args.worker_num is a string ('eight'), expected an integer"),
-    (_plan(master_port=70000), 6, "args.master_port is 70000, outside 0..65535"),
-    (_plan(node_rank=True), 7, "args.node_rank is a boolean (True), expected an integer"),
-    ({"status": "fail"}, 1, "args is missing"),
-    (dict(_plan(), status="fail", findings="x"), 11, "findings is a string ('x'), expected a list"),
-    (dict(_plan(), status="fail", findings=[{"title": 3, "status": "fail"}]), 13,
-     "findings[0].title is an integer (3), expected a string"),
-])
+@pytest.mark.parametrize(
+    "plan, line, why",
+    [
+        (_plan(worker_num="eight"), 3, "args.worker_num is a string ('eight'), expected an integer"),
+        (_plan(master_port=70000), 6, "args.master_port is 70000, outside 0..65535"),
+        (_plan(node_rank=True), 7, "args.node_rank is a boolean (True), expected an integer"),
+        ({"status": "fail"}, 1, "args is missing"),
+        (dict(_plan(), status="fail", findings="x"), 11, "findings is a string ('x'), expected a list"),
+        (
+            dict(_plan(), status="fail", findings=[{"title": 3, "status": "fail"}]),
+            13,
+            "findings[0].title is an integer (3), expected a string",
+        ),
+    ],
+)
 def test_compare_plans_of_the_wrong_shape_is_exit_2_with_file_line_and_field(tmp_path, plan, line, why):
     import json
 
@@ -69,19 +83,30 @@ def test_compare_plans_of_the_wrong_shape_is_exit_2_with_file_line_and_field(tmp
     res = run_msdoctor("preflight", "--compare-plans", str(good), "--compare-plans", str(bad), env=env_with())
     assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
     assert "Traceback" not in res.stderr and "internal error" not in res.stderr, res.stderr
-    assert f"node1.json:{line}: not the output of `msdoctor preflight plan --format json`: {why}" in res.stderr, res.stderr
+    assert f"node1.json:{line}: not the output of `msdoctor preflight plan --format json`: {why}" in res.stderr, (
+        res.stderr
+    )
     assert "fix: write it on each node with" in res.stderr
 
 
-@pytest.mark.parametrize("doc, line, why", [
-    ({"busbw_gbs": {"world/AllReduce/4096": "fast"}}, 3, "busbw_gbs.world/AllReduce/4096 is a string ('fast'), "
-                                                         "expected a number"),
-    ({"warn_below": 5, "busbw_gbs": {}}, 2, "warn_below is 5, outside 0..1"),
-    ({"busbw_gbs": []}, 2, "busbw_gbs is a list, expected an object"),
-    ({"bandwidth": [{"group": "world", "op": "AllReduce", "size_bytes": "4k", "busbw_gbs": 1.0}]}, 6,
-     "bandwidth[0].size_bytes is a string ('4k'), expected an integer"),
-    ({"bandwidth": [{"group": "world"}]}, 3, "bandwidth[0].op is missing"),
-])
+@pytest.mark.parametrize(
+    "doc, line, why",
+    [
+        (
+            {"busbw_gbs": {"world/AllReduce/4096": "fast"}},
+            3,
+            "busbw_gbs.world/AllReduce/4096 is a string ('fast'), expected a number",
+        ),
+        ({"warn_below": 5, "busbw_gbs": {}}, 2, "warn_below is 5, outside 0..1"),
+        ({"busbw_gbs": []}, 2, "busbw_gbs is a list, expected an object"),
+        (
+            {"bandwidth": [{"group": "world", "op": "AllReduce", "size_bytes": "4k", "busbw_gbs": 1.0}]},
+            6,
+            "bandwidth[0].size_bytes is a string ('4k'), expected an integer",
+        ),
+        ({"bandwidth": [{"group": "world"}]}, 3, "bandwidth[0].op is missing"),
+    ],
+)
 def test_a_baseline_of_the_wrong_shape_names_the_line_and_the_field(tmp_path, doc, line, why):
     import json
 
@@ -112,8 +137,17 @@ def real_report(tmp_path_factory) -> dict:
     import json
 
     path = tmp_path_factory.mktemp("report") / "node-a.json"
-    res = run_msdoctor("check", "--quick", "--only", "python-env,duplicate-installs", "--format", "json",
-                       "--output", str(path), env=env_with())
+    res = run_msdoctor(
+        "check",
+        "--quick",
+        "--only",
+        "python-env,duplicate-installs",
+        "--format",
+        "json",
+        "--output",
+        str(path),
+        env=env_with(),
+    )
     assert res.returncode in (0, 1), res.stderr
     return json.loads(path.read_text())
 
@@ -142,16 +176,19 @@ def _edit(report: dict, how: str) -> dict:
     return doc
 
 
-@pytest.mark.parametrize("how, why", [
-    ("findings-string", "checks[0].findings is a string ('x'), expected a list or null"),
-    ("evidence-list", "checks[0].findings[0].evidence is a list, expected an object or null"),
-    ("status-number", "checks[0].status is an integer (7), expected a string"),
-    ("title-null", "checks[0].findings[0].title is null, expected a string"),
-    ("facts-section-list", "facts.packages is a list, expected an object or null"),
-    ("target-string", "target is a string ('/usr/bin/python3'), expected an object or null"),
-    ("check-string", "checks[0] is a string ('python-env'), expected an object"),
-    ("schema-bool", "schema_version is a boolean (True), expected an integer"),
-])
+@pytest.mark.parametrize(
+    "how, why",
+    [
+        ("findings-string", "checks[0].findings is a string ('x'), expected a list or null"),
+        ("evidence-list", "checks[0].findings[0].evidence is a list, expected an object or null"),
+        ("status-number", "checks[0].status is an integer (7), expected a string"),
+        ("title-null", "checks[0].findings[0].title is null, expected a string"),
+        ("facts-section-list", "facts.packages is a list, expected an object or null"),
+        ("target-string", "target is a string ('/usr/bin/python3'), expected an object or null"),
+        ("check-string", "checks[0] is a string ('python-env'), expected an object"),
+        ("schema-bool", "schema_version is a boolean (True), expected an integer"),
+    ],
+)
 def test_diff_of_a_report_with_wrong_field_types_is_exit_2_naming_line_and_field(tmp_path, real_report, how, why):
     """A hand-edited report (node B's, pasted into a ticket): each wrong field type is exit 2 with file:line and
     the field, never a TypeError / AttributeError inside the comparison (exit 3)."""

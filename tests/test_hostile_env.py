@@ -23,8 +23,9 @@ def run_bytes_env(*args: str, **extra_env: bytes):
     return subprocess.run([msdoctor_exe(), *args], env=env, capture_output=True, timeout=300)
 
 
-@pytest.mark.parametrize("args", [("report", "--no-redact"), ("report",),
-                                  ("check", "--quick", "-v", "--no-redact", "--only", "python-env")])
+@pytest.mark.parametrize(
+    "args", [("report", "--no-redact"), ("report",), ("check", "--quick", "-v", "--no-redact", "--only", "python-env")]
+)
 def test_gbk_bytes_in_the_environment_do_not_crash(args):
     res = run_bytes_env(*args, MS_GBK_VALUE=GBK, ASCEND_GBK=b"/opt/" + GBK)
     assert res.returncode in (0, 1), res.stderr[-2000:]

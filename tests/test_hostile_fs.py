@@ -18,8 +18,10 @@ import pytest
 
 from helpers import env_with, msdoctor_exe
 
-CONFIG = ("runtime: {device_target: CPU}\nmodel: {num_layers: 1, hidden_size: 32, num_heads: 2, vocab_size: 256}\n"
-          "train: {micro_batch_size: 2, seq_length: 16, max_steps: 2, warmup_steps: 0}\n")
+CONFIG = (
+    "runtime: {device_target: CPU}\nmodel: {num_layers: 1, hidden_size: 32, num_heads: 2, vocab_size: 256}\n"
+    "train: {micro_batch_size: 2, seq_length: 16, max_steps: 2, warmup_steps: 0}\n"
+)
 
 #: mounts MNT inside the namespace; $1 = the mount point, $2 = the source (bind) or the 4 KiB blocks to fill
 FULL = 'mount -t tmpfs -o size=64k msdoctor-test "$1" && (dd if=/dev/zero of="$1/filler" bs=4k count="$2" 2>/dev/null; true)'
@@ -45,15 +47,28 @@ def _run_mounted(setup: str, mnt: Path, arg2: str, argv: list[str], cwd: Path) -
     """``msdoctor argv`` in a private mount namespace where ``setup`` has mounted ``mnt``."""
     mnt.mkdir(exist_ok=True)
     script = f'set -e; {setup}; shift 2; exec "$@"'
-    return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", str(mnt), arg2,
-                           msdoctor_exe(), *argv], capture_output=True, text=True, cwd=cwd, timeout=300,
-                          env=env_with({"JUPYTER_DATA_DIR": str(cwd / "jupyter")}))
+    return subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", str(mnt), arg2, msdoctor_exe(), *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+        env=env_with({"JUPYTER_DATA_DIR": str(cwd / "jupyter")}),
+    )
 
 
 def _commands(mnt: Path, config: Path) -> dict[str, list[str]]:
     return {
-        "check --output": ["check", "--quick", "--only", "python-env", "--format", "json", "--output",
-                           str(mnt / "r.json")],
+        "check --output": [
+            "check",
+            "--quick",
+            "--only",
+            "python-env",
+            "--format",
+            "json",
+            "--output",
+            str(mnt / "r.json"),
+        ],
         "report --output": ["report", "--output", str(mnt / "r.md")],
         "train --output-dir": ["train", "--config", str(config), "--quick", "--output-dir", str(mnt / "run")],
         "vscode init": ["vscode", "init", "--project", str(mnt)],
@@ -86,13 +101,33 @@ def test_train_on_a_nearly_full_disk_is_exit_2_after_the_lock(tmp_path: Path, bl
     config.write_text(CONFIG)
     mnt = tmp_path / "mnt"
     argv = _commands(mnt, config)["train --output-dir"]
-    script = (f"set -e; {FULL}; shift 2; set +e; \"$@\"; rc=$?; "
-              'test -s "$1/run/.msdoctor-run.json" -o ! -e "$1/run/.msdoctor-run.json" || echo EMPTY-MANIFEST >&2; '
-              "exit $rc")
+    script = (
+        f'set -e; {FULL}; shift 2; set +e; "$@"; rc=$?; '
+        'test -s "$1/run/.msdoctor-run.json" -o ! -e "$1/run/.msdoctor-run.json" || echo EMPTY-MANIFEST >&2; '
+        "exit $rc"
+    )
     mnt.mkdir()
-    res = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", str(mnt),
-                          str(16 - blocks_left), msdoctor_exe(), *argv], capture_output=True, text=True,
-                         cwd=tmp_path, timeout=300, env=env_with())
+    res = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            str(mnt),
+            str(16 - blocks_left),
+            msdoctor_exe(),
+            *argv,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env=env_with(),
+    )
     _assert_said_once(res, "no space left on the device", mnt / "run")
     assert "EMPTY-MANIFEST" not in res.stderr
 
@@ -105,9 +140,22 @@ def test_a_read_only_file_system_is_exit_2_naming_the_path_and_the_fix(tmp_path:
     src.mkdir()
     mnt = tmp_path / "mnt"
     commands = _commands(mnt, config)
-    commands["preflight --out"] = ["preflight", "--launch", "--worker-num", "1", "--local-worker-num", "1",
-                                   "--master-addr", "127.0.0.1", "--master-port", "8133", "--node-rank", "0",
-                                   "--out", str(mnt / "out")]
+    commands["preflight --out"] = [
+        "preflight",
+        "--launch",
+        "--worker-num",
+        "1",
+        "--local-worker-num",
+        "1",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        "8133",
+        "--node-rank",
+        "0",
+        "--out",
+        str(mnt / "out"),
+    ]
     res = _run_mounted(READ_ONLY, mnt, str(src), commands[name], tmp_path)
     _assert_said_once(res, "read-only", mnt)
     assert "writable file system" in res.stderr
@@ -122,9 +170,29 @@ def test_fix_kernel_vscode_on_a_read_only_workspace_says_why_once(tmp_path: Path
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     script = f'set -e; {READ_ONLY}; cd "$1"; shift 2; exec "$@"'
-    res = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", str(mnt), str(src),
-                          msdoctor_exe(), "fix-kernel", "--yes", "--vscode"], capture_output=True, text=True,
-                         cwd=tmp_path, timeout=300, env=env_with({"JUPYTER_DATA_DIR": str(tmp_path / "jupyter")}))
+    res = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            str(mnt),
+            str(src),
+            msdoctor_exe(),
+            "fix-kernel",
+            "--yes",
+            "--vscode",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env=env_with({"JUPYTER_DATA_DIR": str(tmp_path / "jupyter")}),
+    )
     assert res.returncode == 1, (res.returncode, res.stderr[-2000:])
     assert "the file system is read-only" in res.stderr and str(mnt / ".vscode") in res.stderr, res.stderr
     assert res.stderr.count("error:") == 1 and "rerun with --no-vscode" in res.stderr

@@ -25,8 +25,20 @@ def test_a_dataset_url_is_not_joined_to_the_cwd_and_its_credentials_never_print(
     config.write_text(text)
     for fmt in ("terminal", "json", "markdown", "github", "junit", "vscode"):
         for extra in ((), ("--no-redact",)):
-            res = run_msdoctor("check", "--quick", "--only", "training-config", "--config", str(config),
-                               "--format", fmt, "-v", *extra, env=env_with(), cwd=tmp_path)
+            res = run_msdoctor(
+                "check",
+                "--quick",
+                "--only",
+                "training-config",
+                "--config",
+                str(config),
+                "--format",
+                fmt,
+                "-v",
+                *extra,
+                env=env_with(),
+                cwd=tmp_path,
+            )
             assert res.returncode in (0, 1), res.stderr
             out = res.stdout + res.stderr
             assert SECRET not in out, (fmt, extra)
@@ -38,8 +50,16 @@ def test_mask_userinfo():
 
 
 def test_a_command_line_is_shown_without_secrets_or_escapes():
-    argv = ["server", "--password", SECRET, f"--api-key={SECRET}", f"https://bob:{SECRET}@h/", f"TOKEN={SECRET}",
-            "\x1b]0;pwned\x07title", "\x1b[2Jclear"]
+    argv = [
+        "server",
+        "--password",
+        SECRET,
+        f"--api-key={SECRET}",
+        f"https://bob:{SECRET}@h/",
+        f"TOKEN={SECRET}",
+        "\x1b]0;pwned\x07title",
+        "\x1b[2Jclear",
+    ]
     shown = command_line(argv)
     assert SECRET not in shown and "\x1b" not in shown and "\x07" not in shown
     assert shown.startswith("server --password <redacted> --api-key=<redacted>")
@@ -51,8 +71,10 @@ def test_preflight_plan_port_holder_is_redacted(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    code = (f"import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
-            f"s.bind(('127.0.0.1',{port})); s.listen(); time.sleep(30)")
+    code = (
+        f"import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+        f"s.bind(('127.0.0.1',{port})); s.listen(); time.sleep(30)"
+    )
     child = subprocess.Popen([sys.executable, "-c", code, "--password", SECRET, "\x1b]0;pwned\x07"])
     try:
         holder = None

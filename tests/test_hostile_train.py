@@ -14,9 +14,11 @@ import yaml
 
 from helpers import env_with, run_msdoctor
 
-TINY = {"runtime": {"device_target": "CPU"}, "model": {"num_layers": 1, "hidden_size": 32, "num_heads": 2,
-                                                      "vocab_size": 128},
-        "train": {"micro_batch_size": 2, "seq_length": 16, "max_steps": 2, "warmup_steps": 0}}
+TINY = {
+    "runtime": {"device_target": "CPU"},
+    "model": {"num_layers": 1, "hidden_size": 32, "num_heads": 2, "vocab_size": 128},
+    "train": {"micro_batch_size": 2, "seq_length": 16, "max_steps": 2, "warmup_steps": 0},
+}
 
 
 def config(tmp_path: Path, **top) -> Path:
@@ -31,8 +33,9 @@ def test_a_run_name_that_leaves_runs_is_refused(tmp_path, name):
     project = tmp_path / "project"
     project.mkdir()
     (project / "config.yaml").write_text("mine\n")
-    res = run_msdoctor("train", "--config", str(config(tmp_path, name=name)), "--quick", cwd=project,
-                       env=env_with(), timeout=120)
+    res = run_msdoctor(
+        "train", "--config", str(config(tmp_path, name=name)), "--quick", cwd=project, env=env_with(), timeout=120
+    )
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert "name" in res.stderr and "plain directory name" in res.stderr
     assert (project / "config.yaml").read_text() == "mine\n"
@@ -44,8 +47,17 @@ def test_output_dir_dot_in_a_project_is_refused_and_nothing_is_replaced(tmp_path
     project.mkdir()
     for name in ("config.yaml", "metrics.csv", "config.json", "check-report.json"):
         (project / name).write_text(f"the user's {name}\n")
-    res = run_msdoctor("train", "--config", str(config(tmp_path)), "--output-dir", ".", "--quick", cwd=project,
-                       env=env_with(), timeout=120)
+    res = run_msdoctor(
+        "train",
+        "--config",
+        str(config(tmp_path)),
+        "--output-dir",
+        ".",
+        "--quick",
+        cwd=project,
+        env=env_with(),
+        timeout=120,
+    )
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert "not a run directory" in res.stderr and "Traceback" not in res.stderr
     for name in ("config.yaml", "metrics.csv", "config.json", "check-report.json"):
@@ -73,6 +85,7 @@ def test_a_run_directory_is_recognised_by_its_manifest(tmp_path):
 
 
 # item 7: the trainer's files in the run directory
+
 
 def test_the_trainer_log_is_never_written_through_a_link(tmp_path):
     from msdoctor.training.errors import TrainerError
@@ -127,8 +140,9 @@ def test_stderr_log_is_never_written_through_a_link(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     os.symlink(victim, run / "stderr.log")
-    launch = SimpleNamespace(argv=[sys.executable, "-c", "import sys; sys.stderr.write('planted\\n')"],
-                             env=dict(os.environ))
+    launch = SimpleNamespace(
+        argv=[sys.executable, "-c", "import sys; sys.stderr.write('planted\\n')"], env=dict(os.environ)
+    )
     fd = os.open(tmp_path / "lockfile", os.O_RDWR | os.O_CREAT)
     try:
         with pytest.raises(UserError, match="symbolic link"):
@@ -138,9 +152,17 @@ def test_stderr_log_is_never_written_through_a_link(tmp_path):
     assert victim.read_text() == "keep\n"
 
 
-@pytest.mark.parametrize("files", [[], {"state.json": 5}, {"../../etc/passwd": {"bytes": 1, "sha256": "x"}},
-                                   {"/etc/passwd": {"bytes": 1, "sha256": "x"}},
-                                   {"state.json": {"bytes": "12", "sha256": None}}, "nope"])
+@pytest.mark.parametrize(
+    "files",
+    [
+        [],
+        {"state.json": 5},
+        {"../../etc/passwd": {"bytes": 1, "sha256": "x"}},
+        {"/etc/passwd": {"bytes": 1, "sha256": "x"}},
+        {"state.json": {"bytes": "12", "sha256": None}},
+        "nope",
+    ],
+)
 def test_a_hand_edited_checkpoint_manifest_is_distrusted_not_a_crash(tmp_path, files):
     """Item 14: a MANIFEST.json edited by hand at --resume: the checkpoint does not verify (it is moved aside by
     the existing corruption path), no AttributeError, nothing read outside the checkpoint."""

@@ -77,8 +77,15 @@ def test_vscode_init_never_writes_through_a_dangling_backup_link(tmp_path):
     assert len(made) == 1 and made[0].read_text().startswith('{"version"')
 
 
-@pytest.mark.parametrize("code, words", [(errno.ENOSPC, "no space left"), (errno.EROFS, "read-only"),
-                                         (errno.ENOTDIR, "is a file"), (errno.EACCES, "permission denied")])
+@pytest.mark.parametrize(
+    "code, words",
+    [
+        (errno.ENOSPC, "no space left"),
+        (errno.EROFS, "read-only"),
+        (errno.ENOTDIR, "is a file"),
+        (errno.EACCES, "permission denied"),
+    ],
+)
 def test_a_failed_write_is_a_user_error_with_the_path(tmp_path, monkeypatch, code, words):
     path = tmp_path / "report.json"
 
@@ -94,26 +101,60 @@ def test_a_failed_write_is_a_user_error_with_the_path(tmp_path, monkeypatch, cod
 
 def test_a_write_under_a_file_is_exit_2(tmp_path):
     (tmp_path / "file").write_text("x")
-    res = run_msdoctor("check", "--quick", "--only", "python-env", "--format", "json",
-                       "--output", str(tmp_path / "file" / "r.json"), env=env_with())
+    res = run_msdoctor(
+        "check",
+        "--quick",
+        "--only",
+        "python-env",
+        "--format",
+        "json",
+        "--output",
+        str(tmp_path / "file" / "r.json"),
+        env=env_with(),
+    )
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert "Traceback" not in res.stderr and str(tmp_path / "file") in res.stderr
 
 
 @pytest.mark.parametrize("addr", ["a" * 300, "x" * 64 + ".example.com"])
 def test_an_impossible_master_address_is_exit_2(tmp_path, addr):
-    res = run_msdoctor("preflight", "--plan", "--worker-num", "2", "--local-worker-num", "2", "--master-addr", addr,
-                       "--master-port", "8118", "--node-rank", "0", env=env_with())
+    res = run_msdoctor(
+        "preflight",
+        "--plan",
+        "--worker-num",
+        "2",
+        "--local-worker-num",
+        "2",
+        "--master-addr",
+        addr,
+        "--master-port",
+        "8118",
+        "--node-rank",
+        "0",
+        env=env_with(),
+    )
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert "--master-addr" in res.stderr and "Traceback" not in res.stderr
 
 
 def test_an_impossible_master_address_in_train_is_exit_2(tmp_path):
     config = tmp_path / "t.yaml"
-    config.write_text("runtime: {device_target: CPU}\nmodel: {num_layers: 1, hidden_size: 32, num_heads: 2, "
-                      "vocab_size: 256}\ntrain: {micro_batch_size: 2, seq_length: 16, max_steps: 2, warmup_steps: 0}\n")
-    res = run_msdoctor("train", "--config", str(config), "--master-addr", "a" * 300, "--quick",
-                       "--output-dir", str(tmp_path / "run"), env=env_with(), cwd=tmp_path)
+    config.write_text(
+        "runtime: {device_target: CPU}\nmodel: {num_layers: 1, hidden_size: 32, num_heads: 2, "
+        "vocab_size: 256}\ntrain: {micro_batch_size: 2, seq_length: 16, max_steps: 2, warmup_steps: 0}\n"
+    )
+    res = run_msdoctor(
+        "train",
+        "--config",
+        str(config),
+        "--master-addr",
+        "a" * 300,
+        "--quick",
+        "--output-dir",
+        str(tmp_path / "run"),
+        env=env_with(),
+        cwd=tmp_path,
+    )
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert "master_addr" in res.stderr and "253" in res.stderr
 
@@ -122,8 +163,23 @@ def test_an_impossible_master_address_in_train_is_exit_2(tmp_path):
 def test_preflight_launch_output_under_a_file_is_exit_2(tmp_path, flag):
     (tmp_path / "afile").write_text("x")
     extra = [flag, str(tmp_path / "afile" / "sub")] + (["--out", str(tmp_path / "out")] if flag == "--log-dir" else [])
-    res = run_msdoctor("preflight", "--launch", "--worker-num", "1", "--local-worker-num", "1", "--master-addr",
-                       "127.0.0.1", "--master-port", "8124", "--node-rank", "0", *extra, env=env_with(), timeout=120)
+    res = run_msdoctor(
+        "preflight",
+        "--launch",
+        "--worker-num",
+        "1",
+        "--local-worker-num",
+        "1",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        "8124",
+        "--node-rank",
+        "0",
+        *extra,
+        env=env_with(),
+        timeout=120,
+    )
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert flag in res.stderr and "is a file" in res.stderr and "internal error" not in res.stderr
 

@@ -46,8 +46,11 @@ def _lazy_imports() -> list[str]:
     """The msdoctor modules that checks and fact functions import inside a function: the imports that run in the
     runner's threads."""
     found: set[str] = set()
-    files = [*(REPO / "checks").rglob("*.py"), *(REPO / "msdoctor" / "facts").rglob("*.py"),
-             *(REPO / "msdoctor" / "domain").rglob("*.py")]
+    files = [
+        *(REPO / "checks").rglob("*.py"),
+        *(REPO / "msdoctor" / "facts").rglob("*.py"),
+        *(REPO / "msdoctor" / "domain").rglob("*.py"),
+    ]
     for path in files:
         for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -62,7 +65,12 @@ def test_concurrent_first_imports_do_not_deadlock() -> None:
     names = _lazy_imports()
     assert "msdoctor.memory.plan" in names and "msdoctor.memory.validate" in names, names
     for _ in range(3):
-        r = subprocess.run([sys.executable, "-c", SCRIPT, ",".join(_check_packages()), *names],
-                           capture_output=True, text=True, timeout=120, cwd=REPO)
+        r = subprocess.run(
+            [sys.executable, "-c", SCRIPT, ",".join(_check_packages()), *names],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO,
+        )
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout.strip().splitlines()[-1]) == {}

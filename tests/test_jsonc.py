@@ -147,7 +147,7 @@ def test_append_items_keeps_comments_and_creates_missing_arrays() -> None:
     out = jsonc.append_items(SETTINGS, ["editor.rulers"], [120, 140])
     assert jsonc.loads(out)["editor.rulers"] == [80, 100, 120, 140]
     assert comments(out) == comments(SETTINGS)
-    out = jsonc.append_items('{\n  // c\n}\n', ["tasks"], [{"label": "x"}])
+    out = jsonc.append_items("{\n  // c\n}\n", ["tasks"], [{"label": "x"}])
     assert jsonc.loads(out) == {"tasks": [{"label": "x"}]}
     assert "// c" in out
     with pytest.raises(jsonc.JSONCError):
@@ -155,7 +155,7 @@ def test_append_items_keeps_comments_and_creates_missing_arrays() -> None:
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8),
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
     max_leaves=12,
 )
@@ -168,8 +168,12 @@ def test_loads_agrees_with_json_on_plain_json(value: object, indent: object) -> 
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.dictionaries(st.text(max_size=6), json_values, max_size=5), st.text(max_size=6), json_values,
-       st.sampled_from([None, 2, 4]))
+@given(
+    st.dictionaries(st.text(max_size=6), json_values, max_size=5),
+    st.text(max_size=6),
+    json_values,
+    st.sampled_from([None, 2, 4]),
+)
 def test_set_key_changes_exactly_one_key(doc: dict, key: str, value: object, indent: object) -> None:
     text = "// header\n" + json.dumps(doc, indent=indent) + "\n"
     out = jsonc.set_key(text, [key], value)

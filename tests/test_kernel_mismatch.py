@@ -32,16 +32,29 @@ MS_HOME = "/envs/ms/lib/python3.11/site-packages/mindspore"
 
 
 # -- builders ---------------------------------------------------------------------------------
-def info(path: str, *, prefix: Optional[str] = None, ms: Optional[str] = MS_HOME, ipykernel: bool = True,
-         error: Optional[str] = None) -> InterpInfo:
+def info(
+    path: str,
+    *,
+    prefix: Optional[str] = None,
+    ms: Optional[str] = MS_HOME,
+    ipykernel: bool = True,
+    error: Optional[str] = None,
+) -> InterpInfo:
     if error:
         return InterpInfo(path, ok=False, error=error)
     modules = {
         "mindspore": ModuleAt(True, origin=f"{ms}/__init__.py", locations=(ms,)) if ms else ModuleAt(False),
         "ipykernel": ModuleAt(ipykernel, origin="/x/ipykernel/__init__.py" if ipykernel else None),
     }
-    return InterpInfo(path, ok=True, executable=path, prefix=prefix or str(Path(path).parent.parent),
-                      version=(3, 11, 7), modules=modules, versions={"mindspore": "2.7.0" if ms else None})
+    return InterpInfo(
+        path,
+        ok=True,
+        executable=path,
+        prefix=prefix or str(Path(path).parent.parent),
+        version=(3, 11, 7),
+        modules=modules,
+        versions={"mindspore": "2.7.0" if ms else None},
+    )
 
 
 TARGET = "/envs/ms/bin/python"
@@ -57,8 +70,9 @@ def judge(*rows: Row, target: Optional[InterpInfo] = None, jupyter: bool = True)
 def kernel_row(name: str, interp: Optional[InterpInfo], *, used: bool = False, **kw: Any) -> Row:
     from msdoctor.facts.jupyter import KernelSpec
 
-    spec = KernelSpec(name, f"/data/kernels/{name}", "/data/kernels", 0, argv=[interp.path if interp else "/gone"],
-                      language="python")
+    spec = KernelSpec(
+        name, f"/data/kernels/{name}", "/data/kernels", 0, argv=[interp.path if interp else "/gone"], language="python"
+    )
     return Row("kernel", spec.label, interp.path if interp else None, used=used, info=interp, kernel=spec, **kw)
 
 
@@ -123,10 +137,18 @@ def test_vscode_setting_is_used_so_a_mismatch_fails() -> None:
     from msdoctor.facts.vscode import InterpreterRef
 
     bare = info("/envs/bare/bin/python", ms=None)
-    ref = InterpreterRef("default", "/p/.vscode/settings.json", 4, "python.defaultInterpreterPath", bare.path,
-                         bare.path)
-    row = Row("vscode", "python.defaultInterpreterPath", bare.path, used=True, info=bare, ref=ref,
-              location=Location(ref.file, ref.line))
+    ref = InterpreterRef(
+        "default", "/p/.vscode/settings.json", 4, "python.defaultInterpreterPath", bare.path, bare.path
+    )
+    row = Row(
+        "vscode",
+        "python.defaultInterpreterPath",
+        bare.path,
+        used=True,
+        info=bare,
+        ref=ref,
+        location=Location(ref.file, ref.line),
+    )
     (f,) = by_code(judge(row), "vscode-mismatch")
     assert f.status is Status.FAIL and str(f.location) == "/p/.vscode/settings.json:4"
     assert f.fix.startswith(f"msdoctor fix-kernel --python {TARGET} --vscode")
@@ -189,10 +211,17 @@ def test_first_kernel_on_the_search_path_wins(tmp_path: Path) -> None:
     assert jf.find("MS").argv == ["/first/python"]
 
 
-@pytest.mark.parametrize("argv0, how", [
-    ("python", "jupyter"), ("python3.11", "jupyter"), ("python3.9", "missing"),
-    ("conda", "wrapper"), ("bin/python", "relative"), ("/abs/python", "absolute"),
-])
+@pytest.mark.parametrize(
+    "argv0, how",
+    [
+        ("python", "jupyter"),
+        ("python3.11", "jupyter"),
+        ("python3.9", "missing"),
+        ("conda", "wrapper"),
+        ("bin/python", "relative"),
+        ("/abs/python", "absolute"),
+    ],
+)
 def test_kernel_argv0_resolution_follows_jupyter_client(argv0: str, how: str, tmp_path: Path) -> None:
     from msdoctor.facts.jupyter import KernelSpec
 
@@ -205,8 +234,10 @@ def test_kernel_argv0_resolution_follows_jupyter_client(argv0: str, how: str, tm
 
 
 def test_notebooks_are_found_outside_environments_and_read(tmp_path: Path) -> None:
-    nb = {"cells": [{"cell_type": "code", "source": ["x = 1\n", "from mindspore import nn\n"]}],
-          "metadata": {"kernelspec": {"name": "ms", "display_name": "MS"}}}
+    nb = {
+        "cells": [{"cell_type": "code", "source": ["x = 1\n", "from mindspore import nn\n"]}],
+        "metadata": {"kernelspec": {"name": "ms", "display_name": "MS"}},
+    }
     (tmp_path / "a.ipynb").write_text(json.dumps(nb))
     (tmp_path / "venv").mkdir()
     (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
@@ -239,12 +270,20 @@ def test_vscode_files_are_read_as_jsonc_with_variables_expanded(tmp_path: Path) 
     vs.mkdir()
     (vs / "settings.json").write_text(VSCODE_SETTINGS)
     (vs / "launch.json").write_text(
-        '{"configurations": [\n {"name": "train", "python": "/envs/ms/bin/python"}, // dbg\n],}')
-    (vs / "tasks.json").write_text(json.dumps({"tasks": [
-        {"label": "a", "type": "shell", "command": "${workspaceFolder}/.venv/bin/python -m msdoctor check"},
-        {"label": "b", "type": "shell", "command": "python train.py"},
-        {"label": "c", "type": "process", "command": "${command:python.interpreterPath}"},
-    ]}, indent=2))
+        '{"configurations": [\n {"name": "train", "python": "/envs/ms/bin/python"}, // dbg\n],}'
+    )
+    (vs / "tasks.json").write_text(
+        json.dumps(
+            {
+                "tasks": [
+                    {"label": "a", "type": "shell", "command": "${workspaceFolder}/.venv/bin/python -m msdoctor check"},
+                    {"label": "b", "type": "shell", "command": "python train.py"},
+                    {"label": "c", "type": "process", "command": "${command:python.interpreterPath}"},
+                ]
+            },
+            indent=2,
+        )
+    )
     facts = gather(tmp_path, {"HOME": "/home/u", "MS_ENV": "/envs/ms", "PATH": ""})
     refs = {(r.kind, r.key): r for r in facts.refs}
     assert refs[("default", "python.defaultInterpreterPath")].resolved == str(tmp_path / ".venv/bin/python")
@@ -271,19 +310,30 @@ def test_unparseable_vscode_file_is_a_failing_row_with_its_line(tmp_path: Path) 
     assert "comma is missing" in finding.title
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("/x/bin/python", "/x/bin/python"), ("python", None), ("${command:python.interpreterPath}", None),
-    ("${unknownVar}/python", None), ("", None),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("/x/bin/python", "/x/bin/python"),
+        ("python", None),
+        ("${command:python.interpreterPath}", None),
+        ("${unknownVar}/python", None),
+        ("", None),
+    ],
+)
 def test_resolve_vscode_paths(raw: str, expected: Optional[str], tmp_path: Path) -> None:
     assert resolve(raw, tmp_path, {"PATH": str(tmp_path)})[0] == expected
 
 
-@pytest.mark.parametrize("command, kind, expected", [
-    ("/e/bin/python train.py", "shell", "/e/bin/python"), ("python3 x.py", "shell", None),
-    ("${workspaceFolder}/.venv/bin/python3.11", "process", "${workspaceFolder}/.venv/bin/python3.11"),
-    ("make train", "shell", None), ("'unbalanced", "shell", None),
-])
+@pytest.mark.parametrize(
+    "command, kind, expected",
+    [
+        ("/e/bin/python train.py", "shell", "/e/bin/python"),
+        ("python3 x.py", "shell", None),
+        ("${workspaceFolder}/.venv/bin/python3.11", "process", "${workspaceFolder}/.venv/bin/python3.11"),
+        ("make train", "shell", None),
+        ("'unbalanced", "shell", None),
+    ],
+)
 def test_task_commands_naming_an_interpreter(command: str, kind: str, expected: Optional[str]) -> None:
     assert task_interpreter(command, kind) == expected
 
@@ -293,16 +343,21 @@ def test_interp_probe_parses_as_python_3_7() -> None:
     ast.parse(script_source("interp_probe.py"), feature_version=(3, 7))
 
 
-@pytest.mark.parametrize("env", [
-    {},
-    {"JUPYTER_PATH": "/jp/one:/jp/two", "JUPYTER_DATA_DIR": "/jdata"},
-    {"JUPYTER_PREFER_ENV_PATH": "0", "XDG_DATA_HOME": "/xdg"},
-    {"JUPYTER_PREFER_ENV_PATH": "yes", "IPYTHONDIR": "/ipy"},
-])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"JUPYTER_PATH": "/jp/one:/jp/two", "JUPYTER_DATA_DIR": "/jdata"},
+        {"JUPYTER_PREFER_ENV_PATH": "0", "XDG_DATA_HOME": "/xdg"},
+        {"JUPYTER_PREFER_ENV_PATH": "yes", "IPYTHONDIR": "/ipy"},
+    ],
+)
 def test_documented_rules_agree_with_jupyter_core(env: dict, tmp_path: Path) -> None:
     """The stdlib fallback (for targets without jupyter_core) gives jupyter_core's own answer."""
-    full = env_with({"HOME": str(tmp_path), **env}, drop=["JUPYTER_PATH", "JUPYTER_DATA_DIR", "XDG_DATA_HOME",
-                                                         "JUPYTER_PREFER_ENV_PATH", "IPYTHONDIR"])
+    full = env_with(
+        {"HOME": str(tmp_path), **env},
+        drop=["JUPYTER_PATH", "JUPYTER_DATA_DIR", "XDG_DATA_HOME", "JUPYTER_PREFER_ENV_PATH", "IPYTHONDIR"],
+    )
     real, _ = run_script(BASE_PYTHON, "interp_probe.py", timeout=60, env=full, args={"jupyter": True})
     rules, _ = run_script(BASE_PYTHON, "interp_probe.py", timeout=60, env=full, args={"jupyter": "rules"})
     assert real["jupyter"]["source"].startswith("jupyter_core ")
@@ -336,17 +391,36 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict:
     project = root / "project"
     (project / ".vscode").mkdir(parents=True)
     (project / ".vscode" / "settings.json").write_text(
-        '// mine\n{\n    "python.defaultInterpreterPath": "%s", // wrong one\n}\n' % bare.python)
-    (project / "train.ipynb").write_text(json.dumps({
-        "cells": [{"cell_type": "code", "source": "import mindspore\n"}],
-        "metadata": {"kernelspec": {"name": "nomind", "display_name": "nomind"}}}))
-    env = env_with({"HOME": str(home), "JUPYTER_DATA_DIR": str(data), "JUPYTER_PATH": str(extra),
-                    "VIRTUAL_ENV": str(root / "bare-env")},
-                   drop=["CONDA_PREFIX", "CONDA_DEFAULT_ENV", "JPY_PARENT_PID", "IPYTHONDIR", "XDG_DATA_HOME"],
-                   path_first=[ms.bin])
+        '// mine\n{\n    "python.defaultInterpreterPath": "%s", // wrong one\n}\n' % bare.python
+    )
+    (project / "train.ipynb").write_text(
+        json.dumps(
+            {
+                "cells": [{"cell_type": "code", "source": "import mindspore\n"}],
+                "metadata": {"kernelspec": {"name": "nomind", "display_name": "nomind"}},
+            }
+        )
+    )
+    env = env_with(
+        {
+            "HOME": str(home),
+            "JUPYTER_DATA_DIR": str(data),
+            "JUPYTER_PATH": str(extra),
+            "VIRTUAL_ENV": str(root / "bare-env"),
+        },
+        drop=["CONDA_PREFIX", "CONDA_DEFAULT_ENV", "JPY_PARENT_PID", "IPYTHONDIR", "XDG_DATA_HOME"],
+        path_first=[ms.bin],
+    )
     res, report = run_json("check", "--only", "kernel-mismatch", "--python", ms.python, env=env, cwd=project)
-    return {"root": root, "ms": ms, "bare": bare, "res": res, "check": check_of(report, "kernel-mismatch"),
-            "project": project, "kdir": kdir}
+    return {
+        "root": root,
+        "ms": ms,
+        "bare": bare,
+        "res": res,
+        "check": check_of(report, "kernel-mismatch"),
+        "project": project,
+        "kdir": kdir,
+    }
 
 
 def finding(world: dict, title_part: str) -> dict:
@@ -402,8 +476,10 @@ def test_real_unparseable_settings_is_a_finding_not_a_crash(tmp_path: Path) -> N
     vs = tmp_path / ".vscode"
     vs.mkdir()
     (vs / "settings.json").write_text('{\n  "python.defaultInterpreterPath": "/x" /* no comma */\n  "a": 1\n}\n')
-    env = env_with({"HOME": str(tmp_path / "home"), "JUPYTER_DATA_DIR": str(tmp_path / "j")},
-                   drop=["JUPYTER_PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "JPY_PARENT_PID"])
+    env = env_with(
+        {"HOME": str(tmp_path / "home"), "JUPYTER_DATA_DIR": str(tmp_path / "j")},
+        drop=["JUPYTER_PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "JPY_PARENT_PID"],
+    )
     res, report = run_json("check", "--only", "kernel-mismatch", env=env, cwd=tmp_path)
     assert "Traceback" not in res.stderr
     (f,) = [f for f in check_of(report, "kernel-mismatch")["findings"] if f["code"] == "file-invalid"]

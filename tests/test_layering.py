@@ -45,23 +45,41 @@ def _command_import(importer: str, name: str) -> bool:
 
 
 RULES = [
-    Rule("commands", "Only the CLI table (`msdoctor/cli.py`) imports `msdoctor.commands`; a command imports no other "
-         "command, only the shell helpers in `commands/common.py`.",
-         lambda mod, folder: mod != "msdoctor.cli",
-         _command_import),
-    Rule("checks", "Nothing in `msdoctor/` outside `commands/` imports a check (`msdoctor.checks`).",
-         lambda mod, folder: folder == "msdoctor" and not _under(mod, "msdoctor.commands"),
-         lambda mod, name: _under(name, "msdoctor.checks")),
-    Rule("render", "Renderers (`msdoctor/render/`) import only the model, redaction and `render/` from msdoctor.",
-         lambda mod, folder: _under(mod, "msdoctor.render"),
-         lambda mod, name: _under(name, "msdoctor") and name != "msdoctor"
-         and not any(_under(name, ok) for ok in ("msdoctor.model", "msdoctor.redact", "msdoctor.render"))),
-    Rule("memory", "`msdoctor/memory/` imports nothing from `training/` (`msdoctor.training`).",
-         lambda mod, folder: _under(mod, "msdoctor.memory"),
-         lambda mod, name: _under(name, "msdoctor.training")),
-    Rule("training", "`training/` imports nothing from msdoctor outside `msdoctor.training`.",
-         lambda mod, folder: folder == "training",
-         lambda mod, name: _under(name, "msdoctor") and name != "msdoctor" and not _under(name, "msdoctor.training")),
+    Rule(
+        "commands",
+        "Only the CLI table (`msdoctor/cli.py`) imports `msdoctor.commands`; a command imports no other "
+        "command, only the shell helpers in `commands/common.py`.",
+        lambda mod, folder: mod != "msdoctor.cli",
+        _command_import,
+    ),
+    Rule(
+        "checks",
+        "Nothing in `msdoctor/` outside `commands/` imports a check (`msdoctor.checks`).",
+        lambda mod, folder: folder == "msdoctor" and not _under(mod, "msdoctor.commands"),
+        lambda mod, name: _under(name, "msdoctor.checks"),
+    ),
+    Rule(
+        "render",
+        "Renderers (`msdoctor/render/`) import only the model, redaction and `render/` from msdoctor.",
+        lambda mod, folder: _under(mod, "msdoctor.render"),
+        lambda mod, name: (
+            _under(name, "msdoctor")
+            and name != "msdoctor"
+            and not any(_under(name, ok) for ok in ("msdoctor.model", "msdoctor.redact", "msdoctor.render"))
+        ),
+    ),
+    Rule(
+        "memory",
+        "`msdoctor/memory/` imports nothing from `training/` (`msdoctor.training`).",
+        lambda mod, folder: _under(mod, "msdoctor.memory"),
+        lambda mod, name: _under(name, "msdoctor.training"),
+    ),
+    Rule(
+        "training",
+        "`training/` imports nothing from msdoctor outside `msdoctor.training`.",
+        lambda mod, folder: folder == "training",
+        lambda mod, name: _under(name, "msdoctor") and name != "msdoctor" and not _under(name, "msdoctor.training"),
+    ),
 ]
 
 #: Violations that other work in flight removes: (rule id, importer, imported) -> who removes it. Empty: the
@@ -134,8 +152,12 @@ def _collapse(found: list[Violation]) -> list[Violation]:
 
 def test_the_source_tree_keeps_the_layering_rules() -> None:
     found = violations(REPO)
-    new = [f"{v.where}: {v.importer} imports {v.imported} (rule {v.rule!r}: "
-           f"{next(r.sentence for r in RULES if r.id == v.rule)})" for v in found if v.key() not in KNOWN]
+    new = [
+        f"{v.where}: {v.importer} imports {v.imported} (rule {v.rule!r}: "
+        f"{next(r.sentence for r in RULES if r.id == v.rule)})"
+        for v in found
+        if v.key() not in KNOWN
+    ]
     assert not new, "layering rules broken (docs/architecture.md):\n" + "\n".join(new)
     stale = sorted(set(KNOWN) - {v.key() for v in found})
     assert not stale, f"no longer violated, delete from KNOWN in tests/test_layering.py: {stale}"
@@ -158,23 +180,46 @@ def _plant(root: Path, rel: str, body: str) -> None:
     path.write_text(textwrap.dedent(body))
 
 
-@pytest.mark.parametrize("rel, body, rule, imported", [
-    ("msdoctor/preflight/x.py", "from msdoctor.commands.check import build_options\n", "commands",
-     "msdoctor.commands.check"),
-    ("msdoctor/commands/report.py", "def f():\n    from msdoctor.commands.check import prepare\n", "commands",
-     "msdoctor.commands.check"),
-    ("msdoctor/doctor.py", "from msdoctor.checks.version_matrix import evaluate\n", "checks",
-     "msdoctor.checks.version_matrix"),
-    ("msdoctor/doctor.py", "from msdoctor import checks\n", "checks", "msdoctor.checks"),
-    ("msdoctor/fix/stack.py", "from ..checks.version_matrix import common\n", "checks",
-     "msdoctor.checks.version_matrix"),
-    ("msdoctor/render/terminal.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-     "    from msdoctor.context import Context\n", "render", "msdoctor.context"),
-    ("msdoctor/render/json_report.py", "from .. import runner\n", "render", "msdoctor.runner"),
-    ("msdoctor/memory/estimator.py", "import msdoctor.training.config\n", "memory", "msdoctor.training.config"),
-    ("training/train.py", "from msdoctor.redact import Redactor\n", "training", "msdoctor.redact"),
-    ("training/logs.py", "from .. import proc\n", "training", "msdoctor.proc"),
-])
+@pytest.mark.parametrize(
+    "rel, body, rule, imported",
+    [
+        (
+            "msdoctor/preflight/x.py",
+            "from msdoctor.commands.check import build_options\n",
+            "commands",
+            "msdoctor.commands.check",
+        ),
+        (
+            "msdoctor/commands/report.py",
+            "def f():\n    from msdoctor.commands.check import prepare\n",
+            "commands",
+            "msdoctor.commands.check",
+        ),
+        (
+            "msdoctor/doctor.py",
+            "from msdoctor.checks.version_matrix import evaluate\n",
+            "checks",
+            "msdoctor.checks.version_matrix",
+        ),
+        ("msdoctor/doctor.py", "from msdoctor import checks\n", "checks", "msdoctor.checks"),
+        (
+            "msdoctor/fix/stack.py",
+            "from ..checks.version_matrix import common\n",
+            "checks",
+            "msdoctor.checks.version_matrix",
+        ),
+        (
+            "msdoctor/render/terminal.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from msdoctor.context import Context\n",
+            "render",
+            "msdoctor.context",
+        ),
+        ("msdoctor/render/json_report.py", "from .. import runner\n", "render", "msdoctor.runner"),
+        ("msdoctor/memory/estimator.py", "import msdoctor.training.config\n", "memory", "msdoctor.training.config"),
+        ("training/train.py", "from msdoctor.redact import Redactor\n", "training", "msdoctor.redact"),
+        ("training/logs.py", "from .. import proc\n", "training", "msdoctor.proc"),
+    ],
+)
 def test_a_planted_violation_fails(tmp_path: Path, rel: str, body: str, rule: str, imported: str) -> None:
     _plant(tmp_path, rel, body)
     (v,) = violations(tmp_path)
@@ -182,15 +227,20 @@ def test_a_planted_violation_fails(tmp_path: Path, rel: str, body: str, rule: st
     assert v.where.startswith(rel + ":")
 
 
-@pytest.mark.parametrize("rel, body", [
-    ("msdoctor/cli.py", "import msdoctor.commands.check\n"),
-    ("msdoctor/commands/train.py", "from msdoctor.commands.common import resolve_target\n"),
-    ("msdoctor/commands/fix_stack.py", "from msdoctor.checks.version_matrix import fix\n"),
-    ("msdoctor/render/github.py", "from msdoctor.model import Report\nfrom msdoctor.redact import sanitize\n"
-     "from .terminal import x\n"),
-    ("checks/memory_fit/__init__.py", "from msdoctor.training.config import ConfigError\n"),
-    ("training/train.py", "from msdoctor.training import config\nfrom .logs import x\n"),
-])
+@pytest.mark.parametrize(
+    "rel, body",
+    [
+        ("msdoctor/cli.py", "import msdoctor.commands.check\n"),
+        ("msdoctor/commands/train.py", "from msdoctor.commands.common import resolve_target\n"),
+        ("msdoctor/commands/fix_stack.py", "from msdoctor.checks.version_matrix import fix\n"),
+        (
+            "msdoctor/render/github.py",
+            "from msdoctor.model import Report\nfrom msdoctor.redact import sanitize\nfrom .terminal import x\n",
+        ),
+        ("checks/memory_fit/__init__.py", "from msdoctor.training.config import ConfigError\n"),
+        ("training/train.py", "from msdoctor.training import config\nfrom .logs import x\n"),
+    ],
+)
 def test_what_the_rules_allow_passes(tmp_path: Path, rel: str, body: str) -> None:
     _plant(tmp_path, rel, body)
     assert violations(tmp_path) == []
@@ -244,12 +294,18 @@ def test_the_readers_and_the_trainer_state_a_problem_the_same_way() -> None:
     from msdoctor.domain import problems as domain
     from msdoctor.training import config as trainer
 
-    assert [(f.name, f.default) for f in dataclasses.fields(domain.Problem)] == \
-        [(f.name, f.default) for f in dataclasses.fields(trainer.Problem)]
-    cases = [((), "must be a mapping", None, None), (("model", "num_heads"), "must divide", 3, 12),
-             (("--devices",), "is 8, not 16", 8, None), ((0, "x"), "odd key", {"a": 1}, 7)]
+    assert [(f.name, f.default) for f in dataclasses.fields(domain.Problem)] == [
+        (f.name, f.default) for f in dataclasses.fields(trainer.Problem)
+    ]
+    cases = [
+        ((), "must be a mapping", None, None),
+        (("model", "num_heads"), "must divide", 3, 12),
+        (("--devices",), "is 8, not 16", 8, None),
+        ((0, "x"), "odd key", {"a": 1}, 7),
+    ]
     for path in (None, Path("cfg.yaml")):
         for case in cases:
             assert domain.Problem(*case).render(path) == trainer.Problem(*case).render(path)
-        assert str(domain.ConfigError(path, [domain.Problem(*c) for c in cases])) == \
-            str(trainer.ConfigError(path, [trainer.Problem(*c) for c in cases]))
+        assert str(domain.ConfigError(path, [domain.Problem(*c) for c in cases])) == str(
+            trainer.ConfigError(path, [trainer.Problem(*c) for c in cases])
+        )

@@ -72,8 +72,11 @@ def _line_of(path: Path, needle: str) -> int:
 
 
 def test_bad_specifier_names_file_line_and_row(tmp_path: Path) -> None:
-    path = _broken(tmp_path, 'numpy = ">=1.20.0,<2.0.0"\nprotobuf = ">=3.13.0"\ncann = ["8.2.RC1"]',
-                   'numpy = "<<2"\nprotobuf = ">=3.13.0"\ncann = ["8.2.RC1"]')
+    path = _broken(
+        tmp_path,
+        'numpy = ">=1.20.0,<2.0.0"\nprotobuf = ">=3.13.0"\ncann = ["8.2.RC1"]',
+        'numpy = "<<2"\nprotobuf = ">=3.13.0"\ncann = ["8.2.RC1"]',
+    )
     with pytest.raises(MatrixError) as err:
         load_file(path, "mindspore")
     e = err.value
@@ -87,21 +90,32 @@ def test_row_without_source_fails(tmp_path: Path) -> None:
     start = text.index('commercial = "8.2.RC2"')
     end = text.index("source = ", start)
     path = tmp_path / "cann.toml"
-    path.write_text(text[:end] + "# source removed\n" + text[text.index("\n", end) + 1:])
+    path.write_text(text[:end] + "# source removed\n" + text[text.index("\n", end) + 1 :])
     with pytest.raises(MatrixError, match=r"commercial 8\.2\.RC2.*missing required field 'source'"):
         load_file(path, "cann")
 
 
-@pytest.mark.parametrize("old,new,pattern", [
-    ('on_pypi = true\nsource = "wheel mindspore-2.7.0', 'on_pypy = true\non_pypi = true\nsource = "wheel mindspore-2.7.0',
-     r"unknown field 'on_pypy'"),
-    ('version = "2.7.1"\n', 'version = "2.7.0"\n', r"duplicate row: '2.7.0'"),
-    ('cann_internal = ["7.7", "7.8", "8.2"]', 'cann_internal = ["7.7", "eight"]', r"'eight' is not a major.minor prefix"),
-    ('python = ["3.9", "3.10", "3.11", "3.12"]', 'python = "3.12"', r"is not a non-empty list"),
-    ('kind = "mindspore"', 'kind = "mindspur"', r"kind = 'mindspur'"),
-    ("matrix_date = 2026-11-29", 'matrix_date = "yesterday"', r"matrix_date must be a TOML date"),
-    ('[[release]]\nversion = "2.3.0"', '[[release]\nversion = "2.3.0"', r"malformed TOML"),
-], ids=["typo-field", "duplicate", "bad-prefix", "not-a-list", "wrong-kind", "bad-date", "malformed"])
+@pytest.mark.parametrize(
+    "old,new,pattern",
+    [
+        (
+            'on_pypi = true\nsource = "wheel mindspore-2.7.0',
+            'on_pypy = true\non_pypi = true\nsource = "wheel mindspore-2.7.0',
+            r"unknown field 'on_pypy'",
+        ),
+        ('version = "2.7.1"\n', 'version = "2.7.0"\n', r"duplicate row: '2.7.0'"),
+        (
+            'cann_internal = ["7.7", "7.8", "8.2"]',
+            'cann_internal = ["7.7", "eight"]',
+            r"'eight' is not a major.minor prefix",
+        ),
+        ('python = ["3.9", "3.10", "3.11", "3.12"]', 'python = "3.12"', r"is not a non-empty list"),
+        ('kind = "mindspore"', 'kind = "mindspur"', r"kind = 'mindspur'"),
+        ("matrix_date = 2026-11-29", 'matrix_date = "yesterday"', r"matrix_date must be a TOML date"),
+        ('[[release]]\nversion = "2.3.0"', '[[release]\nversion = "2.3.0"', r"malformed TOML"),
+    ],
+    ids=["typo-field", "duplicate", "bad-prefix", "not-a-list", "wrong-kind", "bad-date", "malformed"],
+)
 def test_broken_files_fail_clearly(tmp_path: Path, old: str, new: str, pattern: str) -> None:
     path = _broken(tmp_path, old, new)
     with pytest.raises(MatrixError, match=pattern) as err:
@@ -120,8 +134,9 @@ def test_run_time_validation_still_catches_structure(tmp_path: Path) -> None:
 
 def test_cross_reference_to_missing_cann_fails() -> None:
     texts = [(f"compat_matrix/{n}", k, (DATA / n).read_text()) for n, k in MATRIX_FILES.items()]
-    texts = [(p, k, t.replace('cann = ["8.2.RC1"]', 'cann = ["8.2.RC9"]') if k == "mindspore" else t)
-             for p, k, t in texts]
+    texts = [
+        (p, k, t.replace('cann = ["8.2.RC1"]', 'cann = ["8.2.RC9"]') if k == "mindspore" else t) for p, k, t in texts
+    ]
     with pytest.raises(MatrixError, match=r"cann '8.2.RC9' has no row in compat_matrix/cann.toml"):
         matrix.build(texts)
 
@@ -142,8 +157,9 @@ def test_mindspore_row_matches_the_installed_wheel() -> None:
     assert custom.strip() == f"custom_opp_compiler_version={row.custom_ops_cann}"
     plugins = sorted(p.name.rsplit(".so.", 1)[1] for p in (pkg / "lib/plugin").glob("libmindspore_gpu.so.*"))
     assert plugins == list(row.cuda)
-    assert any(p.name.startswith(f"_c_expression.cpython-{''.join(v.split('.'))}") for p in pkg.iterdir()
-               for v in row.python)
+    assert any(
+        p.name.startswith(f"_c_expression.cpython-{''.join(v.split('.'))}") for p in pkg.iterdir() for v in row.python
+    )
 
 
 def test_lookups() -> None:
@@ -166,8 +182,10 @@ def test_lookups() -> None:
 
 def test_fits_for_planning() -> None:
     m = matrix.load()
-    verdicts = {tuple(v["pair"]): v["ok"] for v in matrix.fits(
-        m, mindspore="2.7.0", cann="8.0.RC3", python="3.12", mindnlp="0.5.1")}
+    verdicts = {
+        tuple(v["pair"]): v["ok"]
+        for v in matrix.fits(m, mindspore="2.7.0", cann="8.0.RC3", python="3.12", mindnlp="0.5.1")
+    }
     assert verdicts == {
         ("mindspore 2.7.0", "python 3.12"): False,
         ("mindspore 2.7.0", "cann 8.0.RC3"): False,

@@ -20,18 +20,21 @@ LEGACY = DATA / "pretrain_llama2_7b_legacy.yaml"
 
 
 def test_divisors_are_exact_and_take_sqrt_steps():
-    for n in list(range(1, 400)) + [720720, 2 ** 20, 999_983]:
+    for n in list(range(1, 400)) + [720720, 2**20, 999_983]:
         assert _divisors(n) == [d for d in range(1, n + 1) if n % d == 0]
     t = time.perf_counter()
-    assert _divisors(10 ** 12)[:4] == [1, 2, 4, 5] and len(_divisors(10 ** 12)) == 169
+    assert _divisors(10**12)[:4] == [1, 2, 4, 5] and len(_divisors(10**12)) == 169
     assert time.perf_counter() - t < 5  # was a 10**12-step loop
 
 
-@pytest.mark.parametrize("old, new", [
-    ("  batch_size: 1\n", "  batch_size: 1000000000000\n"),
-    ("  pipeline_stage: 1\n", "  pipeline_stage: 1000000000\n"),
-    ("  data_parallel: 8\n", "  data_parallel: 1000000000000\n"),
-])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("  batch_size: 1\n", "  batch_size: 1000000000000\n"),
+        ("  pipeline_stage: 1\n", "  pipeline_stage: 1000000000\n"),
+        ("  data_parallel: 8\n", "  data_parallel: 1000000000000\n"),
+    ],
+)
 def test_values_past_physical_sense_are_refused_with_key_and_line(tmp_path, old, new):
     text = LEGACY.read_text()
     assert old in text
@@ -46,7 +49,7 @@ def test_values_past_physical_sense_are_refused_with_key_and_line(tmp_path, old,
 
 
 def test_absurd_option_is_refused():
-    res = run_msdoctor("memory", "--config", str(LEGACY), "--devices", str(10 ** 12), timeout=120)
+    res = run_msdoctor("memory", "--config", str(LEGACY), "--devices", str(10**12), timeout=120)
     assert res.returncode == 2 and "--devices" in res.stderr and "past any real training run" in res.stderr
 
 

@@ -93,8 +93,10 @@ def test_npu_smi_capacity_is_hbm_per_chip():
 
 
 def test_gpu_capacity_from_nvidia_facts():
-    info = NvidiaInfo(smi_path="/usr/bin/nvidia-smi",
-                      gpus=[NvidiaGpu(i, "NVIDIA H100 80GB HBM3", 81559, 0, "550.54") for i in range(8)])
+    info = NvidiaInfo(
+        smi_path="/usr/bin/nvidia-smi",
+        gpus=[NvidiaGpu(i, "NVIDIA H100 80GB HBM3", 81559, 0, "550.54") for i in range(8)],
+    )
     found = detect(make_ctx(facts={NVIDIA.name: info}), "GPU")
     assert (found.total, found.count) == (81559 << 20, 8)
     dev = make_device("GPU", found)
@@ -166,9 +168,19 @@ def test_memory_command_terminal_and_json():
     res = run_msdoctor("memory", "--config", str(LEGACY), "-v")
     assert res.returncode == 0, res.stderr
     out = res.stdout
-    for row in ("parameters", "gathered weights", "gradients", "optimizer states", "accumulation buffer",
-                "activations", "logits / loss buffers", "runtime reserve", "fragmentation margin", "total",
-                "capacity"):
+    for row in (
+        "parameters",
+        "gathered weights",
+        "gradients",
+        "optimizer states",
+        "accumulation buffer",
+        "activations",
+        "logits / loss buffers",
+        "runtime reserve",
+        "fragmentation margin",
+        "total",
+        "capacity",
+    ):
         assert row in out
     assert "tight:" in out and "why:" in out and "s*b*h*(R/1 + S/1 + core/1) = 4096*1*4096" in out
     res, data = run_json("memory", "--config", str(LEGACY))
@@ -217,8 +229,19 @@ def test_memory_command_hf_config_with_options(tmp_path):
 
     path = tmp_path / "config.json"
     LlamaConfig().to_json_file(str(path))
-    args = ("memory", "--config", str(path), "--seq-length", "4096", "--devices", "8", "--device-target", "Ascend",
-            "--device-memory", "64GiB")
+    args = (
+        "memory",
+        "--config",
+        str(path),
+        "--seq-length",
+        "4096",
+        "--devices",
+        "8",
+        "--device-target",
+        "Ascend",
+        "--device-memory",
+        "64GiB",
+    )
     res, data = run_json(*args)
     assert res.returncode == 1  # unsharded fp32 AdamW 7B: 16 B/param x 6.7e9 on one device
     assert data["capacity"]["source"] == "--device-memory 64GiB" and data["setup"]["data_parallel"] == 8
@@ -264,6 +287,7 @@ def test_check_end_to_end_pass_and_error(tmp_path, npu_env):
     assert result["status"] == "error" and res.returncode == 1
     loc = result["findings"][0]["location"]
     assert loc["path"] == str(bad) and loc["line"] == next(
-        i for i, t in enumerate(bad.read_text().splitlines(), 1) if "pipeline_stage: 3" in t)
+        i for i, t in enumerate(bad.read_text().splitlines(), 1) if "pipeline_stage: 3" in t
+    )
     res, report = run_json("check", "--only", "memory-fit")
     assert check_of(report, "memory-fit")["status"] == "skip"

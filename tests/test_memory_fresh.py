@@ -25,8 +25,10 @@ FRESH = Path(__file__).parent / "data" / "memory_fresh"
 ROWS = tomllib.loads((FRESH / "SOURCES.toml").read_text(encoding="utf-8"))["config"]
 #: the second fresh set (tests/data/memory_fresh2/SOURCES.toml), collected after the one-reading change
 FRESH2 = Path(__file__).parent / "data" / "memory_fresh2"
-ROWS2 = [dict(r, file=str(FRESH2 / r["file"])) for r in
-         tomllib.loads((FRESH2 / "SOURCES.toml").read_text(encoding="utf-8"))["config"]]
+ROWS2 = [
+    dict(r, file=str(FRESH2 / r["file"]))
+    for r in tomllib.loads((FRESH2 / "SOURCES.toml").read_text(encoding="utf-8"))["config"]
+]
 
 
 def _estimate(path: Path):
@@ -35,8 +37,11 @@ def _estimate(path: Path):
     return src, estimate(src.model, src.setup, make_device("Ascend", Detected(), src.cap))
 
 
-@pytest.mark.parametrize("row", ROWS + [r for r in ROWS2 if r["documented_working"]],
-                         ids=[r["name"] for r in ROWS + [r for r in ROWS2 if r["documented_working"]]])
+@pytest.mark.parametrize(
+    "row",
+    ROWS + [r for r in ROWS2 if r["documented_working"]],
+    ids=[r["name"] for r in ROWS + [r for r in ROWS2 if r["documented_working"]]],
+)
 def test_documented_working_configs_fit_or_are_tight(row):
     src, est = _estimate(FRESH / row["file"])
     assert src.cap is not None, "every fresh config states context.max_device_memory"
@@ -44,8 +49,11 @@ def test_documented_working_configs_fit_or_are_tight(row):
     assert est.verdict in ("fits", "tight"), (row["name"], est.total / 2**30, est.low / 2**30)
 
 
-@pytest.mark.parametrize("row", [r for r in ROWS + ROWS2 if "published_params" in r],
-                         ids=[r["name"] for r in ROWS + ROWS2 if "published_params" in r])
+@pytest.mark.parametrize(
+    "row",
+    [r for r in ROWS + ROWS2 if "published_params" in r],
+    ids=[r["name"] for r in ROWS + ROWS2 if "published_params" in r],
+)
 def test_moe_parameter_counts_within_5_percent(row):
     src = load_source(FRESH / row["file"])
     assert src.model.num_experts > 1

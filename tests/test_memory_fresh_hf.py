@@ -42,8 +42,7 @@ def test_the_set_is_fresh_real_and_covers_moe_and_mla():
     on_disk = sorted(p.parent.name for p in FRESH.glob("*/config.json"))
     assert on_disk == sorted(r["dir"] for r in ROWS), "every file has its SOURCES.toml row, and every row its file"
     mine = {hashlib.sha256(_config(r).read_bytes()).hexdigest() for r in ROWS}
-    elsewhere = {hashlib.sha256(p.read_bytes()).hexdigest() for p in DATA.rglob("*.json")
-                 if FRESH not in p.parents}
+    elsewhere = {hashlib.sha256(p.read_bytes()).hexdigest() for p in DATA.rglob("*.json") if FRESH not in p.parents}
     assert not mine & elsewhere, "none of the files was under tests/data before"
     for row in ROWS:
         assert row["url"].startswith("https://huggingface.co/") and row["url"].endswith("/config.json")
@@ -83,12 +82,19 @@ def test_documented_layout_fits_or_is_tight(row):
     # the options are the documented YAML's layout (what a config.json cannot say comes from the options)
     yaml_setup = load_source(DATA / row["layout_from"]).setup
     args = row["args"]
-    for option, field in (("--devices", "devices"), ("--data-parallel", "data_parallel"),
-                          ("--tensor-parallel", "tensor_parallel"), ("--pipeline-stages", "pipeline_stages"),
-                          ("--expert-parallel", "expert_parallel"), ("--micro-batch-size", "micro_batch_size"),
-                          ("--micro-batch-num", "micro_batch_num"), ("--seq-length", "seq_length"),
-                          ("--optimizer-sharding", "optimizer_sharding"), ("--precision", "precision"),
-                          ("--param-dtype", "param_dtype")):
+    for option, field in (
+        ("--devices", "devices"),
+        ("--data-parallel", "data_parallel"),
+        ("--tensor-parallel", "tensor_parallel"),
+        ("--pipeline-stages", "pipeline_stages"),
+        ("--expert-parallel", "expert_parallel"),
+        ("--micro-batch-size", "micro_batch_size"),
+        ("--micro-batch-num", "micro_batch_num"),
+        ("--seq-length", "seq_length"),
+        ("--optimizer-sharding", "optimizer_sharding"),
+        ("--precision", "precision"),
+        ("--param-dtype", "param_dtype"),
+    ):
         assert _option(args, option) == str(getattr(yaml_setup, field)), (option, field)
     offsets = next((a.split("=", 1)[1] for a in args if a.startswith("--stage-offsets=")), None)
     assert (tuple(int(x) for x in offsets.split(",")) if offsets else None) == yaml_setup.stage_offsets
@@ -120,20 +126,68 @@ def test_micro_batch_x4_on_the_tight_layout_is_caught_with_its_option():
 
 def test_a_layout_a_config_json_cannot_place_is_refused_naming_the_option():
     row = next(r for r in ROWS if r["dir"] == "deepseek-ai--DeepSeek-V3")
-    res = run_msdoctor("memory", "--config", str(_config(row)), "--device-target", "Ascend", "--devices", "1024",
-                       "--data-parallel", "16", "--tensor-parallel", "4", "--pipeline-stages", "16",
-                       "--expert-parallel", "8", "--seq-length", "4096", "--device-memory", "55GiB")
+    res = run_msdoctor(
+        "memory",
+        "--config",
+        str(_config(row)),
+        "--device-target",
+        "Ascend",
+        "--devices",
+        "1024",
+        "--data-parallel",
+        "16",
+        "--tensor-parallel",
+        "4",
+        "--pipeline-stages",
+        "16",
+        "--expert-parallel",
+        "8",
+        "--seq-length",
+        "4096",
+        "--device-memory",
+        "55GiB",
+    )
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "--pipeline-stages = 16" in res.stderr and "61 + 1 MTP" in res.stderr
-    wrong = run_msdoctor("memory", "--config", str(_config(row)), "--pipeline-stages", "16", "--micro-batch-num", "32",
-                         "--seq-length", "4096", "--stage-offsets=1,1")
+    wrong = run_msdoctor(
+        "memory",
+        "--config",
+        str(_config(row)),
+        "--pipeline-stages",
+        "16",
+        "--micro-batch-num",
+        "32",
+        "--seq-length",
+        "4096",
+        "--stage-offsets=1,1",
+    )
     assert wrong.returncode == 2 and "--stage-offsets" in wrong.stderr and "offset has 2 entries" in wrong.stderr
     bad = run_msdoctor("memory", "--config", str(_config(row)), "--stage-offsets=1,x", "--seq-length", "4096")
     assert bad.returncode == 2 and "--stage-offsets" in bad.stderr and "Traceback" not in bad.stderr
     # pipeline 2 divides the 62 layers: the same file is estimated
-    ok = run_msdoctor("memory", "--config", str(_config(row)), "--device-target", "Ascend", "--devices", "1024",
-                      "--data-parallel", "128", "--tensor-parallel", "4", "--pipeline-stages", "2",
-                      "--micro-batch-num", "32", "--expert-parallel", "8", "--seq-length", "4096", "--device-memory", "55GiB")
+    ok = run_msdoctor(
+        "memory",
+        "--config",
+        str(_config(row)),
+        "--device-target",
+        "Ascend",
+        "--devices",
+        "1024",
+        "--data-parallel",
+        "128",
+        "--tensor-parallel",
+        "4",
+        "--pipeline-stages",
+        "2",
+        "--micro-batch-num",
+        "32",
+        "--expert-parallel",
+        "8",
+        "--seq-length",
+        "4096",
+        "--device-memory",
+        "55GiB",
+    )
     assert ok.returncode in (0, 1) and "Traceback" not in ok.stderr, ok.stderr
 
 
@@ -155,8 +209,11 @@ def test_qwen_moe_dense_layers_follow_the_sparse_step_and_mlp_only_layers(tmp_pa
     cfg = json.loads(_config(row).read_text())
     base = load_source(_config(row)).model
     assert (cfg["decoder_sparse_step"], cfg["mlp_only_layers"], base.dense_layers) == (1, [], 0)
-    for changes, dense in (({"decoder_sparse_step": 2}, 24), ({"decoder_sparse_step": 2, "mlp_only_layers": [0, 1, 2]}, 25),
-                           ({"mlp_only_layers": [5, 40]}, 2)):
+    for changes, dense in (
+        ({"decoder_sparse_step": 2}, 24),
+        ({"decoder_sparse_step": 2, "mlp_only_layers": [0, 1, 2]}, 25),
+        ({"mlp_only_layers": [5, 40]}, 2),
+    ):
         path = tmp_path / f"{dense}" / "config.json"
         path.parent.mkdir()
         path.write_text(json.dumps(dict(cfg, **changes)))

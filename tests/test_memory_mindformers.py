@@ -55,18 +55,31 @@ def test_sources_list_every_shipped_config_with_its_origin():
 @pytest.mark.parametrize("row", SOURCES, ids=lambda r: r["file"])
 def test_every_documented_config_fits_its_documented_hardware(row):
     """As the issue ran them: --devices N --device-memory 64GiB --device-target ascend."""
-    src = load_source(DATA / row["file"], Overrides(devices=row["devices"], device_target="Ascend",
-                                                    pretrained_model_dir=_pretrained(row)))
+    src = load_source(
+        DATA / row["file"],
+        Overrides(devices=row["devices"], device_target="Ascend", pretrained_model_dir=_pretrained(row)),
+    )
     assert src.setup.devices == row["devices"]
     plan = make_plan(src, Context(facts={}), device_memory=row["device_memory"], probe=False, limit=0)
     assert plan.estimate.capacity <= 64 * GIB
-    assert plan.verdict in ("fits", "tight"), (plan.estimate.total / GIB, [
-        (c.label, round(c.gib, 2)) for c in plan.estimate.components])
+    assert plan.verdict in ("fits", "tight"), (
+        plan.estimate.total / GIB,
+        [(c.label, round(c.gib, 2)) for c in plan.estimate.components],
+    )
 
 
 def test_command_line_run_of_a_shipped_config():
-    res, data = run_json("memory", "--config", str(DATA / "r1.5.0/research/qwen2_5/finetune_qwen2.5_72B_32K.yaml"),
-                         "--devices", "64", "--device-memory", "64GiB", "--device-target", "ascend")
+    res, data = run_json(
+        "memory",
+        "--config",
+        str(DATA / "r1.5.0/research/qwen2_5/finetune_qwen2.5_72B_32K.yaml"),
+        "--devices",
+        "64",
+        "--device-memory",
+        "64GiB",
+        "--device-target",
+        "ascend",
+    )
     assert res.returncode == 0, res.stderr
     assert data["verdict"] == "fits" and data["setup"]["pipeline_scheduler"] == "seqpipe"
     assert any("schedule modelled: seqpipe with 8 sequence chunks" in n for n in data["notes"])
@@ -110,14 +123,17 @@ def test_parallel_optimizer_levels_and_gathered_weights():
     whole = estimate(m, ga, NO_OVERHEAD).bytes_of("accumulation")
     assert whole == n * 4
     assert estimate(m, ga.with_(optimizer_sharding="grads"), NO_OVERHEAD).bytes_of("accumulation") == pytest.approx(
-        whole / 8, rel=1e-3)
+        whole / 8, rel=1e-3
+    )
     assert estimate(m, ga.with_(accumulation_shard=True), NO_OVERHEAD).bytes_of("accumulation") == pytest.approx(
-        whole / 8, rel=1e-3)
+        whole / 8, rel=1e-3
+    )
     # level3 and parallel_optimizer_comm_recompute free the gathered copy per layer: two blocks at a time
     e3 = estimate(m, s.with_(optimizer_sharding="params"), NO_OVERHEAD)
     assert e3.bytes_of("gathered_parameters") < e1.bytes_of("gathered_parameters") / 10
-    assert estimate(m, s.with_(comm_recompute=True), NO_OVERHEAD).bytes_of("gathered_parameters") == \
-        e3.bytes_of("gathered_parameters")
+    assert estimate(m, s.with_(comm_recompute=True), NO_OVERHEAD).bytes_of("gathered_parameters") == e3.bytes_of(
+        "gathered_parameters"
+    )
     # optimizer_weight_shard_size: a smaller shard group keeps bigger shards
     e4 = estimate(m, s.with_(optimizer_shard_size=4), NO_OVERHEAD)
     assert e4.bytes_of("optimizer_states") == pytest.approx(2 * e1.bytes_of("optimizer_states"), rel=1e-3)
@@ -128,9 +144,13 @@ def test_parallel_optimizer_levels_and_gathered_weights():
 def test_parallel_optimizer_config_keys_are_read(tmp_path):
     text = (DATA / "r1.5.0/research/internlm2/internlm2_7b/finetune_internlm2_7b.yaml").read_text()
     assert "  enable_parallel_optimizer: True\n" in text
-    text = text.replace("  enable_parallel_optimizer: True\n", "  enable_parallel_optimizer: True\n"
-                        "  parallel_optimizer_config:\n    optimizer_level: level3\n"
-                        "    optimizer_weight_shard_size: 2\n    parallel_optimizer_threshold: 1\n", 1)
+    text = text.replace(
+        "  enable_parallel_optimizer: True\n",
+        "  enable_parallel_optimizer: True\n"
+        "  parallel_optimizer_config:\n    optimizer_level: level3\n"
+        "    optimizer_weight_shard_size: 2\n    parallel_optimizer_threshold: 1\n",
+        1,
+    )
     path = tmp_path / "x.yaml"
     path.write_text(text)
     s = load_source(path).setup
@@ -169,8 +189,21 @@ def test_selective_conventions_from_yaml_and_command_line():
     cfg = str(HF / "Qwen3-32B" / "config.json")
     got = {}
     for choice in ("selective-attention", "selective-ffn", "selective"):
-        res, data = run_json("memory", "--config", cfg, "--seq-length", "4096", "--device-memory", "64GiB",
-                             "--device-target", "ascend", "--recompute", choice, "--suggestions", "0")
+        res, data = run_json(
+            "memory",
+            "--config",
+            cfg,
+            "--seq-length",
+            "4096",
+            "--device-memory",
+            "64GiB",
+            "--device-target",
+            "ascend",
+            "--recompute",
+            choice,
+            "--suggestions",
+            "0",
+        )
         got[choice] = next(c["bytes"] for c in data["components"] if c["key"] == "activations")
         assert data["setup"]["recompute"] == "selective"
     assert got["selective-attention"] > got["selective-ffn"] == got["selective"]  # mindspore's own meaning
@@ -226,8 +259,15 @@ def test_pretrained_model_dir_relative_to_the_yaml(tmp_path):
 def test_config_json_without_tie_uses_the_model_types_default(tmp_path):
     from transformers import LlamaConfig
 
-    cfg = LlamaConfig(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-                      num_key_value_heads=8, vocab_size=128256, max_position_embeddings=8192)
+    cfg = LlamaConfig(
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        vocab_size=128256,
+        max_position_embeddings=8192,
+    )
     data = cfg.to_dict()
     data.pop("tie_word_embeddings", None)
     path = tmp_path / "config.json"
@@ -253,8 +293,25 @@ def test_tie_defaults_match_the_installed_transformers_source():
 # -- 7. config.json options ----------------------------------------------------------------------
 def test_config_json_options_for_sp_flash_micro_batches_and_dropout():
     cfg = str(HF / "Qwen3-32B" / "config.json")
-    base = ("memory", "--config", cfg, "--seq-length", "4096", "--device-memory", "64GiB", "--device-target", "ascend",
-            "--tensor-parallel", "8", "--pipeline-stages", "4", "--devices", "32", "--suggestions", "0")
+    base = (
+        "memory",
+        "--config",
+        cfg,
+        "--seq-length",
+        "4096",
+        "--device-memory",
+        "64GiB",
+        "--device-target",
+        "ascend",
+        "--tensor-parallel",
+        "8",
+        "--pipeline-stages",
+        "4",
+        "--devices",
+        "32",
+        "--suggestions",
+        "0",
+    )
     _, plain = run_json(*base, "--micro-batch-num", "4")
     _, sp = run_json(*base, "--micro-batch-num", "4", "--sequence-parallel")
     _, noflash = run_json(*base, "--micro-batch-num", "4", "--no-flash-attention")

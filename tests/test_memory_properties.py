@@ -28,18 +28,27 @@ def configs(draw):
     activation = draw(st.sampled_from(["swiglu", "gelu"]))
     ffn = tp * draw(st.integers(1, 512)) * 8
     model = ModelShape(
-        num_layers=layers, hidden_size=heads * head_dim, num_heads=heads, num_kv_heads=kv, ffn_size=ffn,
-        activation=activation, vocab_size=draw(st.integers(2, 160_000)),
-        tie_embeddings=draw(st.booleans()), bias=draw(st.booleans()),
-        norm=draw(st.sampled_from(["rmsnorm", "layernorm"])), dropout=draw(st.booleans()),
-        attention_dropout=draw(st.booleans()), vocab_multiple=draw(st.sampled_from([1, 128])),
+        num_layers=layers,
+        hidden_size=heads * head_dim,
+        num_heads=heads,
+        num_kv_heads=kv,
+        ffn_size=ffn,
+        activation=activation,
+        vocab_size=draw(st.integers(2, 160_000)),
+        tie_embeddings=draw(st.booleans()),
+        bias=draw(st.booleans()),
+        norm=draw(st.sampled_from(["rmsnorm", "layernorm"])),
+        dropout=draw(st.booleans()),
+        attention_dropout=draw(st.booleans()),
+        vocab_multiple=draw(st.sampled_from([1, 128])),
     )
     setup = Setup(
         seq_length=draw(st.sampled_from([128, 1024, 4096, 8192])),
         micro_batch_size=draw(st.integers(1, 8)),
         grad_accumulation=draw(st.integers(1, 8)),
         data_parallel=draw(st.sampled_from([1, 2, 4, 8, 16])),
-        tensor_parallel=tp, pipeline_stages=pp,
+        tensor_parallel=tp,
+        pipeline_stages=pp,
         micro_batch_num=pp * draw(st.integers(1, 4)),
         virtual_pipeline_chunks=1,
         sequence_parallel=tp > 1 and draw(st.booleans()),
@@ -53,7 +62,9 @@ def configs(draw):
         comm_recompute=draw(st.booleans()),
         framework=draw(st.sampled_from(["mindspore", "megatron"])),
     )
-    device = Device(draw(st.sampled_from(["Ascend", "GPU"])), capacity=64 * GIB, reserve=draw(st.sampled_from([0, 2 * GIB])))
+    device = Device(
+        draw(st.sampled_from(["Ascend", "GPU"])), capacity=64 * GIB, reserve=draw(st.sampled_from([0, 2 * GIB]))
+    )
     return model, setup, device
 
 

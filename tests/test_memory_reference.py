@@ -30,17 +30,45 @@ MIB = 1 << 20
 NO_OVERHEAD = Device("GPU", fragmentation=0.0)  # compare allocated bytes only
 
 # R1: Llama-2-7B shape, s4096 b1, tp1 pp1 dp8; R2: Llama-2-13B shape, tp2 dp4
-R1 = MegatronArgs(num_layers=32, hidden_size=4096, num_attention_heads=32, ffn_hidden_size=11008,
-                  padded_vocab_size=32000, seq_length=4096, swiglu=True, rmsnorm=True,
-                  untie_embeddings_and_output_weights=True, data_parallel_size=8)
-R2 = MegatronArgs(num_layers=40, hidden_size=5120, num_attention_heads=40, ffn_hidden_size=13824,
-                  padded_vocab_size=32000, seq_length=4096, swiglu=True, rmsnorm=True,
-                  untie_embeddings_and_output_weights=True, tensor_model_parallel_size=2, data_parallel_size=4)
+R1 = MegatronArgs(
+    num_layers=32,
+    hidden_size=4096,
+    num_attention_heads=32,
+    ffn_hidden_size=11008,
+    padded_vocab_size=32000,
+    seq_length=4096,
+    swiglu=True,
+    rmsnorm=True,
+    untie_embeddings_and_output_weights=True,
+    data_parallel_size=8,
+)
+R2 = MegatronArgs(
+    num_layers=40,
+    hidden_size=5120,
+    num_attention_heads=40,
+    ffn_hidden_size=13824,
+    padded_vocab_size=32000,
+    seq_length=4096,
+    swiglu=True,
+    rmsnorm=True,
+    untie_embeddings_and_output_weights=True,
+    tensor_model_parallel_size=2,
+    data_parallel_size=4,
+)
 # GPT-3 175B as in Korthikanti Table 3: tied, LayerNorm, GeLU, V 50257 padded to 51200, tp8 pp8, GBS 64
-GPT3 = MegatronArgs(num_layers=96, hidden_size=12288, num_attention_heads=96, ffn_hidden_size=4 * 12288,
-                    padded_vocab_size=51200, seq_length=2048, tensor_model_parallel_size=8,
-                    pipeline_model_parallel_size=8, data_parallel_size=1, sequence_parallel=True,
-                    recompute_granularity="selective")
+GPT3 = MegatronArgs(
+    num_layers=96,
+    hidden_size=12288,
+    num_attention_heads=96,
+    ffn_hidden_size=4 * 12288,
+    padded_vocab_size=51200,
+    seq_length=2048,
+    tensor_model_parallel_size=8,
+    pipeline_model_parallel_size=8,
+    data_parallel_size=1,
+    sequence_parallel=True,
+    recompute_granularity="selective",
+)
 
 LLAMA7 = ModelShape(num_layers=32, hidden_size=4096, num_heads=32, vocab_size=32000, ffn_size=11008)
 LLAMA13 = ModelShape(num_layers=40, hidden_size=5120, num_heads=40, vocab_size=32000, ffn_size=13824)
@@ -48,11 +76,16 @@ P7 = 6_738_415_616
 
 
 # -- Megatron theoretical_memory_usage, exact bytes -----------------------------------------
-@pytest.mark.parametrize("args, dist_opt, expected", [
-    (R1, False, 121_291_481_088), (R1, True, 50_538_117_120),
-    (R2, False, 117_146_511_360), (R2, True, 58_573_255_680),
-    (GPT3, False, 50_348_611_584),
-])
+@pytest.mark.parametrize(
+    "args, dist_opt, expected",
+    [
+        (R1, False, 121_291_481_088),
+        (R1, True, 50_538_117_120),
+        (R2, False, 117_146_511_360),
+        (R2, True, 58_573_255_680),
+        (GPT3, False, 50_348_611_584),
+    ],
+)
 def test_megatron_weight_and_optimizer_exact(args, dist_opt, expected):
     assert megatron_weight_and_optimizer_bytes(replace(args, use_distributed_optimizer=dist_opt)) == expected
 
@@ -73,8 +106,9 @@ def test_megatron_report_lines_in_mib():
     """report_theoretical_memory prints MiB labelled "MB" (it divides by 1024 * 1024)."""
     wo, act = megatron_theoretical_bytes(replace(R1, use_distributed_optimizer=True))  # tp1: SP forced off
     assert (round(wo / MIB, 2), round(act / MIB, 2), round((wo + act) / MIB, 2)) == (48196.90, 18591.33, 66788.24)
-    wo, act = megatron_theoretical_bytes(replace(R2, use_distributed_optimizer=True, sequence_parallel=True,
-                                                 recompute_granularity="selective"))
+    wo, act = megatron_theoretical_bytes(
+        replace(R2, use_distributed_optimizer=True, sequence_parallel=True, recompute_granularity="selective")
+    )
     assert (round(wo / MIB, 2), round(act / MIB, 2), round((wo + act) / MIB, 2)) == (55859.81, 11820.02, 67679.83)
     c1 = replace(GPT3, data_parallel_size=8, use_distributed_optimizer=True)
     wo, act = megatron_theoretical_bytes(c1, num_microbatches=64)
@@ -85,17 +119,37 @@ def test_megatron_report_lines_in_mib():
 
 # -- the estimator reproduces Megatron's weight + optimizer bytes ------------------------------
 def _states(est) -> int:
-    return sum(est.bytes_of(k) for k in ("parameters", "gathered_parameters", "gradients", "master_weights",
-                                         "optimizer_states", "accumulation"))
+    return sum(
+        est.bytes_of(k)
+        for k in (
+            "parameters",
+            "gathered_parameters",
+            "gradients",
+            "master_weights",
+            "optimizer_states",
+            "accumulation",
+        )
+    )
 
 
-@pytest.mark.parametrize("model, tp, dp, dist_opt, expected", [
-    (LLAMA7, 1, 8, False, 121_291_481_088), (LLAMA7, 1, 8, True, 50_538_117_120),
-    (LLAMA13, 2, 4, False, 117_146_511_360), (LLAMA13, 2, 4, True, 58_573_255_680),
-])
+@pytest.mark.parametrize(
+    "model, tp, dp, dist_opt, expected",
+    [
+        (LLAMA7, 1, 8, False, 121_291_481_088),
+        (LLAMA7, 1, 8, True, 50_538_117_120),
+        (LLAMA13, 2, 4, False, 117_146_511_360),
+        (LLAMA13, 2, 4, True, 58_573_255_680),
+    ],
+)
 def test_estimator_model_states_match_megatron(model, tp, dp, dist_opt, expected):
-    setup = Setup(4096, data_parallel=dp, tensor_parallel=tp, framework="megatron", param_dtype="bf16",
-                  optimizer_sharding="optimizer" if dist_opt else "none")
+    setup = Setup(
+        4096,
+        data_parallel=dp,
+        tensor_parallel=tp,
+        framework="megatron",
+        param_dtype="bf16",
+        optimizer_sharding="optimizer" if dist_opt else "none",
+    )
     assert _states(estimate(model, setup, NO_OVERHEAD)) == expected
 
 
@@ -127,7 +181,10 @@ def test_korthikanti_table_values():
 
 
 GPT_SHAPES = [  # (L, h, a, s, b, t)
-    (48, 6144, 64, 2048, 4, 8), (96, 12288, 96, 2048, 1, 8), (32, 4096, 32, 4096, 1, 1), (40, 5120, 40, 4096, 2, 4),
+    (48, 6144, 64, 2048, 4, 8),
+    (96, 12288, 96, 2048, 1, 8),
+    (32, 4096, 32, 4096, 1, 1),
+    (40, 5120, 40, 4096, 2, 4),
 ]
 
 
@@ -171,14 +228,17 @@ def _per_param(setup: Setup) -> float:
     return _states(estimate(LLAMA7, setup, NO_OVERHEAD)) / P7
 
 
-@pytest.mark.parametrize("setup, per_param, gb", [
-    (Setup(4096, param_dtype="fp16", framework="mindspore"), 12, 80.86),  # MindFormers float16, no master
-    (Setup(4096, param_dtype="bf16", master_weights=True, grad_dtype="bf16"), 16, 107.81),  # Apex/DeepSpeed
-    (Setup(4096, param_dtype="bf16", framework="megatron"), 18, 121.29),  # Megatron bf16 (fp32 main grads)
-    (Setup(4096, param_dtype="fp16", framework="megatron"), 20, 134.77),  # Megatron fp16
-    (Setup(4096, param_dtype="fp32", precision="fp32"), 16, 107.81),  # pure fp32
-    (Setup(4096, param_dtype="fp32", precision="bf16"), 16, 107.81),  # MindFormers params_dtype float32
-])
+@pytest.mark.parametrize(
+    "setup, per_param, gb",
+    [
+        (Setup(4096, param_dtype="fp16", framework="mindspore"), 12, 80.86),  # MindFormers float16, no master
+        (Setup(4096, param_dtype="bf16", master_weights=True, grad_dtype="bf16"), 16, 107.81),  # Apex/DeepSpeed
+        (Setup(4096, param_dtype="bf16", framework="megatron"), 18, 121.29),  # Megatron bf16 (fp32 main grads)
+        (Setup(4096, param_dtype="fp16", framework="megatron"), 20, 134.77),  # Megatron fp16
+        (Setup(4096, param_dtype="fp32", precision="fp32"), 16, 107.81),  # pure fp32
+        (Setup(4096, param_dtype="fp32", precision="bf16"), 16, 107.81),  # MindFormers params_dtype float32
+    ],
+)
 def test_section_9_bytes_per_param(setup, per_param, gb):
     assert _per_param(setup) == per_param
     assert round(per_param * P7 / 1e9, 2) == gb
@@ -201,11 +261,32 @@ def test_section_9_seven_b_fits_80gib_not_58():
 
 # -- M1: Megatron CI measurement, predicted within 5% ---------------------------------------------
 M1_MEASURED_GIB = 53.22  # H100 max-allocated, gpt3_7b_tp4_pp1_memory_speed golden values
-M1_MODEL = ModelShape(num_layers=32, hidden_size=4096, num_heads=32, num_kv_heads=8, ffn_size=4 * 4096,
-                      activation="gelu", vocab_size=131073, vocab_multiple=128, bias=True, norm="layernorm",
-                      tie_embeddings=False, dropout=True, attention_dropout=True)
-M1_SETUP = Setup(8192, micro_batch_size=2, data_parallel=2, tensor_parallel=4, optimizer_sharding="optimizer",
-                 framework="megatron", param_dtype="bf16", precision="bf16", flash_attention=True)
+M1_MODEL = ModelShape(
+    num_layers=32,
+    hidden_size=4096,
+    num_heads=32,
+    num_kv_heads=8,
+    ffn_size=4 * 4096,
+    activation="gelu",
+    vocab_size=131073,
+    vocab_multiple=128,
+    bias=True,
+    norm="layernorm",
+    tie_embeddings=False,
+    dropout=True,
+    attention_dropout=True,
+)
+M1_SETUP = Setup(
+    8192,
+    micro_batch_size=2,
+    data_parallel=2,
+    tensor_parallel=4,
+    optimizer_sharding="optimizer",
+    framework="megatron",
+    param_dtype="bf16",
+    precision="bf16",
+    flash_attention=True,
+)
 
 
 def test_m1_estimate_within_5_percent_of_measured():
@@ -216,20 +297,49 @@ def test_m1_estimate_within_5_percent_of_measured():
 
 
 def test_m1_megatron_reference_within_one_percent():
-    m1 = MegatronArgs(num_layers=32, hidden_size=4096, num_attention_heads=32, num_query_groups=8,
-                      ffn_hidden_size=16384, padded_vocab_size=131584, seq_length=8192, micro_batch_size=2,
-                      untie_embeddings_and_output_weights=True, tensor_model_parallel_size=4, data_parallel_size=2,
-                      use_distributed_optimizer=True)
+    m1 = MegatronArgs(
+        num_layers=32,
+        hidden_size=4096,
+        num_attention_heads=32,
+        num_query_groups=8,
+        ffn_hidden_size=16384,
+        padded_vocab_size=131584,
+        seq_length=8192,
+        micro_batch_size=2,
+        untie_embeddings_and_output_weights=True,
+        tensor_model_parallel_size=4,
+        data_parallel_size=2,
+        use_distributed_optimizer=True,
+    )
     wo, act = megatron_theoretical_bytes(m1)
     assert (round(wo / GIB, 2), round(act / GIB, 2)) == (18.77, 34.85)
     assert abs((wo + act) / GIB / M1_MEASURED_GIB - 1) < 0.01
 
 
 # -- pipeline: in-flight micro-batches and the interleave factor (Korthikanti section 2.3) ----------
-GPT3_SHAPE = ModelShape(96, 12288, 96, 50257, activation="gelu", norm="layernorm", tie_embeddings=True,
-                        vocab_multiple=128, dropout=True, attention_dropout=True)
-GPT3_SETUP = Setup(2048, tensor_parallel=8, pipeline_stages=8, micro_batch_num=64, sequence_parallel=True,
-                   recompute="selective", flash_attention=False, framework="megatron", param_dtype="bf16")
+GPT3_SHAPE = ModelShape(
+    96,
+    12288,
+    96,
+    50257,
+    activation="gelu",
+    norm="layernorm",
+    tie_embeddings=True,
+    vocab_multiple=128,
+    dropout=True,
+    attention_dropout=True,
+)
+GPT3_SETUP = Setup(
+    2048,
+    tensor_parallel=8,
+    pipeline_stages=8,
+    micro_batch_num=64,
+    sequence_parallel=True,
+    recompute="selective",
+    flash_attention=False,
+    framework="megatron",
+    param_dtype="bf16",
+)
 
 
 def test_first_stage_holds_l_layers_and_interleaving_adds_its_factor():

@@ -23,8 +23,15 @@ def test_each_reference_within_5_percent(row):
 
 def test_the_table_covers_every_reference_family():
     groups = {r.group for r in ROWS}
-    assert groups == {"Korthikanti Table 2", "Megatron theoretical", "DeepSpeed estimators", "Megatron CI (measured)",
-                      "accelerate estimate-memory", "ZeRO Figure 1", "parameter counts"}
+    assert groups == {
+        "Korthikanti Table 2",
+        "Megatron theoretical",
+        "DeepSpeed estimators",
+        "Megatron CI (measured)",
+        "accelerate estimate-memory",
+        "ZeRO Figure 1",
+        "parameter counts",
+    }
     assert sum(r.group == "parameter counts" for r in ROWS) == 11
     text = render(ROWS)
     assert "reference" in text.splitlines()[0] and "ratio" in text.splitlines()[0]
@@ -42,9 +49,23 @@ def test_deepspeed_references_are_its_formulas():
 @pytest.mark.parametrize("level", list(ZERO_FIGURE_1))
 def test_zero_figure_1_from_the_command_line(level):
     """msdoctor memory --framework zero-paper: the model states of Psi = 7.5B over N_d = 64, as Figure 1 rounds them."""
-    res, data = run_json("memory", "--config", str(ZERO_CONFIG), "--framework", "zero-paper", "--param-dtype", "fp16",
-                         "--devices", "64", "--device-memory", "80GB", "--optimizer-sharding", level,
-                         "--suggestions", "0")
+    res, data = run_json(
+        "memory",
+        "--config",
+        str(ZERO_CONFIG),
+        "--framework",
+        "zero-paper",
+        "--param-dtype",
+        "fp16",
+        "--devices",
+        "64",
+        "--device-memory",
+        "80GB",
+        "--optimizer-sharding",
+        level,
+        "--suggestions",
+        "0",
+    )
     assert res.returncode in (0, 1), res.stderr
     assert data["params_total"] == 7_499_636_736
     assert round(data["model_states_bytes"] / 1e9, 1) == ZERO_FIGURE_1[level]

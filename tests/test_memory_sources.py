@@ -50,11 +50,22 @@ def test_mindformers_legacy_names():
     src = load_source(LEGACY)
     m, s = src.model, src.setup
     assert src.kind == "mindformers" and src.target == "Ascend"
-    assert (m.num_layers, m.hidden_size, m.num_heads, m.kv_heads, m.ffn, m.vocab_size) == (32, 4096, 32, 32, 11008,
-                                                                                           32000)
+    assert (m.num_layers, m.hidden_size, m.num_heads, m.kv_heads, m.ffn, m.vocab_size) == (
+        32,
+        4096,
+        32,
+        32,
+        11008,
+        32000,
+    )
     assert total_params(m) == P7
     assert (s.data_parallel, s.tensor_parallel, s.pipeline_stages, s.micro_batch_size, s.grad_accumulation) == (
-        8, 1, 1, 1, 8)
+        8,
+        1,
+        1,
+        1,
+        8,
+    )
     assert (s.optimizer_sharding, s.recompute, s.flash_attention) == ("optimizer", "none", True)
     assert (s.param_dtype, s.precision, s.optimizer_state_dtype) == ("fp16", "fp16", "fp32")  # FP32StateAdam...
     assert src.cap.bytes == 58 * GIB  # MindSpore reads "58GB" as 58 * 2**30
@@ -104,23 +115,45 @@ def test_unknown_keys_are_listed_with_did_you_mean(tmp_path):
 
 
 def test_deprecated_optimizer_shard_is_noted(tmp_path):
-    cfg = _edit(LEGACY, tmp_path / "old.yaml", "  vocab_emb_dp: True\n", "  vocab_emb_dp: True\n  optimizer_shard: True\n")
+    cfg = _edit(
+        LEGACY, tmp_path / "old.yaml", "  vocab_emb_dp: True\n", "  vocab_emb_dp: True\n  optimizer_shard: True\n"
+    )
     src = load_source(cfg)
     assert any("optimizer_shard is deprecated" in n and "no effect" in n for n in src.notes)
 
 
-@pytest.mark.parametrize("old, new, key, message", [
-    ("  model_parallel: 1\n", "  model_parallel: 3\n", "parallel_config.model_parallel", "must divide the attention"),
-    ("  pipeline_stage: 1\n", "  pipeline_stage: 3\n", "parallel_config.pipeline_stage", "must divide the layers"),
-    ("    hidden_size: 4096\n", "    hidden_size: -4096\n", "model.model_config.hidden_size", "positive"),
-    ("  data_parallel: 8\n", "  data_parallel: eight\n", "parallel_config.data_parallel", "expected an integer"),
-    ("    num_heads: 32\n", "    num_heads: 32\n    n_kv_heads: 5\n", "model.model_config.n_kv_heads",
-     "must divide the attention heads"),
-    ('  max_device_memory: "58GB"\n', '  max_device_memory: "lots"\n', "context.max_device_memory",
-     "not a memory size"),
-    ('    param_init_type: "float16"\n', '    param_init_type: "float8"\n', "model.model_config.param_init_type",
-     "expected a dtype"),
-])
+@pytest.mark.parametrize(
+    "old, new, key, message",
+    [
+        (
+            "  model_parallel: 1\n",
+            "  model_parallel: 3\n",
+            "parallel_config.model_parallel",
+            "must divide the attention",
+        ),
+        ("  pipeline_stage: 1\n", "  pipeline_stage: 3\n", "parallel_config.pipeline_stage", "must divide the layers"),
+        ("    hidden_size: 4096\n", "    hidden_size: -4096\n", "model.model_config.hidden_size", "positive"),
+        ("  data_parallel: 8\n", "  data_parallel: eight\n", "parallel_config.data_parallel", "expected an integer"),
+        (
+            "    num_heads: 32\n",
+            "    num_heads: 32\n    n_kv_heads: 5\n",
+            "model.model_config.n_kv_heads",
+            "must divide the attention heads",
+        ),
+        (
+            '  max_device_memory: "58GB"\n',
+            '  max_device_memory: "lots"\n',
+            "context.max_device_memory",
+            "not a memory size",
+        ),
+        (
+            '    param_init_type: "float16"\n',
+            '    param_init_type: "float8"\n',
+            "model.model_config.param_init_type",
+            "expected a dtype",
+        ),
+    ],
+)
 def test_impossible_values_point_at_file_and_line(tmp_path, old, new, key, message):
     cfg = _edit(LEGACY, tmp_path / "bad.yaml", old, new)
     with pytest.raises(ConfigError) as exc:
@@ -171,16 +204,32 @@ def test_hf_gpt2_config_json(tmp_path):
     GPT2Config().to_json_file(str(path))
     src = load_source(path, Overrides(seq_length=1024))
     m = src.model
-    assert (m.activation, m.norm, m.tie_embeddings, m.bias, m.position_embeddings) == ("gelu", "layernorm", True,
-                                                                                       True, 1024)
+    assert (m.activation, m.norm, m.tie_embeddings, m.bias, m.position_embeddings) == (
+        "gelu",
+        "layernorm",
+        True,
+        True,
+        1024,
+    )
     assert total_params(m) == 124_439_808  # GPT2LMHeadModel, tied head
     assert src.unknown == []
 
 
 def test_hf_unknown_keys_and_moe(tmp_path):
-    data = json.loads(json.dumps({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
-                                  "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 128,
-                                  "num_hiden_layers": 4, "my_custom_flag": 1}))
+    data = json.loads(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "num_hidden_layers": 2,
+                "hidden_size": 64,
+                "num_attention_heads": 4,
+                "vocab_size": 100,
+                "max_position_embeddings": 128,
+                "num_hiden_layers": 4,
+                "my_custom_flag": 1,
+            }
+        )
+    )
     path = tmp_path / "config.json"
     path.write_text(json.dumps(data, indent=2))
     src = load_source(path)
@@ -243,7 +292,13 @@ def test_msdoctor_yaml(tmp_path):
     assert total_params(src.model) == P7
     s = src.setup
     assert (s.data_parallel, s.optimizer_sharding, s.recompute, s.param_dtype, s.precision, s.framework) == (
-        8, "optimizer", "full", "fp32", "bf16", "mindspore")
+        8,
+        "optimizer",
+        "full",
+        "fp32",
+        "bf16",
+        "mindspore",
+    )
     assert src.cap.bytes == 58 * GIB and src.cap.line == _line(path, "device_memory")
     est = estimate(src.model, s, make_device("Ascend", Detected(), src.cap))
     assert est.verdict == "fits"
@@ -252,8 +307,11 @@ def test_msdoctor_yaml(tmp_path):
 
 def test_msdoctor_yaml_errors_come_with_file_and_line(tmp_path):
     path = tmp_path / "train.yaml"
-    path.write_text(MSDOCTOR_7B.replace("  optimizer_sharding: optimizer\n",
-                                        "  optimizer_sharding: optimizer\n  tensor_parallel: 3\n"))
+    path.write_text(
+        MSDOCTOR_7B.replace(
+            "  optimizer_sharding: optimizer\n", "  optimizer_sharding: optimizer\n  tensor_parallel: 3\n"
+        )
+    )
     with pytest.raises(UserError) as exc:
         load_source(path)
     assert f"{path}:{_line(path, 'tensor_parallel')}: parallel.tensor_parallel = 3" in exc.value.message

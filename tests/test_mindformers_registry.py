@@ -31,7 +31,7 @@ from msdoctor.model import Status
 
 MF_VERSION = "2.1.0"
 
-TRUTH = r'''
+TRUTH = r"""
 import importlib.util, json, sys, types
 site, user_file, replay, lookups = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
 state = {"legacy": True}
@@ -69,7 +69,7 @@ for mt, name, legacy in lookups:
     except ValueError as e:
         found["%s:%s:%s" % (mt, name, legacy)] = "missing"
 print(json.dumps({"replaced": replaced, "found": found}))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +90,9 @@ def _project(root: Path, code: str) -> Path:
 
 def _findings(env: tuple, project: Path) -> list:
     target, builtins, _ = env
-    return evaluate(builtins, scan_project(str(project)), scan_installed(target, builtins, str(project)),
-                    target.python_cmd())
+    return evaluate(
+        builtins, scan_project(str(project)), scan_installed(target, builtins, str(project)), target.python_cmd()
+    )
 
 
 def _replay(builtins: Any, keys: list[tuple[str, str]]) -> list[list[str]]:
@@ -109,9 +110,22 @@ def _replay(builtins: Any, keys: list[tuple[str, str]]) -> list[list[str]]:
 
 def _truth(env: tuple, project: Path, keys: list[tuple[str, str]], lookups: list[tuple[str, str, bool]]) -> dict:
     _, builtins, site = env
-    res = subprocess.run([BASE_PYTHON, "-I", "-c", TRUTH, str(site), str(project / "model.py"),
-                          json.dumps(_replay(builtins, keys)), json.dumps(lookups)],
-                         capture_output=True, text=True, timeout=120, cwd=project)
+    res = subprocess.run(
+        [
+            BASE_PYTHON,
+            "-I",
+            "-c",
+            TRUTH,
+            str(site),
+            str(project / "model.py"),
+            json.dumps(_replay(builtins, keys)),
+            json.dumps(lookups),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=project,
+    )
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
@@ -134,59 +148,83 @@ def test_builtin_keys_are_read_as_mindformers_files_them(mf_env: tuple) -> None:
 
 
 def test_legacy_default_registration_replaces_nothing(mf_env: tuple, tmp_path: Path) -> None:
-    project = _project(tmp_path / "p", """\
+    project = _project(
+        tmp_path / "p",
+        """\
         from mindformers.tools.register import MindFormerModuleType, MindFormerRegister
 
         @MindFormerRegister.register(MindFormerModuleType.MODELS)
         class Qwen3ForCausalLM:
             pass
-        """)
+        """,
+    )
     assert _mf(_findings(mf_env, project)) == []
-    truth = _truth(mf_env, project, [("MODELS", "mcore_Qwen3ForCausalLM")],
-                   [("MODELS", "Qwen3ForCausalLM", False), ("MODELS", "Qwen3ForCausalLM", True)])
+    truth = _truth(
+        mf_env,
+        project,
+        [("MODELS", "mcore_Qwen3ForCausalLM")],
+        [("MODELS", "Qwen3ForCausalLM", False), ("MODELS", "Qwen3ForCausalLM", True)],
+    )
     assert truth["replaced"] == []
-    assert truth["found"] == {"MODELS:Qwen3ForCausalLM:False": "builtin",
-                              "MODELS:Qwen3ForCausalLM:True": "project:Qwen3ForCausalLM"}
+    assert truth["found"] == {
+        "MODELS:Qwen3ForCausalLM:False": "builtin",
+        "MODELS:Qwen3ForCausalLM:True": "project:Qwen3ForCausalLM",
+    }
 
 
 def _apply_fix(project: Path, fix: str) -> None:
     deco = re.search(r"(@MindFormerRegister\.register\(.*?\)) at ", fix)
     assert deco, fix
     src = (project / "model.py").read_text()
-    (project / "model.py").write_text(re.sub(r"@MindFormerRegister\.register\(.*\)", lambda _: deco.group(1), src, count=1))
+    (project / "model.py").write_text(
+        re.sub(r"@MindFormerRegister\.register\(.*\)", lambda _: deco.group(1), src, count=1)
+    )
 
 
 def test_new_style_registration_replaces_and_the_fix_keeps_legacy_false(mf_env: tuple, tmp_path: Path) -> None:
-    project = _project(tmp_path / "p", """\
+    project = _project(
+        tmp_path / "p",
+        """\
         from mindformers.tools.register import MindFormerModuleType, MindFormerRegister
 
         @MindFormerRegister.register(MindFormerModuleType.MODELS, legacy=False)
         class Glm4ForCausalLM:
             pass
-        """)
+        """,
+    )
     [warn] = _mf(_findings(mf_env, project))
     assert warn.status is Status.WARN and warn.code == "mindformers-builtin"
     assert warn.evidence["registry_key"] == "mcore_Glm4ForCausalLM" and warn.location.line == 3
     assert "legacy=False" in warn.fix and 'alias="MyGlm4ForCausalLM"' in warn.fix
     keys, look = [("MODELS", "mcore_Glm4ForCausalLM")], [("MODELS", "Glm4ForCausalLM", False)]
     assert _truth(mf_env, project, keys, look) == {
-        "replaced": ["models:mcore_Glm4ForCausalLM"], "found": {"MODELS:Glm4ForCausalLM:False": "project:Glm4ForCausalLM"}}
+        "replaced": ["models:mcore_Glm4ForCausalLM"],
+        "found": {"MODELS:Glm4ForCausalLM:False": "project:Glm4ForCausalLM"},
+    }
 
     _apply_fix(project, warn.fix)
     assert _mf(_findings(mf_env, project)) == []
     after = _truth(mf_env, project, keys, look + [("MODELS", "MyGlm4ForCausalLM", False)])
-    assert after == {"replaced": [], "found": {"MODELS:Glm4ForCausalLM:False": "builtin",
-                                               "MODELS:MyGlm4ForCausalLM:False": "project:Glm4ForCausalLM"}}
+    assert after == {
+        "replaced": [],
+        "found": {
+            "MODELS:Glm4ForCausalLM:False": "builtin",
+            "MODELS:MyGlm4ForCausalLM:False": "project:Glm4ForCausalLM",
+        },
+    }
 
 
 def test_search_name_taking_a_builtin_model_type_is_found_and_fixed(mf_env: tuple, tmp_path: Path) -> None:
-    project = _project(tmp_path / "p", """\
+    project = _project(
+        tmp_path / "p",
+        """\
         from mindformers.tools.register import MindFormerModuleType, MindFormerRegister
 
         @MindFormerRegister.register(MindFormerModuleType.CONFIG, legacy=False, search_names="glm4")
         class MyGlm4Config:
             pass
-        """)
+        """,
+    )
     [warn] = _mf(_findings(mf_env, project))
     assert warn.code == "mindformers-search-name" and warn.evidence["registry_key"] == "mcore_glm4"
     keys, look = [("CONFIG", "mcore_Glm4Config")], [("CONFIG", "glm4", False)]
@@ -200,14 +238,17 @@ def test_search_name_taking_a_builtin_model_type_is_found_and_fixed(mf_env: tupl
 
 
 def test_legacy_expression_checks_both_keys(mf_env: tuple, tmp_path: Path) -> None:
-    project = _project(tmp_path / "p", """\
+    project = _project(
+        tmp_path / "p",
+        """\
         from mindformers.tools.register import MindFormerModuleType, MindFormerRegister
         NEW = True
 
         @MindFormerRegister.register(MindFormerModuleType.MODELS, legacy=not NEW)
         class Qwen3ForCausalLM:
             pass
-        """)
+        """,
+    )
     [warn] = _mf(_findings(mf_env, project))
     key: Optional[str] = warn.evidence["registry_key"]
     assert key == "mcore_Qwen3ForCausalLM" and "expression" in warn.detail and "legacy=not NEW" in warn.fix

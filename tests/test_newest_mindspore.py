@@ -21,36 +21,59 @@ from helpers import check_of, run_json, run_msdoctor
 
 REPO = Path(__file__).resolve().parents[1]
 NEWEST = os.environ.get("MSDOCTOR_TEST_NEWEST_PYTHON", "")
-PINNED = next(line.split("==", 1)[1].strip() for line in (REPO / "scripts" / "constraints" / "newest.txt").read_text()
-              .splitlines() if line.startswith("mindspore=="))
+PINNED = next(
+    line.split("==", 1)[1].strip()
+    for line in (REPO / "scripts" / "constraints" / "newest.txt").read_text().splitlines()
+    if line.startswith("mindspore==")
+)
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not NEWEST or not os.path.exists(NEWEST),
-                       reason="MSDOCTOR_TEST_NEWEST_PYTHON is not set: ./scripts/test.sh builds .venv-newest with "
-                              "the newest MindSpore (scripts/constraints/newest.txt) and sets it"),
+    pytest.mark.skipif(
+        not NEWEST or not os.path.exists(NEWEST),
+        reason="MSDOCTOR_TEST_NEWEST_PYTHON is not set: ./scripts/test.sh builds .venv-newest with "
+        "the newest MindSpore (scripts/constraints/newest.txt) and sets it",
+    ),
 ]
 
 
 def test_newest_interpreter_has_the_pinned_release() -> None:
-    out = subprocess.run([NEWEST, "-c", "import importlib.metadata as m, sys; "
-                                        "print(m.version('mindspore'), '%d.%d' % sys.version_info[:2])"],
-                         capture_output=True, text=True, timeout=60, cwd="/")
+    out = subprocess.run(
+        [
+            NEWEST,
+            "-c",
+            "import importlib.metadata as m, sys; print(m.version('mindspore'), '%d.%d' % sys.version_info[:2])",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
     version, py = out.stdout.split()
     assert version == PINNED and py in ("3.10", "3.11", "3.12")
 
 
 def test_live_probe_and_import_smoke_pass_on_the_newest_release(tmp_path: Path) -> None:
-    res, report = run_json("check", "--python", NEWEST, "--only", "python-env,version-matrix,device-target",
-                           "--format", "json", cwd=tmp_path)
+    res, report = run_json(
+        "check",
+        "--python",
+        NEWEST,
+        "--only",
+        "python-env,version-matrix,device-target",
+        "--format",
+        "json",
+        cwd=tmp_path,
+    )
     vm, dt = check_of(report, "version-matrix"), check_of(report, "device-target")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert vm["status"] in ("pass", "warn") and dt["status"] in ("pass", "warn"), json.dumps(report)[-3000:]
     text = json.dumps(dt)
     assert PINNED in json.dumps(vm) and "CPU" in text
     # the live probe really computed: its matmul finding is a pass, not a skip
-    assert any(f["status"] == "pass" and "matmul" in (f["title"] + json.dumps(f.get("evidence", {}))).lower()
-               for f in dt["findings"]), text[-3000:]
+    assert any(
+        f["status"] == "pass" and "matmul" in (f["title"] + json.dumps(f.get("evidence", {}))).lower()
+        for f in dt["findings"]
+    ), text[-3000:]
 
 
 def test_bundled_trainer_trains_on_the_newest_release(tmp_path: Path) -> None:
@@ -61,8 +84,9 @@ def test_bundled_trainer_trains_on_the_newest_release(tmp_path: Path) -> None:
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(cfg, sort_keys=False))
     run_dir = tmp_path / "run"
-    res = run_msdoctor("train", "--python", NEWEST, "--config", str(config), "--output-dir", str(run_dir),
-                       cwd=tmp_path, timeout=600)
+    res = run_msdoctor(
+        "train", "--python", NEWEST, "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path, timeout=600
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     with open(run_dir / "metrics.csv", newline="") as f:
         rows = list(csv.DictReader(f))

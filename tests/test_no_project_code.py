@@ -25,8 +25,7 @@ def marker_folder(root: Path) -> Path:
     project.mkdir()
     for name in SHADOWS:
         (project / f"{name}.py").write_text(
-            "import os as _os\n"
-            f"open(_os.path.join({str(root)!r}, 'MARKER-{name}'), 'w').close()\n"
+            f"import os as _os\nopen(_os.path.join({str(root)!r}, 'MARKER-{name}'), 'w').close()\n"
         )
     return project
 
@@ -40,8 +39,10 @@ def world(tmp_path: Path) -> dict:
     project = marker_folder(tmp_path)
     home = tmp_path / "home"
     home.mkdir()
-    env = env_with({"HOME": str(home), "JUPYTER_DATA_DIR": str(home / "jdata"), "JUPYTER_PATH": str(tmp_path / "jp")},
-                   drop=["VIRTUAL_ENV", "CONDA_PREFIX", "JPY_PARENT_PID", "XDG_DATA_HOME", "JUPYTER_PREFER_ENV_PATH"])
+    env = env_with(
+        {"HOME": str(home), "JUPYTER_DATA_DIR": str(home / "jdata"), "JUPYTER_PATH": str(tmp_path / "jp")},
+        drop=["VIRTUAL_ENV", "CONDA_PREFIX", "JPY_PARENT_PID", "XDG_DATA_HOME", "JUPYTER_PREFER_ENV_PATH"],
+    )
     return {"root": tmp_path, "project": project, "env": env}
 
 
@@ -76,8 +77,9 @@ def test_vscode_tasks_do_not_import_the_workspace_msdoctor(world: dict) -> None:
     tasks = jsonc.loads((world["project"] / ".vscode" / "tasks.json").read_text())["tasks"]
     task = tasks[0]
     start = [task["command"], *task["args"][: task["args"].index("check")]]
-    res = subprocess.run([*start, "list-checks"], cwd=world["project"], env=world["env"], capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [*start, "list-checks"], cwd=world["project"], env=world["env"], capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0 and "duplicate-installs" in res.stdout, res.stderr
     assert markers(world["root"]) == []
 
@@ -91,8 +93,17 @@ def test_full_check_explain_train_and_fix_kernel_run_no_project_file(world: dict
     # the live smoke imported the installed MindSpore, not the project's mindspore.py
     assert vm["status"] != "error", vm["findings"]
     _run(world, "explain", MINDSPORE_ERROR, *py)
-    _run(world, "train", *py, "--config", str(REPO / "training" / "configs" / "tiny-cpu.yaml"), "--max-steps", "21",
-         "--output-dir", str(tmp_path / "run"))
+    _run(
+        world,
+        "train",
+        *py,
+        "--config",
+        str(REPO / "training" / "configs" / "tiny-cpu.yaml"),
+        "--max-steps",
+        "21",
+        "--output-dir",
+        str(tmp_path / "run"),
+    )
     _run(world, "fix-kernel", *py, "--yes", "--no-vscode", "--project", ".")
     assert os.path.isdir(world["env"]["JUPYTER_DATA_DIR"])  # the kernel was registered (ipykernel from the env)
 
@@ -103,7 +114,13 @@ def test_the_launcher_for_pythons_before_311_drops_the_workspace_from_sys_path(w
 
     assert launcher("/envs/a/bin/python", True, (3, 9, 18)) == ["/envs/a/bin/python", "-c", SAFE_MAIN]
     assert launcher("/envs/a/bin/python", True, (3, 12, 1))[1:3] == ["-P", "-m"]
-    res = subprocess.run([BASE_PYTHON, "-c", SAFE_MAIN, "list-checks"], cwd=world["project"], env=world["env"],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [BASE_PYTHON, "-c", SAFE_MAIN, "list-checks"],
+        cwd=world["project"],
+        env=world["env"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0 and "duplicate-installs" in res.stdout, res.stderr
     assert markers(world["root"]) == []

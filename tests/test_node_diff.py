@@ -20,8 +20,20 @@ def node_report(tmp_path: Path, name: str, cann: str) -> tuple[Path, dict]:
     sysroot, root = machine(tmp_path / name, cann)
     env = env_with({"MSDOCTOR_SYSROOT": str(sysroot), **set_env(root.parent / "latest")})
     out = tmp_path / f"{name}.json"
-    res = run_msdoctor("check", "--python", BASE_PYTHON, "--only", "version-matrix", "--quick",
-                       "--format", "json", "--output", str(out), env=env, cwd=tmp_path)
+    res = run_msdoctor(
+        "check",
+        "--python",
+        BASE_PYTHON,
+        "--only",
+        "version-matrix",
+        "--quick",
+        "--format",
+        "json",
+        "--output",
+        str(out),
+        env=env,
+        cwd=tmp_path,
+    )
     assert out.exists(), res.stdout + res.stderr
     return out, json.loads(out.read_text())
 

@@ -41,8 +41,12 @@ def test_no_command_defines_a_shared_option_itself() -> None:
         if path.name == "options.py" and path.parent.name == "msdoctor":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "option"
-                    and any(isinstance(a, ast.Constant) and a.value in SHARED for a in node.args)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "option"
+                and any(isinstance(a, ast.Constant) and a.value in SHARED for a in node.args)
+            ):
                 found.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert not found, "define these through msdoctor/options.py: " + ", ".join(found)
 
@@ -73,8 +77,22 @@ def test_format_is_a_choice_in_every_command() -> None:
 
 
 def test_preflight_plan_format_json_and_the_deprecated_json_flag_agree() -> None:
-    args = ["preflight", "--plan", "--worker-num", "1", "--local-worker-num", "1", "--master-addr", "127.0.0.1",
-            "--master-port", "18118", "--node-rank", "0", "--device-target", "cpu"]
+    args = [
+        "preflight",
+        "--plan",
+        "--worker-num",
+        "1",
+        "--local-worker-num",
+        "1",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        "18118",
+        "--node-rank",
+        "0",
+        "--device-target",
+        "cpu",
+    ]
     new = run_msdoctor(*args, "--format", "json", env=env_with(), timeout=120)
     old = run_msdoctor(*args, "--json", env=env_with(), timeout=120)
     a, b = json.loads(new.stdout), json.loads(old.stdout)
@@ -96,7 +114,14 @@ def test_preflight_is_a_group_whose_commands_list_only_their_own_options(tmp_pat
         return {o for p in cmd.params if isinstance(p, click.Option) and not p.hidden for o in p.opts}
 
     plan, launch, compare = (group.get_command(ctx, n) for n in ("plan", "launch", "compare"))
-    msrun = {"--worker-num", "--local-worker-num", "--master-addr", "--master-port", "--node-rank", "--cluster-time-out"}
+    msrun = {
+        "--worker-num",
+        "--local-worker-num",
+        "--master-addr",
+        "--master-port",
+        "--node-rank",
+        "--cluster-time-out",
+    }
     task = {"--out", "--iters", "--warmup", "--min-bytes", "--max-bytes", "--matmul-size", "--baseline"}
     assert msrun <= flags(plan) and not task & flags(plan)
     assert msrun | task | {"--log-dir"} <= flags(launch)
@@ -107,8 +132,22 @@ def test_preflight_is_a_group_whose_commands_list_only_their_own_options(tmp_pat
     assert "--out" in listed and "--worker-num" not in listed and "--compare-plans" not in listed
     assert "plan " in help_text.split("\nCommands:", 1)[1]
 
-    args = ["--worker-num", "1", "--local-worker-num", "1", "--master-addr", "127.0.0.1", "--master-port", "18118",
-            "--node-rank", "0", "--device-target", "cpu", "--format", "json"]
+    args = [
+        "--worker-num",
+        "1",
+        "--local-worker-num",
+        "1",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        "18118",
+        "--node-rank",
+        "0",
+        "--device-target",
+        "cpu",
+        "--format",
+        "json",
+    ]
     new = run_msdoctor("preflight", "plan", *args, env=env_with(), timeout=120)
     old = run_msdoctor("preflight", "--plan", *args, env=env_with(), timeout=120)
     a, b = json.loads(new.stdout), json.loads(old.stdout)
@@ -116,8 +155,9 @@ def test_preflight_is_a_group_whose_commands_list_only_their_own_options(tmp_pat
     assert (new.returncode, a) == (old.returncode, b)
     (tmp_path / "node0.json").write_text(new.stdout)
     by_group = run_msdoctor("preflight", "compare", str(tmp_path / "node0.json"), str(tmp_path / "node0.json"))
-    by_flag = run_msdoctor("preflight", "--compare-plans", str(tmp_path / "node0.json"),
-                           "--compare-plans", str(tmp_path / "node0.json"))
+    by_flag = run_msdoctor(
+        "preflight", "--compare-plans", str(tmp_path / "node0.json"), "--compare-plans", str(tmp_path / "node0.json")
+    )
     assert (by_group.returncode, by_group.stdout) == (by_flag.returncode, by_flag.stdout)
     assert "node_rank 0 used by more than one node" in by_group.stdout
     wrong = run_msdoctor("preflight", "plan", "--iters", "3")

@@ -19,11 +19,19 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     # build from a copy: setuptools writes build/ and *.egg-info into the source tree it builds
     src = out / "src"
-    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
-        ".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis", "runs"))
+    shutil.copytree(
+        REPO,
+        src,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis", "runs"
+        ),
+    )
     subprocess.run(
         [BASE_PYTHON, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(src)],
-        check=True, capture_output=True, text=True, timeout=300,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     (whl,) = out.glob("msdoctor-*.whl")
     return whl
@@ -46,7 +54,7 @@ def test_wheel_ships_every_check_module(wheel: Path) -> None:
     """pyproject lists packages by hand: a check sub-package missing from that list would ship without its rules."""
     names = set(zipfile.ZipFile(wheel).namelist())
     sources = [p.relative_to(REPO).as_posix() for p in (REPO / "checks").rglob("*.py")]
-    assert any("/" in rel[len("checks/"):] for rel in sources)  # one sub-package per check
+    assert any("/" in rel[len("checks/") :] for rel in sources)  # one sub-package per check
     for rel in sources:
         assert f"msdoctor/{rel}" in names, rel
 
@@ -79,6 +87,7 @@ NAMED = re.compile(r"(/[^\s()'`;,]+(?:\.md|\.yaml|/configs))(?![\w/])")
 def named_in_messages(exe: str, cwd: Path) -> dict[str, list[Path]]:
     """Every message, help text and finding that points at a shipped file, from a directory with no docs/ in it:
     what it is -> the paths it names."""
+
     def run(*args: str, rc: int) -> str:
         res = subprocess.run([exe, *args], capture_output=True, text=True, cwd=cwd, env=env_with(), timeout=120)
         assert res.returncode == rc, (args, res.stdout, res.stderr)
@@ -97,12 +106,16 @@ def named_in_messages(exe: str, cwd: Path) -> dict[str, list[Path]]:
     out["bad override"] = run("train", "--config", tiny.group(1), "--max-steps", "1", rc=2)  # warmup >= max_steps
     out["memory -v"] = run("memory", "--config", tiny.group(1), "-v", rc=0)
     (cwd / "directive.yaml").write_text("# msdoctor: devices=many\nname: x\n")
-    report = json.loads(run("check", "--quick", "--only", "training-config", "--config", "directive.yaml",
-                            "--format", "json", rc=0))
-    out["directive finding"] = json.dumps([f["detail"] for c in report["checks"] for f in c["findings"]
-                                           if f["code"] == "directive"])
+    report = json.loads(
+        run("check", "--quick", "--only", "training-config", "--config", "directive.yaml", "--format", "json", rc=0)
+    )
+    out["directive finding"] = json.dumps(
+        [f["detail"] for c in report["checks"] for f in c["findings"] if f["code"] == "directive"]
+    )
     # the user's own files (the configs above) aside; a relative docs/x.md would show up as /x.md and not exist
-    return {what: [Path(p) for p in NAMED.findall(text) if not Path(p).is_relative_to(cwd)] for what, text in out.items()}
+    return {
+        what: [Path(p) for p in NAMED.findall(text) if not Path(p).is_relative_to(cwd)] for what, text in out.items()
+    }
 
 
 def assert_shipped(named: dict[str, list[Path]], root: Path) -> None:
@@ -136,8 +149,14 @@ def test_installed_wheel_runs_from_a_plain_venv(wheel: Path, tmp_path: Path) -> 
     site = venv.site_packages
     assert (site / "msdoctor" / "checks" / "python_env" / "__init__.py").exists()
     assert not (site / "checks").exists() and not (site / "training").exists()
-    res = subprocess.run([str(venv.bin / "msdoctor"), "check", "--quick", "--only", "python-env"],
-                         capture_output=True, text=True, env=env_with(), cwd=tmp_path, timeout=120)
+    res = subprocess.run(
+        [str(venv.bin / "msdoctor"), "check", "--quick", "--only", "python-env"],
+        capture_output=True,
+        text=True,
+        env=env_with(),
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     import_path = venv.run("import msdoctor; print(msdoctor.__file__)", cwd=tmp_path).stdout.strip()
     assert import_path.startswith(str(site))

@@ -84,7 +84,8 @@ def _plugin_project(root: Path, dist: str, module: str, body: str, ep: str) -> P
     proj = root / dist
     (proj / module).mkdir(parents=True)
     (proj / module / "__init__.py").write_text(textwrap.dedent(body))
-    (proj / "pyproject.toml").write_text(textwrap.dedent(f"""\
+    (proj / "pyproject.toml").write_text(
+        textwrap.dedent(f"""\
         [build-system]
         requires = ["setuptools>=61"]
         build-backend = "setuptools.build_meta"
@@ -98,7 +99,8 @@ def _plugin_project(root: Path, dist: str, module: str, body: str, ep: str) -> P
 
         [tool.setuptools]
         packages = ["{module}"]
-        """))
+        """)
+    )
     return proj
 
 
@@ -110,11 +112,11 @@ def _doc_example() -> str:
 
 GOOD_PLUGIN = _doc_example()
 
-BROKEN_PLUGIN = '''
+BROKEN_PLUGIN = """
     raise ImportError("this plugin needs a package that is not installed")
-'''
+"""
 
-CLASHING_PLUGIN = '''
+CLASHING_PLUGIN = """
     class Clash:
         id = "python-env"
         title = "clash"
@@ -122,7 +124,7 @@ CLASHING_PLUGIN = '''
 
         def run(self, ctx):
             return []
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -140,14 +142,16 @@ def plugin_venvs(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def _msdoctor(venv, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([venv.python, "-m", "msdoctor", *args], capture_output=True, text=True,
-                          env=env_with(), timeout=120)
+    return subprocess.run(
+        [venv.python, "-m", "msdoctor", *args], capture_output=True, text=True, env=env_with(), timeout=120
+    )
 
 
 @pytest.mark.slow
 def test_real_third_party_plugin_runs(plugin_venvs: dict) -> None:
-    res = _msdoctor(plugin_venvs["v1"], "check", "--quick", "--only", "npu-quota,plugin-msdoctor-broken",
-                    "--format", "json")
+    res = _msdoctor(
+        plugin_venvs["v1"], "check", "--quick", "--only", "npu-quota,plugin-msdoctor-broken", "--format", "json"
+    )
     data = json.loads(res.stdout)
     checks = {c["id"]: c for c in data["checks"]}
     assert checks["npu-quota"]["provider"] == "msdoctor-npu-quota"
@@ -166,8 +170,13 @@ def test_real_plugins_can_be_switched_off(plugin_venvs: dict) -> None:
     res = _msdoctor(plugin_venvs["v1"], "list-checks", "--no-plugins")
     assert "npu-quota" not in res.stdout and "python-env" in res.stdout
     env = env_with({"MSDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"})
-    res = subprocess.run([plugin_venvs["v1"].python, "-m", "msdoctor", "list-checks"], capture_output=True,
-                         text=True, env=env, timeout=60)
+    res = subprocess.run(
+        [plugin_venvs["v1"].python, "-m", "msdoctor", "list-checks"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert "npu-quota" not in res.stdout
     res = _msdoctor(plugin_venvs["v1"], "list-checks")
     assert "npu-quota" in res.stdout and "[msdoctor-npu-quota]" in res.stdout
@@ -209,22 +218,31 @@ def test_entry_point_scan_matches_importlib_metadata_on_odd_layouts(tmp_path: Pa
         d = where / dirname
         d.mkdir(parents=True)
         (d / ("PKG-INFO" if dirname.endswith(".egg-info") else "METADATA")).write_text(
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n\nName: not-a-header\n")
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n\nName: not-a-header\n"
+        )
         if eps is not None:
             (d / "entry_points.txt").write_text(eps)
 
     dist(first, "Shared_Plugin-2.0.dist-info", "Shared.Plugin", "[msdoctor.checks]\nnew = shared_plugin:NewCheck\n")
     dist(second, "shared_plugin-1.0.dist-info", "shared-plugin", "[msdoctor.checks]\nold = shared_plugin:OldCheck\n")
-    dist(second, "other-0.1.dist-info", "other", "# a comment\n[console_scripts]\nother = other:main\n\n"
-         "[msdoctor.checks]\n# another comment\nfirst = other.checks:Registry.first [gpu]\nsecond=other:make\n")
+    dist(
+        second,
+        "other-0.1.dist-info",
+        "other",
+        "# a comment\n[console_scripts]\nother = other:main\n\n"
+        "[msdoctor.checks]\n# another comment\nfirst = other.checks:Registry.first [gpu]\nsecond=other:make\n",
+    )
     dist(second, "plain-1.0.dist-info", "plain", None)
     dist(develop, "devplug.egg-info", "devplug", "[msdoctor.checks]\ndev = devplug:Check\n")
     monkeypatch.setattr(sys, "path", [str(first), str(tmp_path / "missing"), str(second), str(develop)])
     for group in ("msdoctor.checks", "console_scripts"):
         assert _rows(entry_points(group)) == _rows(_metadata_entry_points(group))
-    assert _rows(entry_points()) == [("dev", "devplug:Check", "devplug"), ("first", "other.checks:Registry.first [gpu]",
-                                     "other"), ("new", "shared_plugin:NewCheck", "Shared.Plugin"),
-                                     ("second", "other:make", "other")]
+    assert _rows(entry_points()) == [
+        ("dev", "devplug:Check", "devplug"),
+        ("first", "other.checks:Registry.first [gpu]", "other"),
+        ("new", "shared_plugin:NewCheck", "Shared.Plugin"),
+        ("second", "other:make", "other"),
+    ]
 
 
 def test_entry_point_load_follows_dotted_attributes_and_ignores_extras(tmp_path: Path, monkeypatch) -> None:
@@ -252,17 +270,20 @@ def _with(**members):
     return type("P", (Good,), members)
 
 
-@pytest.mark.parametrize("members, words", [
-    ({"prefetch": SOME_FACT}, "prefetch must be a tuple of FactSpec, got one FactSpec"),
-    ({"prefetch": ("some-fact",)}, "prefetch must be a tuple of FactSpec"),
-    ({"timeout_s": "10"}, "timeout_s must be a positive number"),
-    ({"timeout_s": -1}, "timeout_s must be a positive number"),
-    ({"timeout_s": True}, "timeout_s must be a positive number"),
-    ({"timeout_s": float("nan")}, "timeout_s must be a positive number"),
-    ({"order": "first"}, "order must be a number"),
-    ({"needs_config": "yes"}, "needs_config must be True or False"),
-    ({"title": property(lambda self: 1 / 0)}, "reading its 'title' raised ZeroDivisionError"),
-])
+@pytest.mark.parametrize(
+    "members, words",
+    [
+        ({"prefetch": SOME_FACT}, "prefetch must be a tuple of FactSpec, got one FactSpec"),
+        ({"prefetch": ("some-fact",)}, "prefetch must be a tuple of FactSpec"),
+        ({"timeout_s": "10"}, "timeout_s must be a positive number"),
+        ({"timeout_s": -1}, "timeout_s must be a positive number"),
+        ({"timeout_s": True}, "timeout_s must be a positive number"),
+        ({"timeout_s": float("nan")}, "timeout_s must be a positive number"),
+        ({"order": "first"}, "order must be a number"),
+        ({"needs_config": "yes"}, "needs_config must be True or False"),
+        ({"title": property(lambda self: 1 / 0)}, "reading its 'title' raised ZeroDivisionError"),
+    ],
+)
 def test_a_wrong_optional_member_is_that_checks_error_result(members: dict, words: str) -> None:
     reg = load_registry(entry_points=[FakeEP("p", "m:P", _with(**members))])
     assert reg.checks == []
@@ -271,12 +292,15 @@ def test_a_wrong_optional_member_is_that_checks_error_result(members: dict, word
     assert failure.id == "good-check"  # the row carries the check's own id: --only good-check selects it
 
 
-@pytest.mark.parametrize("ident, words", [
-    (property(lambda self: {}["x"]), "reading its 'id' raised KeyError"),
-    (7, "has no 'id' string"),
-    (b"good-check", "has no 'id' string"),
-    ("Good Check", "is not kebab-case"),
-])
+@pytest.mark.parametrize(
+    "ident, words",
+    [
+        (property(lambda self: {}["x"]), "reading its 'id' raised KeyError"),
+        (7, "has no 'id' string"),
+        (b"good-check", "has no 'id' string"),
+        ("Good Check", "is not kebab-case"),
+    ],
+)
 def test_an_id_that_raises_or_is_not_a_kebab_string_is_a_failure_named_after_the_distribution(ident, words) -> None:
     reg = load_registry(entry_points=[FakeEP("p", "m:P", _with(id=ident), dist="raising"), FakeEP("g", "m:G", Good)])
     assert reg.ids() == ["good-check"]  # the other plugin's check still runs
@@ -293,8 +317,11 @@ def test_valid_optional_members_are_read_once_at_registration() -> None:
             raise RuntimeError("read twice")
         return 5
 
-    reg = load_registry(entry_points=[FakeEP("p", "m:P", _with(order=property(order), prefetch=[SOME_FACT],
-                                                                timeout_s=2, needs_config=True))])
+    reg = load_registry(
+        entry_points=[
+            FakeEP("p", "m:P", _with(order=property(order), prefetch=[SOME_FACT], timeout_s=2, needs_config=True))
+        ]
+    )
     (loaded,) = reg.checks
     assert loaded.info.order == 5.0 and loaded.info.prefetch == (SOME_FACT,) and loaded.info.timeout_s == 2.0
     assert loaded.info.needs_config is True
@@ -302,11 +329,14 @@ def test_valid_optional_members_are_read_once_at_registration() -> None:
     assert describe_check(Good()).prefetch == ()
 
 
-@pytest.mark.parametrize("exc, words", [
-    (SystemExit(0), "sys.exit(0)"),
-    (KeyboardInterrupt(), "KeyboardInterrupt while loading (no Ctrl-C was pressed)"),
-    (GeneratorExit(), "GeneratorExit"),
-])
+@pytest.mark.parametrize(
+    "exc, words",
+    [
+        (SystemExit(0), "sys.exit(0)"),
+        (KeyboardInterrupt(), "KeyboardInterrupt while loading (no Ctrl-C was pressed)"),
+        (GeneratorExit(), "GeneratorExit"),
+    ],
+)
 def test_a_plugin_that_exits_or_interrupts_at_import_is_a_failure(exc: BaseException, words: str) -> None:
     reg = load_registry(entry_points=[FakeEP("x", "m:X", exc=exc, dist="exiter"), FakeEP("g", "m:G", Good)])
     assert reg.ids() == ["good-check"]
@@ -337,8 +367,9 @@ def _loaded(check) -> LoadedCheck:
     return LoadedCheck(check, "thirdparty", f"{check.id} = m:X")
 
 
-@pytest.mark.parametrize("exc, words", [(SystemExit(0), "called sys.exit(0)"),
-                                        (KeyboardInterrupt(), "crashed: KeyboardInterrupt")])
+@pytest.mark.parametrize(
+    "exc, words", [(SystemExit(0), "called sys.exit(0)"), (KeyboardInterrupt(), "crashed: KeyboardInterrupt")]
+)
 def test_a_check_that_exits_in_run_is_an_error_result_at_once(tmp_path: Path, exc: BaseException, words: str) -> None:
     import time
 
@@ -363,8 +394,9 @@ def _bogus_evidence_finding() -> Finding:
     return f
 
 
-@pytest.mark.parametrize("make, words", [(_bogus_status_finding, "status 'ok'"),
-                                         (_bogus_evidence_finding, "evidence of type list")])
+@pytest.mark.parametrize(
+    "make, words", [(_bogus_status_finding, "status 'ok'"), (_bogus_evidence_finding, "evidence of type list")]
+)
 def test_a_finding_that_bypassed_its_constructor_is_the_checks_error(tmp_path: Path, make, words: str) -> None:
     (res,) = run_checks([_loaded(_with(run=lambda self, ctx: [make()])())], _ctx(tmp_path))
     assert res.status is Status.ERROR and words in res.findings[0].title
@@ -393,27 +425,35 @@ def _dist_on_path(root: Path, module: str, body: str) -> Path:
 def _cli(root: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     from helpers import msdoctor_exe
 
-    return subprocess.run([msdoctor_exe(), *args], capture_output=True, text=True, cwd=root, timeout=timeout,
-                          env=env_with({"PYTHONPATH": str(root)}))
+    return subprocess.run(
+        [msdoctor_exe(), *args],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=timeout,
+        env=env_with({"PYTHONPATH": str(root)}),
+    )
 
 
-PLUGIN_TAIL = '''
+PLUGIN_TAIL = """
 class Plug:
     id, title, description = "plug", "Plug", "a plugin"
 
     def run(self, ctx):
         from msdoctor.api import Finding
         return [Finding.passed("fine", proved="nothing")]
-'''
+"""
 
 
-@pytest.mark.parametrize("head, words", [
-    ("import sys\nsys.exit(0)\n", "sys.exit(0)"),
-    ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
-    ("import os\nos._exit(0)\n", "ended the interpreter (exit code 0"),
-])
-def test_a_plugin_that_ends_the_process_at_import_does_not_pass_the_gate(tmp_path: Path, head: str,
-                                                                         words: str) -> None:
+@pytest.mark.parametrize(
+    "head, words",
+    [
+        ("import sys\nsys.exit(0)\n", "sys.exit(0)"),
+        ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
+        ("import os\nos._exit(0)\n", "ended the interpreter (exit code 0"),
+    ],
+)
+def test_a_plugin_that_ends_the_process_at_import_does_not_pass_the_gate(tmp_path: Path, head: str, words: str) -> None:
     _dist_on_path(tmp_path, "exit_plugin", head + PLUGIN_TAIL)
     listed = _cli(tmp_path, "list-checks")
     assert "plugin-exit-plugin" in listed.stdout and words in listed.stdout, listed
@@ -443,7 +483,10 @@ def test_a_plugin_that_leaves_a_child_running_does_not_stall_the_run(tmp_path: P
     import time
 
     pidfile = tmp_path / "child.pid"
-    _dist_on_path(tmp_path, "child_plugin", f'''
+    _dist_on_path(
+        tmp_path,
+        "child_plugin",
+        f"""
 class Plug:
     id, title, description = "plug", "Plug", "a plugin"
 
@@ -453,7 +496,8 @@ class Plug:
         child = subprocess.Popen(["sleep", "300"])  # inherits msdoctor's stdout
         open({str(pidfile)!r}, "w").write(str(child.pid))
         return [Finding.passed("started a child", proved="it runs")]
-''')
+""",
+    )
     started = time.monotonic()
     res = _cli(tmp_path, "check", "--quick", "--only", "plug", timeout=60)  # the pipe closes: no stall
     assert time.monotonic() - started < 60 and res.returncode == 0, res

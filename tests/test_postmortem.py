@@ -28,8 +28,9 @@ PUBLISHED = DATA / "published"
 
 
 def _cli(*args: str):
-    r = subprocess.run([sys.executable, "-m", "msdoctor", "explain", *args], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "msdoctor", "explain", *args], capture_output=True, text=True, timeout=120
+    )
     return r.returncode, r.stdout, r.stderr
 
 
@@ -166,6 +167,7 @@ def test_a_fifo_inside_the_log_directory_is_skipped(tmp_path):
 
 def _shift_file(path: Path, seconds: int) -> None:
     """Move every MindSpore timestamp in a log by ``seconds`` (a node whose clock is off)."""
+
     def move(m: re.Match) -> str:
         t = datetime.strptime(m.group(0)[:19], "%Y-%m-%d-%H:%M:%S") + timedelta(seconds=seconds)
         return t.strftime("%Y-%m-%d-%H:%M:%S") + m.group(0)[19:]
@@ -232,13 +234,16 @@ def test_a_log_without_newlines_is_cut_not_held(tmp_path):
 # -- published Ascend logs of the ranks that survived ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, when, entry, peer", [
-    ("vllm-ascend-3413-ei0002.log", "2025-10-11 15:09:34.713335", "hccl-exec-timeout", 24),
-    ("ascend-pytorch-hccl-timeout-ei0002.log", "2024-11-28 11:59:30.645648", "hccl-exec-timeout", None),
-    ("vllm-ascend-486-ei0006.log", "2025-04-08 18:07:20.444436", "hccl-connect-timeout", None),
-    ("llamafactory-5071-ei0006.log", "2024-08-05 18:15:21.270506", "hccl-connect-timeout", None),
-    ("mindspore-forum-1156-event-wait-timeout.log", "2025-03-18 20:50:24.716326", None, None),
-])
+@pytest.mark.parametrize(
+    "name, when, entry, peer",
+    [
+        ("vllm-ascend-3413-ei0002.log", "2025-10-11 15:09:34.713335", "hccl-exec-timeout", 24),
+        ("ascend-pytorch-hccl-timeout-ei0002.log", "2024-11-28 11:59:30.645648", "hccl-exec-timeout", None),
+        ("vllm-ascend-486-ei0006.log", "2025-04-08 18:07:20.444436", "hccl-connect-timeout", None),
+        ("llamafactory-5071-ei0006.log", "2024-08-05 18:15:21.270506", "hccl-connect-timeout", None),
+        ("mindspore-forum-1156-event-wait-timeout.log", "2025-03-18 20:50:24.716326", None, None),
+    ],
+)
 def test_published_survivor_logs_are_waits_for_another_rank(name, when, entry, peer):
     scan = pm.scan_file(PUBLISHED / name)
     rank = pm.Rank(0, 0, scan, scan.pid, errors=list(scan.errors), traceback=scan.traceback)
@@ -284,8 +289,10 @@ def test_train_prints_the_post_mortem_of_its_msrun_logs(tmp_path, capsys):
 # -- plogs ------------------------------------------------------------------------------------------------------------
 
 #: a CANN plog line as published in https://github.com/gpustack/gpustack/issues/2021 (pid and time replaced below)
-PLOG_LINE = ("[ERROR] HCCL(36035,mindie_llm_backend_connector):2025-05-13-02:25:58.068.817 [op_base.cc:974][36818]"
-             "[Init][CommRootInfoConfig]errNo[0x0000000005000002]HcclCommInitRootInfo failed.")
+PLOG_LINE = (
+    "[ERROR] HCCL(36035,mindie_llm_backend_connector):2025-05-13-02:25:58.068.817 [op_base.cc:974][36818]"
+    "[Init][CommRootInfoConfig]errNo[0x0000000005000002]HcclCommInitRootInfo failed."
+)
 
 
 def _with_plogs(tmp_path: Path) -> tuple[Path, Path]:

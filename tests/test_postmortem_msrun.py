@@ -30,20 +30,50 @@ HERE = Path(__file__).resolve().parent
 TASK = HERE / "data" / "postmortem" / "task.py"
 
 
-def _msrun(out: Path, mode: str, bad: int, *, master: str = "127.0.0.1", local: int = 4, node_rank=None,
-           cluster_time_out: int = 90) -> subprocess.Popen:
+def _msrun(
+    out: Path,
+    mode: str,
+    bad: int,
+    *,
+    master: str = "127.0.0.1",
+    local: int = 4,
+    node_rank=None,
+    cluster_time_out: int = 90,
+) -> subprocess.Popen:
     """Start msrun with --log_dir out; its terminal output is saved as out/msrun.log, as a user would keep it."""
     out.mkdir(parents=True)
-    env = dict(os.environ, PATH=os.pathsep.join([str(Path(PY).parent), os.environ.get("PATH", "")]),
-               PM_MODE=mode, PM_RANK=str(bad), MS_NODE_TIMEOUT="8")
+    env = dict(
+        os.environ,
+        PATH=os.pathsep.join([str(Path(PY).parent), os.environ.get("PATH", "")]),
+        PM_MODE=mode,
+        PM_RANK=str(bad),
+        MS_NODE_TIMEOUT="8",
+    )
     env.pop("PYTHONPATH", None)
-    argv = [str(Path(PY).parent / "msrun"), "--worker_num", "4", "--local_worker_num", str(local), "--master_addr",
-            master, "--master_port", str(free_port()), "--join", "True", "--cluster_time_out", str(cluster_time_out),
-            "--log_dir", str(out)] + (["--node_rank", str(node_rank)] if node_rank is not None else []) + [str(TASK)]
+    argv = (
+        [
+            str(Path(PY).parent / "msrun"),
+            "--worker_num",
+            "4",
+            "--local_worker_num",
+            str(local),
+            "--master_addr",
+            master,
+            "--master_port",
+            str(free_port()),
+            "--join",
+            "True",
+            "--cluster_time_out",
+            str(cluster_time_out),
+            "--log_dir",
+            str(out),
+        ]
+        + (["--node_rank", str(node_rank)] if node_rank is not None else [])
+        + [str(TASK)]
+    )
     log = open(out / "msrun.log", "wb")
     try:
-        return subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=out,
-                                start_new_session=True)
+        return subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=out, start_new_session=True)
     finally:
         log.close()
 
@@ -64,13 +94,17 @@ def runs(tmp_path_factory):
         # their schedulers' first to last log line the other scenarios took 20 (raise), 25 (kill) and 33 s (hang)
         # on the 2-core machine (observed), so this one no longer sets the fixture's time
         (base / "never" / "node1").mkdir(parents=True)
-        procs["never"] = (base / "never", _msrun(base / "never" / "node0", "", 0, master=hosts.master_ip, local=2,
-                                                 node_rank=0, cluster_time_out=30))
-    procs.update({
-        "raise": (base / "raise", _msrun(base / "raise", "raise", 2)),
-        "kill": (base / "kill", _msrun(base / "kill", "kill", 1)),
-        "hang": (base / "hang", _msrun(base / "hang", "hang", 2)),
-    })
+        procs["never"] = (
+            base / "never",
+            _msrun(base / "never" / "node0", "", 0, master=hosts.master_ip, local=2, node_rank=0, cluster_time_out=30),
+        )
+    procs.update(
+        {
+            "raise": (base / "raise", _msrun(base / "raise", "raise", 2)),
+            "kill": (base / "kill", _msrun(base / "kill", "kill", 1)),
+            "hang": (base / "hang", _msrun(base / "hang", "hang", 2)),
+        }
+    )
     t0 = time.monotonic()
     out = {}
     try:
@@ -92,8 +126,12 @@ def runs(tmp_path_factory):
 
 
 def _explain(where: Path):
-    r = subprocess.run([PY, "-m", "msdoctor", "explain", "--log-dir", str(where), "--format", "json"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [PY, "-m", "msdoctor", "explain", "--log-dir", str(where), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return r.returncode, (json.loads(r.stdout) if r.stdout.strip().startswith("{") else None), r.stderr
 
 
@@ -116,8 +154,11 @@ def test_a_rank_that_raises_after_init(runs):
     kinds = _kinds(doc)
     # the others were killed by msrun, or (on a loaded machine, before msrun got to them) their next AllReduce
     # timed out waiting for rank 2, or their runtime ended them: consequences either way
-    assert {r for k in ("killed-by-msrun", "collective-timeout", "ended-by-runtime") for r in kinds.get(k, ())} \
-        == {0, 1, 3}
+    assert {r for k in ("killed-by-msrun", "collective-timeout", "ended-by-runtime") for r in kinds.get(k, ())} == {
+        0,
+        1,
+        3,
+    }
     assert 2 in kinds["scheduler-timeout"]
 
 
@@ -130,8 +171,11 @@ def test_a_rank_that_is_sigkilled(runs):
     assert (ff["rank"], ff["how"]) == (1, "signal")
     assert "SIGKILL" in ff["error"] and "OOM" in ff["cause"] and "dmesg" in ff["fix"]
     kinds = _kinds(doc)
-    assert {r for k in ("killed-by-msrun", "collective-timeout", "ended-by-runtime") for r in kinds.get(k, ())} \
-        == {0, 2, 3}
+    assert {r for k in ("killed-by-msrun", "collective-timeout", "ended-by-runtime") for r in kinds.get(k, ())} == {
+        0,
+        2,
+        3,
+    }
 
 
 def test_a_rank_that_hangs_until_the_collectives_time_out(runs):
@@ -161,7 +205,9 @@ def test_a_node_that_never_starts(runs):
     assert {r for rs in kinds.values() for r in rs} >= {0, 1}, kinds  # the ranks that came are consequences
     # once failed under load with rank 1 read as another kind: the kinds (and each rank's lines) say which
     assert {r for k in ("cluster-not-formed", "killed-by-msrun") for r in kinds.get(k, ())} >= {0, 1}, (
-        kinds, doc["consequences"])
+        kinds,
+        doc["consequences"],
+    )
 
 
 def test_msdoctor_train_prints_the_post_mortem_when_a_worker_is_sigkilled(tmp_path):
@@ -169,21 +215,30 @@ def test_msdoctor_train_prints_the_post_mortem_when_a_worker_is_sigkilled(tmp_pa
     killer would): msdoctor's failure message ends with the post-mortem naming rank 1 and the signal."""
     import yaml
 
-    cfg = {"name": "pm-dp2", "runtime": {"device_target": "CPU", "device_num": 2, "master_port": free_port(),
-                                         "cluster_time_out": 90},
-           "model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
-           "parallel": {"data_parallel": 2},
-           "train": {"micro_batch_size": 4, "seq_length": 64, "max_steps": 2000, "warmup_steps": 6},
-           "data": {"cache_dir": str(tmp_path / "tokens")},
-           "logging": {"every_steps": 1, "tensorboard": False}, "checkpoint": {"every_steps": 0}}
+    cfg = {
+        "name": "pm-dp2",
+        "runtime": {"device_target": "CPU", "device_num": 2, "master_port": free_port(), "cluster_time_out": 90},
+        "model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
+        "parallel": {"data_parallel": 2},
+        "train": {"micro_batch_size": 4, "seq_length": 64, "max_steps": 2000, "warmup_steps": 6},
+        "data": {"cache_dir": str(tmp_path / "tokens")},
+        "logging": {"every_steps": 1, "tensorboard": False},
+        "checkpoint": {"every_steps": 0},
+    }
     config = tmp_path / "dp2.yaml"
     config.write_text(yaml.safe_dump(cfg, sort_keys=False))
     run_dir = tmp_path / "run"
     env = dict(os.environ, MS_NODE_TIMEOUT="8", PATH=os.pathsep.join([str(Path(PY).parent), os.environ["PATH"]]))
     env.pop("PYTHONPATH", None)
-    proc = subprocess.Popen([str(Path(PY).parent / "msdoctor"), "train", "--config", str(config), "--output-dir",
-                             str(run_dir), "--quick"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(Path(PY).parent / "msdoctor"), "train", "--config", str(config), "--output-dir", str(run_dir), "--quick"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     log = run_dir / "train_rank1.log"  # the trainer's own log of rank 1: "rank 1 of 2, pid P"
     killed = None
     try:

@@ -21,6 +21,7 @@ DATA = Path(__file__).parent / "data"
 
 # patterns ------------------------------------------------------------------------------------
 
+
 def _sum(cases, world):
     return [sum(c.inputs[i] for c in cases) for i in range(len(cases[0].inputs))]
 
@@ -62,7 +63,7 @@ def test_reducescatter_and_broadcast_patterns():
     cases = [patterns.reducescatter_sum(r, world) for r in range(world)]
     total = _sum(cases, world)
     for r, c in enumerate(cases):
-        chunk = total[r * patterns.SLOT:(r + 1) * patterns.SLOT]
+        chunk = total[r * patterns.SLOT : (r + 1) * patterns.SLOT]
         assert patterns.explain(c, chunk, world) is None
     b = [patterns.broadcast(r, world) for r in range(world)]
     assert patterns.explain(b[3], b[0].inputs, world) is None
@@ -71,14 +72,24 @@ def test_reducescatter_and_broadcast_patterns():
 
 # wire ----------------------------------------------------------------------------------------
 
+
 def test_rank_documents_split_into_a_part_and_shared_blobs():
-    part, blobs = wire.split({"rank": 1, "facts": {"env": {"RANK_ID": "1", "MS_X": "a"}}, "collectives": [
-        {"op": "AllReduce", "seconds": 0.5}], "node_check": None, "timeouts": {}}, {"RANK_ID"})
+    part, blobs = wire.split(
+        {
+            "rank": 1,
+            "facts": {"env": {"RANK_ID": "1", "MS_X": "a"}},
+            "collectives": [{"op": "AllReduce", "seconds": 0.5}],
+            "node_check": None,
+            "timeouts": {},
+        },
+        {"RANK_ID"},
+    )
     assert part["env"] == {"RANK_ID": "1"} and part["collective_seconds"] == [0.5]
     assert set(blobs) == {"env"} and b"RANK_ID" not in blobs["env"] and b"seconds" not in blobs["env"]
 
 
 # bandwidth -----------------------------------------------------------------------------------
+
 
 def test_busbw_formulas_match_nccl_tests():
     # NVIDIA/nccl-tests doc/PERFORMANCE.md: AllReduce busbw = algbw * 2(n-1)/n, AllGather algbw * (n-1)/n
@@ -107,9 +118,18 @@ def test_baseline_judges_rows_and_reads_an_earlier_report(tmp_path):
 
 # identity and timeouts -----------------------------------------------------------------------
 
+
 def test_identity_from_msrun_env_not_get_local_rank():
-    env = {"MS_ROLE": "MS_WORKER", "RANK_ID": "3", "DEVICE_ID": "1", "MS_NODE_RANK": "1", "MS_WORKER_NUM": "4",
-           "MS_SCHED_HOST": "10.0.0.1", "MS_SCHED_PORT": "18118", "MS_TOPO_TIMEOUT": "120"}
+    env = {
+        "MS_ROLE": "MS_WORKER",
+        "RANK_ID": "3",
+        "DEVICE_ID": "1",
+        "MS_NODE_RANK": "1",
+        "MS_WORKER_NUM": "4",
+        "MS_SCHED_HOST": "10.0.0.1",
+        "MS_SCHED_PORT": "18118",
+        "MS_TOPO_TIMEOUT": "120",
+    }
     i = identify(env)
     assert (i.role, i.rank, i.node_rank, i.local_index, i.world_size, i.first_on_node) == ("worker", 3, 1, 1, 4, False)
     assert identify(dict(env, DEVICE_ID="0")).first_on_node
@@ -126,25 +146,61 @@ def test_timeout_sources():
 
 # the verdict ---------------------------------------------------------------------------------
 
+
 def _doc(rank, node, env=None, gflops=10.0, coll_status="ok"):
     return {
-        "rank": rank, "host": f"host{node}", "identity": {"role": "worker", "rank": rank, "world_size": 4,
-                                                          "node_rank": node, "local_index": rank % 2,
-                                                          "sched_host": "10.0.0.1", "sched_port": 1,
-                                                          "cluster_time_out": 120},
-        "backend": "mccl", "device_target": "CPU", "init_s": 1.0,
-        "facts": {"python": {"executable": "/env/bin/python", "version": "3.11.7", "implementation": "CPython",
-                             "prefix": "/env"}, "packages": {"mindspore": "2.7.0"},
-                  "env": dict({"MS_NODE_RANK": str(node), "RANK_ID": str(rank), "HCCL_IF_IP": f"10.0.0.{node}"},
-                              **(env or {})), "platform": {"system": "Linux", "machine": "x86_64"}},
-        "timeouts": timeouts(env or {}, dict(env or {}, HCCL_CONNECT_TIMEOUT=(env or {}).get("HCCL_CONNECT_TIMEOUT",
-                                                                                             "600"))),
+        "rank": rank,
+        "host": f"host{node}",
+        "identity": {
+            "role": "worker",
+            "rank": rank,
+            "world_size": 4,
+            "node_rank": node,
+            "local_index": rank % 2,
+            "sched_host": "10.0.0.1",
+            "sched_port": 1,
+            "cluster_time_out": 120,
+        },
+        "backend": "mccl",
+        "device_target": "CPU",
+        "init_s": 1.0,
+        "facts": {
+            "python": {
+                "executable": "/env/bin/python",
+                "version": "3.11.7",
+                "implementation": "CPython",
+                "prefix": "/env",
+            },
+            "packages": {"mindspore": "2.7.0"},
+            "env": dict(
+                {"MS_NODE_RANK": str(node), "RANK_ID": str(rank), "HCCL_IF_IP": f"10.0.0.{node}"}, **(env or {})
+            ),
+            "platform": {"system": "Linux", "machine": "x86_64"},
+        },
+        "timeouts": timeouts(
+            env or {}, dict(env or {}, HCCL_CONNECT_TIMEOUT=(env or {}).get("HCCL_CONNECT_TIMEOUT", "600"))
+        ),
         "node_check": None,
-        "collectives": [{"op": "AllReduce", "dtype": "float32", "status": coll_status, "required": True, "why": "dp",
-                         "detail": None if coll_status == "ok" else "rank(s) 3 is missing"},
-                        {"op": "AllReduce", "dtype": "bfloat16", "status": "unsupported", "required": False,
-                         "why": "informational", "detail": "Kernel select failed"}],
-        "subgroups": [], "bandwidth": [bw.row("world", "AllReduce", 4096, [1e-3] * 4).as_dict()] if rank == 0 else [],
+        "collectives": [
+            {
+                "op": "AllReduce",
+                "dtype": "float32",
+                "status": coll_status,
+                "required": True,
+                "why": "dp",
+                "detail": None if coll_status == "ok" else "rank(s) 3 is missing",
+            },
+            {
+                "op": "AllReduce",
+                "dtype": "bfloat16",
+                "status": "unsupported",
+                "required": False,
+                "why": "informational",
+                "detail": "Kernel select failed",
+            },
+        ],
+        "subgroups": [],
+        "bandwidth": [bw.row("world", "AllReduce", 4096, [1e-3] * 4).as_dict()] if rank == 0 else [],
         "compute": {"gflops": gflops},
     }
 
@@ -200,6 +256,7 @@ def test_ranks_text():
 
 # scheduler.log -------------------------------------------------------------------------------
 
+
 def test_scheduler_log_names_the_missing_node():
     s = read(DATA / "preflight" / "scheduler-node1-missing.log")
     assert s.failed and s.missing_ranks() == [2, 3]
@@ -211,21 +268,43 @@ def test_scheduler_log_names_the_missing_node():
 
 # --plan ----------------------------------------------------------------------------------------
 
+
 def _msdoctor(*args, timeout=60):
     return subprocess.run([sys.executable, "-m", "msdoctor", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_plan_names_the_process_holding_the_port():
-    holder = subprocess.Popen([sys.executable, "-c", "import socket,sys,time\ns=socket.socket()\n"
-                               "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(('127.0.0.1', 0))\n"
-                               "s.listen()\nprint(s.getsockname()[1], flush=True)\ntime.sleep(60)"],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import socket,sys,time\ns=socket.socket()\n"
+            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(('127.0.0.1', 0))\n"
+            "s.listen()\nprint(s.getsockname()[1], flush=True)\ntime.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         port = int(holder.stdout.readline())
         t0 = time.monotonic()
-        r = _msdoctor("preflight", "--plan", "--json", "--worker-num", "2", "--local-worker-num", "2",
-                      "--master-addr", "127.0.0.1", "--master-port", str(port), "--node-rank", "0",
-                      "--python", sys.executable)
+        r = _msdoctor(
+            "preflight",
+            "--plan",
+            "--json",
+            "--worker-num",
+            "2",
+            "--local-worker-num",
+            "2",
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            str(port),
+            "--node-rank",
+            "0",
+            "--python",
+            sys.executable,
+        )
         wall = time.monotonic() - t0
         assert r.returncode == 1, r.stdout + r.stderr
         out = json.loads(r.stdout)
@@ -242,22 +321,70 @@ def test_plan_names_the_process_holding_the_port():
 
 
 def test_plan_refuses_arguments_that_do_not_add_up_and_a_loopback_master():
-    r = _msdoctor("preflight", "--plan", "--json", "--worker-num", "5", "--local-worker-num", "2",
-                  "--master-addr", "127.0.0.1", "--master-port", "29999", "--node-rank", "0")
+    r = _msdoctor(
+        "preflight",
+        "--plan",
+        "--json",
+        "--worker-num",
+        "5",
+        "--local-worker-num",
+        "2",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        "29999",
+        "--node-rank",
+        "0",
+    )
     assert r.returncode == 1
     out = json.loads(r.stdout)
     assert any(f["code"] == "args" and f["status"] == "fail" for f in out["findings"])
-    r = _msdoctor("preflight", "--plan", "--json", "--worker-num", "4", "--local-worker-num", "2",
-                  "--master-addr", "127.0.0.1", "--master-port", "29999", "--node-rank", "0")
+    r = _msdoctor(
+        "preflight",
+        "--plan",
+        "--json",
+        "--worker-num",
+        "4",
+        "--local-worker-num",
+        "2",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        "29999",
+        "--node-rank",
+        "0",
+    )
     out = json.loads(r.stdout)
     assert any(f["code"] == "master-addr" and "loopback" in f["title"] for f in out["findings"])
 
 
 def test_plan_reports_python_on_path_that_is_not_the_target(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "msdoctor", "preflight", "--plan", "--json", "--worker-num", "1",
-                        "--local-worker-num", "1", "--master-addr", "127.0.0.1", "--master-port", "29998",
-                        "--node-rank", "0", "--python", sys.executable], capture_output=True, text=True,
-                       env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=60)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "msdoctor",
+            "preflight",
+            "--plan",
+            "--json",
+            "--worker-num",
+            "1",
+            "--local-worker-num",
+            "1",
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            "29998",
+            "--node-rank",
+            "0",
+            "--python",
+            sys.executable,
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        timeout=60,
+    )
     out = json.loads(r.stdout)
     py = [f for f in out["findings"] if f["code"] == "python"][0]
     assert py["status"] == "fail" and "not the job's interpreter" in py["title"]
@@ -270,8 +397,14 @@ def test_preflight_outside_msrun_is_a_usage_error():
 
 def test_compare_plans_finds_unequal_time_outs_duplicate_ranks_and_a_missing_node(tmp_path):
     def plan(rank, **kw):
-        args = dict(worker_num=4, local_worker_num=2, master_addr="10.0.0.1", master_port=18118, node_rank=rank,
-                    cluster_time_out=120)
+        args = dict(
+            worker_num=4,
+            local_worker_num=2,
+            master_addr="10.0.0.1",
+            master_port=18118,
+            node_rank=rank,
+            cluster_time_out=120,
+        )
         args.update(kw)
         p = tmp_path / f"n{rank}-{len(list(tmp_path.iterdir()))}.json"
         p.write_text(json.dumps({"args": args, "status": "pass", "findings": []}))
@@ -292,7 +425,10 @@ def test_a_rank_on_another_interpreter_fails_the_cluster():
     docs[3]["facts"]["python"]["prefix"] = "/other-env"
     doc, _ = build(docs, Options(expected_python_prefix="/env"), started_at="t", duration_s=1.0, msdoctor_version="0")
     ranks = {c["id"]: c for c in doc["checks"]}["preflight-ranks"]
-    assert ranks["status"] == "fail" and "rank 3 ran /env/bin/python, not the job's interpreter" in ranks["findings"][0]["title"]
+    assert (
+        ranks["status"] == "fail"
+        and "rank 3 ran /env/bin/python, not the job's interpreter" in ranks["findings"][0]["title"]
+    )
 
 
 def test_launcher_sees_when_a_worker_got_through_init(tmp_path):
@@ -324,10 +460,32 @@ def test_plan_says_when_python_on_path_lacks_msdoctor(tmp_path):
 
     venv.create(tmp_path / "bare", with_pip=False)
     bare = tmp_path / "bare" / "bin"
-    r = subprocess.run([sys.executable, "-m", "msdoctor", "preflight", "--plan", "--json", "--worker-num", "1",
-                        "--local-worker-num", "1", "--master-addr", "127.0.0.1", "--master-port", "29997",
-                        "--node-rank", "0", "--python", str(bare / "python")], capture_output=True, text=True,
-                       env={"PATH": f"{bare}:/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=60)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "msdoctor",
+            "preflight",
+            "--plan",
+            "--json",
+            "--worker-num",
+            "1",
+            "--local-worker-num",
+            "1",
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            "29997",
+            "--node-rank",
+            "0",
+            "--python",
+            str(bare / "python"),
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": f"{bare}:/usr/bin:/bin", "HOME": str(tmp_path)},
+        timeout=60,
+    )
     out = json.loads(r.stdout)
     f = [f for f in out["findings"] if f["code"] == "msdoctor-importable"]
     assert f and f[0]["status"] == "fail" and "msdoctor is not installed" in f[0]["title"], out
@@ -340,8 +498,9 @@ def test_a_crash_after_the_shared_verdict_is_counted_per_worker_log(tmp_path):
     reached the shared verdict, and only all of this node's count as 'the verdict stands'."""
     from msdoctor.preflight.launch import VERDICT, verdicts
 
-    (tmp_path / "worker_2.log").write_text("[msdoctor preflight] rank 2/4 joined in 3.1 s (mccl)\n"
-                                           f"{VERDICT}0\n[WARNING] DISTRIBUTED(1) teardown\n")
+    (tmp_path / "worker_2.log").write_text(
+        f"[msdoctor preflight] rank 2/4 joined in 3.1 s (mccl)\n{VERDICT}0\n[WARNING] DISTRIBUTED(1) teardown\n"
+    )
     (tmp_path / "worker_3.log").write_text("[msdoctor preflight] rank 3/4 joined in 3.0 s (mccl)\n")
     assert verdicts(tmp_path) == 1
     (tmp_path / "worker_3.log").write_text(f"{VERDICT}0\n")

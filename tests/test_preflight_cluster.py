@@ -43,13 +43,25 @@ def hosts():
         h.teardown()
 
 
-def launch(hosts, tmp: Path, port: int, *, node1: bool = True, node1_env=None, cluster_time_out: int = 120,
-           extra=()):
+def launch(hosts, tmp: Path, port: int, *, node1: bool = True, node1_env=None, cluster_time_out: int = 120, extra=()):
     """Run `msdoctor preflight --launch` on node 0 (here) and node 1 (in the namespace); both msrun at once."""
     env = dict(os.environ, PATH=os.pathsep.join([str(Path(PY).parent), os.environ.get("PATH", "")]))
     env.pop("PYTHONPATH", None)
-    common = ["--worker-num", "4", "--local-worker-num", "2", "--master-addr", hosts.master_ip, "--master-port",
-              str(port), "--cluster-time-out", str(cluster_time_out), "--python", PY, *extra]
+    common = [
+        "--worker-num",
+        "4",
+        "--local-worker-num",
+        "2",
+        "--master-addr",
+        hosts.master_ip,
+        "--master-port",
+        str(port),
+        "--cluster-time-out",
+        str(cluster_time_out),
+        "--python",
+        PY,
+        *extra,
+    ]
     procs = {}
     t0 = time.monotonic()
     for rank in (0, 1) if node1 else (0,):
@@ -58,8 +70,9 @@ def launch(hosts, tmp: Path, port: int, *, node1: bool = True, node1_env=None, c
         e = dict(env, **(node1_env or {})) if rank == 1 else env
         if rank == 1:
             argv = hosts.prefix() + argv
-        procs[rank] = subprocess.Popen(argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                       start_new_session=True)
+        procs[rank] = subprocess.Popen(
+            argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
     results = {}
     try:
         for rank, p in procs.items():
@@ -116,8 +129,13 @@ def test_collectives_are_correct_and_cpu_limits_are_findings(good_run):
     tmp, _ = good_run
     rep = _train_report(tmp, 0)
     coll = {(c["op"], c["dtype"]): c for c in rep["collectives"]}
-    for key in (("AllReduce", "float32"), ("AllGather", "float32"), ("Broadcast", "float32"),
-                ("AllReduce", "float16"), ("AllGather", "float16")):
+    for key in (
+        ("AllReduce", "float32"),
+        ("AllGather", "float32"),
+        ("Broadcast", "float32"),
+        ("AllReduce", "float16"),
+        ("AllGather", "float16"),
+    ):
         assert coll[key]["status"] == "ok" and coll[key]["ranks"] == {"ok": [0, 1, 2, 3]}, coll[key]
     # mccl has no bfloat16 kernels and no ReduceScatter (observed on MindSpore 2.7.0): findings, not crashes
     assert coll[("AllReduce", "bfloat16")]["status"] == "unsupported"
@@ -137,8 +155,14 @@ def test_bandwidth_rows_use_nccl_tests_formulas(good_run):
         factor = 2 * 3 / 4 if r["op"] == "AllReduce" else 3 / 4
         assert r["algbw_gbs"] == pytest.approx(r["size_bytes"] / r["time_s"] / 1e9)
         assert r["busbw_gbs"] == pytest.approx(r["algbw_gbs"] * factor)
-    print("\n" + "\n".join(f"{r['op']:<10} {r['size_bytes']:>8} B  {r['time_s'] * 1e3:8.2f} ms  "
-                           f"algbw {r['algbw_gbs']:.4f}  busbw {r['busbw_gbs']:.4f} GB/s" for r in rows))
+    print(
+        "\n"
+        + "\n".join(
+            f"{r['op']:<10} {r['size_bytes']:>8} B  {r['time_s'] * 1e3:8.2f} ms  "
+            f"algbw {r['algbw_gbs']:.4f}  busbw {r['busbw_gbs']:.4f} GB/s"
+            for r in rows
+        )
+    )
 
 
 def test_node_checks_and_consistency(good_run):
@@ -156,8 +180,13 @@ def test_node_checks_and_consistency(good_run):
 
 
 def test_timeout_set_on_one_node_only_fails_and_names_it(hosts, tmp_path):
-    res = launch(hosts, tmp_path, free_port(), node1_env={"HCCL_CONNECT_TIMEOUT": "1200"},
-                 extra=("--no-node-check", "--max-bytes", "16KiB", "--format", "junit"))
+    res = launch(
+        hosts,
+        tmp_path,
+        free_port(),
+        node1_env={"HCCL_CONNECT_TIMEOUT": "1200"},
+        extra=("--no-node-check", "--max-bytes", "16KiB", "--format", "junit"),
+    )
     assert res[0][0] != 0 and res[1][0] != 0, res
     junit = (tmp_path / "node0" / "preflight-junit.xml").read_text()
     assert 'name="preflight-timeouts"' in junit and "<failure" in junit
@@ -168,7 +197,10 @@ def test_timeout_set_on_one_node_only_fails_and_names_it(hosts, tmp_path):
     assert values["1200"] == [2, 3]
     t = rep["timeouts"]["HCCL_CONNECT_TIMEOUT"]
     assert not t["equal"]
-    assert {v["value"]: v["source"].split(" ")[0] for v in t["values"]} == {"600": "environment,", "1200": "environment"}
+    assert {v["value"]: v["source"].split(" ")[0] for v in t["values"]} == {
+        "600": "environment,",
+        "1200": "environment",
+    }
     assert "HCCL_CONNECT_TIMEOUT is not the same on every rank" in res[0][1]
 
 
@@ -190,13 +222,32 @@ def _train_pair(hosts, tmp: Path, *, node1: bool = True, cluster_time_out=None, 
     procs = {}
     t0 = time.monotonic()
     for rank in (0, 1) if node1 else (0,):
-        argv = [PY, "-m", "msdoctor", "train", "--config", str(cfg), "--python", PY, "--master-addr", hosts.master_ip,
-                "--master-port", port, "--node-rank", str(rank), "--max-steps", str(max_steps),
-                "--output-dir", str(tmp / f"run{rank}"), "--quick"]
+        argv = [
+            PY,
+            "-m",
+            "msdoctor",
+            "train",
+            "--config",
+            str(cfg),
+            "--python",
+            PY,
+            "--master-addr",
+            hosts.master_ip,
+            "--master-port",
+            port,
+            "--node-rank",
+            str(rank),
+            "--max-steps",
+            str(max_steps),
+            "--output-dir",
+            str(tmp / f"run{rank}"),
+            "--quick",
+        ]
         if rank == 1:
             argv = hosts.prefix() + argv
-        procs[rank] = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                       start_new_session=True)
+        procs[rank] = subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
     out = {}
     try:
         for rank, p in procs.items():

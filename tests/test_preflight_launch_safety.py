@@ -41,8 +41,9 @@ def test_the_rank_command_does_not_import_the_projects_modules(tmp_path):
     assert "--out" in r.stdout  # msdoctor's preflight ran
     assert not marker.exists()
     # the form it replaces runs the project's typing.py (so this test can fail)
-    old = subprocess.run([PY, "-m", "msdoctor", "preflight", "--help"], cwd=proj, capture_output=True, text=True,
-                         timeout=120)
+    old = subprocess.run(
+        [PY, "-m", "msdoctor", "preflight", "--help"], cwd=proj, capture_output=True, text=True, timeout=120
+    )
     assert marker.exists() and old.returncode != 0
 
 
@@ -50,8 +51,9 @@ def test_msrun_line_uses_the_safe_rank_command_and_ties_ranks_to_msrun():
     from msdoctor.preflight.plan import MsrunArgs
     from msdoctor.training.lifecycle import DIE_ENV
 
-    args = MsrunArgs(worker_num=2, local_worker_num=2, master_addr="127.0.0.1", master_port=8118, node_rank=0,
-                     cluster_time_out=60)
+    args = MsrunArgs(
+        worker_num=2, local_worker_num=2, master_addr="127.0.0.1", master_port=8118, node_rank=0, cluster_time_out=60
+    )
     argv = launch.msrun_argv(PY, args, Path("/logs"), ["--out", "/out"])
     i = argv.index("python")
     assert argv[i:] == launch.rank_command(["--out", "/out"])
@@ -82,12 +84,38 @@ def test_real_msrun_from_a_hostile_project_then_kill_9_leaves_no_rank(tmp_path):
     env.pop("PYTHONPATH", None)
     env[name] = value
     out = tmp_path / "out"
-    argv = [PY, "-I", "-m", "msdoctor", "preflight", "--launch", "--worker-num", "2", "--local-worker-num", "2",
-            "--master-addr", "127.0.0.1", "--master-port", str(free_port()), "--node-rank", "0",
-            "--cluster-time-out", "120", "--python", PY, "--out", str(out), "--no-node-check",
-            "--iters", "200", "--warmup", "5"]
-    p = subprocess.Popen(argv, cwd=proj, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         start_new_session=True)
+    argv = [
+        PY,
+        "-I",
+        "-m",
+        "msdoctor",
+        "preflight",
+        "--launch",
+        "--worker-num",
+        "2",
+        "--local-worker-num",
+        "2",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        str(free_port()),
+        "--node-rank",
+        "0",
+        "--cluster-time-out",
+        "120",
+        "--python",
+        PY,
+        "--out",
+        str(out),
+        "--no-node-check",
+        "--iters",
+        "200",
+        "--warmup",
+        "5",
+    ]
+    p = subprocess.Popen(
+        argv, cwd=proj, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and not launch.joined(out / "msrun_log"):
@@ -103,7 +131,9 @@ def test_real_msrun_from_a_hostile_project_then_kill_9_leaves_no_rank(tmp_path):
         while time.monotonic() < gone_by and _tagged(tag):
             time.sleep(0.5)
         left = _tagged(tag)
-        assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes()[:200] for pid in left if Path(f"/proc/{pid}").exists()]
+        assert not left, [
+            Path(f"/proc/{pid}/cmdline").read_bytes()[:200] for pid in left if Path(f"/proc/{pid}").exists()
+        ]
     finally:
         for pid in _tagged(tag):
             try:

@@ -16,8 +16,12 @@ from msdoctor.preflight.plan import MsrunArgs, check, msdoctor_source
 
 
 def _master(addr: str, node_rank: int, worker_num: int = 4, local: int = 2) -> dict:
-    res = check(MsrunArgs(worker_num, local, addr, 29996, node_rank), device_target="CPU", expected_python=None,
-                env={"PATH": "/nonexistent"})
+    res = check(
+        MsrunArgs(worker_num, local, addr, 29996, node_rank),
+        device_target="CPU",
+        expected_python=None,
+        env={"PATH": "/nonexistent"},
+    )
     return [f for f in res.findings if f.code == "master-addr"][0]
 
 
@@ -37,9 +41,29 @@ def test_a_loopback_master_is_fine_for_one_node() -> None:
 
 
 def test_node_rank_1_with_a_loopback_master_exits_1() -> None:
-    r = subprocess.run([sys.executable, "-m", "msdoctor", "preflight", "--plan", "--json", "--worker-num", "4",
-                        "--local-worker-num", "2", "--master-addr", "127.0.0.1", "--master-port", "29995",
-                        "--node-rank", "1"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "msdoctor",
+            "preflight",
+            "--plan",
+            "--json",
+            "--worker-num",
+            "4",
+            "--local-worker-num",
+            "2",
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            "29995",
+            "--node-rank",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     out = json.loads(r.stdout)
     f = [f for f in out["findings"] if f["code"] == "master-addr"][0]
     assert r.returncode == 1 and f["status"] == "fail" and "loopback" in f["title"], f
@@ -48,11 +72,32 @@ def test_node_rank_1_with_a_loopback_master_exits_1() -> None:
 def _plan_fix(tmp_path: Path, python: str) -> str:
     venv.create(tmp_path / "bare", with_pip=False)
     bare = tmp_path / "bare" / "bin"
-    r = subprocess.run([sys.executable, "-m", "msdoctor", "preflight", "--plan", "--json", "--worker-num", "1",
-                        "--local-worker-num", "1", "--master-addr", "127.0.0.1", "--master-port", "29994",
-                        "--node-rank", "0", "--python", python or str(bare / "python")],
-                       capture_output=True, text=True, env={"PATH": f"{bare}:/usr/bin:/bin", "HOME": str(tmp_path)},
-                       timeout=60)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "msdoctor",
+            "preflight",
+            "--plan",
+            "--json",
+            "--worker-num",
+            "1",
+            "--local-worker-num",
+            "1",
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            "29994",
+            "--node-rank",
+            "0",
+            "--python",
+            python or str(bare / "python"),
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": f"{bare}:/usr/bin:/bin", "HOME": str(tmp_path)},
+        timeout=60,
+    )
     f = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "msdoctor-importable"]
     assert f and f[0]["status"] == "fail", r.stdout
     return f[0]["fix"]

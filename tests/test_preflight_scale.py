@@ -78,12 +78,15 @@ def test_differences_between_nodes_are_found_as_with_every_full_document():
     assert rep["differences"] == old
     hccl = [d for d in rep["differences"] if d["key"] == "HCCL_CONNECT_TIMEOUT"][0]
     assert hccl["matters"] and {repr(v["value"]): v["ranks"] for v in hccl["values"]} == {
-        "'1200'": [8, 9, 10, 11], "None": [0, 1, 2, 3, 4, 5, 6, 7, 12, 13, 14, 15]}
+        "'1200'": [8, 9, 10, 11],
+        "None": [0, 1, 2, 3, 4, 5, 6, 7, 12, 13, 14, 15],
+    }
     assert rep["exit_code"] == 1
     assert {d["key"] for d in rep["differences"] if not d["matters"]} >= {"RANK_ID", "DEVICE_ID", "MS_NODE_RANK"}
     assert [r["rank"] for r in rep["ranks"]] == list(range(world))
     assert set(rep["environments"]) == {p["blobs"]["env"] for p in asm.parts} | {
-        p["blobs"]["node_check"] for p in asm.parts if "node_check" in p["blobs"]}
+        p["blobs"]["node_check"] for p in asm.parts if "node_check" in p["blobs"]
+    }
 
 
 def test_verdict_reaches_every_rank_of_each_node():

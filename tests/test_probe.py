@@ -19,13 +19,47 @@ from msdoctor.facts.target import TargetFacts
 from msdoctor.probe import run_script, script_source
 
 TOP_KEYS = {
-    "probe_schema", "executable", "executable_realpath", "version", "version_string", "implementation", "prefix",
-    "base_prefix", "exec_prefix", "cwd", "platform", "in_venv", "pyvenv_cfg", "conda", "sys_path", "site_packages",
-    "user_site", "flags", "markers", "distributions", "pth_files", "find_spec", "env", "modules_preloaded",
-    "top_level_specs", "scheme",
+    "probe_schema",
+    "executable",
+    "executable_realpath",
+    "version",
+    "version_string",
+    "implementation",
+    "prefix",
+    "base_prefix",
+    "exec_prefix",
+    "cwd",
+    "platform",
+    "in_venv",
+    "pyvenv_cfg",
+    "conda",
+    "sys_path",
+    "site_packages",
+    "user_site",
+    "flags",
+    "markers",
+    "distributions",
+    "pth_files",
+    "find_spec",
+    "env",
+    "modules_preloaded",
+    "top_level_specs",
+    "scheme",
 }
-DIST_KEYS = {"path", "location", "kind", "files", "name", "version", "requires", "requires_python", "top_level",
-             "installer", "direct_url", "editable"}
+DIST_KEYS = {
+    "path",
+    "location",
+    "kind",
+    "files",
+    "name",
+    "version",
+    "requires",
+    "requires_python",
+    "top_level",
+    "installer",
+    "direct_url",
+    "editable",
+}
 
 
 def _probe(python: str, cwd: Path, **env: str) -> dict:
@@ -112,9 +146,11 @@ def test_metadata_headers_read_as_the_email_parser_reads_them(tmp_path: Path) ->
 
     folded = tmp_path / "folded.dist-info"
     folded.mkdir()
-    (folded / "METADATA").write_text("Metadata-Version: 2.1\nName: folded\nVersion: 1.0\nSummary: one\n  two\n"
-                                     "Requires-Dist: a>=1\nrequires-dist: b ; extra == 'x'\nno header here\n"
-                                     "Requires-Dist: never\n\nRequires-Dist: body\n")
+    (folded / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: folded\nVersion: 1.0\nSummary: one\n  two\n"
+        "Requires-Dist: a>=1\nrequires-dist: b ; extra == 'x'\nno header here\n"
+        "Requires-Dist: never\n\nRequires-Dist: body\n"
+    )
     data = _probe(BASE_PYTHON, tmp_path, PYTHONPATH=str(tmp_path))
     dists = [d for d in data["distributions"] if d["kind"] == "dist-info"]
     assert len(dists) > 20
@@ -122,7 +158,10 @@ def test_metadata_headers_read_as_the_email_parser_reads_them(tmp_path: Path) ->
         with open(os.path.join(d["path"], "METADATA"), encoding="utf-8", errors="replace") as f:
             want = email.parser.HeaderParser().parsestr(f.read().split("\n\n", 1)[0])
         assert (d["name"], d["version"], d["requires"], d["requires_python"]) == (
-            want.get("Name"), want.get("Version"), want.get_all("Requires-Dist") or [], want.get("Requires-Python")
+            want.get("Name"),
+            want.get("Version"),
+            want.get_all("Requires-Dist") or [],
+            want.get("Requires-Python"),
         ), d["path"]
     mine = next(d for d in dists if d["name"] == "folded")
     assert mine["requires"] == ["a>=1", "b ; extra == 'x'"]
@@ -138,8 +177,9 @@ def test_combined_probes_give_what_each_gives_alone(version: "str | None", tmp_p
     python = BASE_PYTHON if version is None else which_python(version)
     if python is None:
         pytest.skip(no_python_reason(version))
-    (target, interp), _ = run_scripts(python, ("target_probe.py", "interp_probe.py"), timeout=60,
-                                      args={"jupyter": True})
+    (target, interp), _ = run_scripts(
+        python, ("target_probe.py", "interp_probe.py"), timeout=60, args={"jupyter": True}
+    )
     alone_interp, _ = run_script(python, "interp_probe.py", timeout=60, args={"jupyter": True})
     assert interp == alone_interp and interp["jupyter"]["kernel_dirs"]
     alone_target = _probe(python, tmp_path)
@@ -152,13 +192,17 @@ def test_a_failing_companion_probe_gives_none_and_leaves_the_main_one(tmp_path: 
     import msdoctor.probe as probe
 
     real = probe.script_source
-    monkeypatch.setattr(probe, "script_source",
-                        lambda name: "raise RuntimeError('companion broke')\n" if name == "broken.py" else real(name))
+    monkeypatch.setattr(
+        probe,
+        "script_source",
+        lambda name: "raise RuntimeError('companion broke')\n" if name == "broken.py" else real(name),
+    )
     (target, broken), result = probe.run_scripts(BASE_PYTHON, ("target_probe.py", "broken.py"), timeout=60)
     assert broken is None and "companion broke" in result.stderr
     assert target["probe_schema"] == 1 and any(d["name"] == "mindspore" for d in target["distributions"])
-    monkeypatch.setattr(probe, "script_source",
-                        lambda name: "raise RuntimeError('main broke')\n" if name == "broken.py" else real(name))
+    monkeypatch.setattr(
+        probe, "script_source", lambda name: "raise RuntimeError('main broke')\n" if name == "broken.py" else real(name)
+    )
     with pytest.raises(probe.ProbeError, match="main broke"):
         probe.run_scripts(BASE_PYTHON, ("broken.py", "interp_probe.py"), timeout=60)
 
@@ -176,9 +220,25 @@ def test_check_starts_the_target_interpreter_once(tmp_path: Path) -> None:
     wrapper.chmod(0o755)
     project = tmp_path / "project"
     project.mkdir()
-    res = subprocess.run([sys.executable, "-m", "msdoctor", "check", "--quick", "--python", str(wrapper),
-                          "--only", "kernel-mismatch,python-env", "--format", "json"],
-                         cwd=project, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "msdoctor",
+            "check",
+            "--quick",
+            "--python",
+            str(wrapper),
+            "--only",
+            "kernel-mismatch,python-env",
+            "--format",
+            "json",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode in (0, 1), res.stderr
     starts = log.read_text().splitlines()
     assert len(starts) == 1, starts

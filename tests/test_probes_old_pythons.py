@@ -27,9 +27,11 @@ def old_python(version: str) -> str:
 @pytest.mark.parametrize("version", OLD)
 def test_live_probe_import_smoke_under_an_old_python(version: str) -> None:
     python = old_python(version)
-    steps = [{"module": "json", "touch": ["dumps"], "version_attr": None},
-             {"module": "no_such_module_xyz", "touch": [], "version_attr": None},
-             {"module": "csv", "touch": [], "version_attr": None}]
+    steps = [
+        {"module": "json", "touch": ["dumps"], "version_attr": None},
+        {"module": "no_such_module_xyz", "touch": [], "version_attr": None},
+        {"module": "csv", "touch": [], "version_attr": None},
+    ]
     res = run_smoke(python, steps, timeout=60, environ={"PATH": "/usr/bin:/bin"})
     assert res.state == "ran", res
     assert [s["module"] for s in res.steps] == ["json", "no_such_module_xyz"]

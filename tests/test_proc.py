@@ -29,10 +29,7 @@ def forking_target(tmp_path: Path, name: str = "hang") -> Path:
     """A 'python' that ignores its arguments, starts a child of its own, and sleeps."""
     exe = tmp_path / name
     exe.write_text(
-        "#!/bin/sh\n"
-        f"sleep 300 &\necho $! > '{tmp_path}/grandchild.pid'\n"
-        f"echo $$ > '{tmp_path}/child.pid'\n"
-        "sleep 300\n"
+        f"#!/bin/sh\nsleep 300 &\necho $! > '{tmp_path}/grandchild.pid'\necho $$ > '{tmp_path}/child.pid'\nsleep 300\n"
     )
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     return exe
@@ -100,8 +97,9 @@ def test_output_is_capped_and_the_flood_stopped(tmp_path: Path) -> None:
 
 def test_run_live_caps_and_streams(tmp_path: Path) -> None:
     lines: list[str] = []
-    res = proc.run_live(["sh", "-c", "echo one; echo two >&2; yes x"], timeout=30.0, on_line=lines.append,
-                        output_cap=4096)
+    res = proc.run_live(
+        ["sh", "-c", "echo one; echo two >&2; yes x"], timeout=30.0, on_line=lines.append, output_cap=4096
+    )
     assert res.overflow and lines[:2] == ["one", "two"]
     assert len(res.stdout) == 4096
 
@@ -156,7 +154,9 @@ def test_check_timeout_and_deadline_kill_the_checks_children(tmp_path: Path, whi
     if which == "deadline":
         check.timeout_s = 300.0
         settings = RunSettings(check_timeout_s=300.0, deadline_s=2.0)
-    results = run_checks([LoadedCheck(check, "test", "hang = test:hang")], Context(Options(project_dir=tmp_path)), settings)
+    results = run_checks(
+        [LoadedCheck(check, "test", "hang = test:hang")], Context(Options(project_dir=tmp_path)), settings
+    )
     assert results[0].status.value == "error"
     assert _all_dead(_pids(tmp_path))
     end = time.monotonic() + 10
@@ -168,12 +168,22 @@ def _start_msdoctor(tmp_path: Path) -> tuple["subprocess.Popen[bytes]", list[int
     exe = forking_target(tmp_path)
     project = tmp_path / "project"
     project.mkdir()
-    cmd = [msdoctor_exe(), "check", "--quick", "--python", str(exe), "--project", str(project),
-           "--probe-timeout", "300"]
+    cmd = [
+        msdoctor_exe(),
+        "check",
+        "--quick",
+        "--python",
+        str(exe),
+        "--project",
+        str(project),
+        "--probe-timeout",
+        "300",
+    ]
     # SIGINT as a terminal's Ctrl-C delivers it: a suite started in the background by a non-interactive shell
     # inherits SIGINT ignored (POSIX), and Python then installs no KeyboardInterrupt handler in msdoctor
-    msd = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-                           preexec_fn=_sigint_default)
+    msd = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=_sigint_default
+    )
     return msd, _pids(tmp_path, wait=60.0)
 
 

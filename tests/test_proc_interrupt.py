@@ -51,8 +51,13 @@ def run_fake(tmp_path: Path, mode: str, work_s: float = 1.0) -> float:
     script.write_text(FAKE_PIP)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        proc.run_live([sys.executable, str(script), str(tmp_path), mode, str(work_s)], timeout=60,
-                      on_line=lambda line: None, finish_s=20.0, finish_from="Installing collected packages")
+        proc.run_live(
+            [sys.executable, str(script), str(tmp_path), mode, str(work_s)],
+            timeout=60,
+            on_line=lambda line: None,
+            finish_s=20.0,
+            finish_from="Installing collected packages",
+        )
     return time.monotonic() - started
 
 
@@ -78,8 +83,13 @@ def test_a_child_that_ignores_sigint_is_killed_after_the_bound(tmp_path, ctrl_c,
     ctrl_c(0.6)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        proc.run_live([sys.executable, str(script), str(tmp_path), "ignore", "60"], timeout=120,
-                      on_line=lambda line: None, finish_s=1.0, finish_from="Installing collected packages")
+        proc.run_live(
+            [sys.executable, str(script), str(tmp_path), "ignore", "60"],
+            timeout=120,
+            on_line=lambda line: None,
+            finish_s=1.0,
+            finish_from="Installing collected packages",
+        )
     assert time.monotonic() - started < 10
     assert proc.live_children() == [] and not (tmp_path / "done").exists()
 

@@ -70,18 +70,22 @@ def test_pyenv_version_and_local_file_come_first(tmp_path: Path) -> None:
     shim = str(root / "shims" / "python3")
     assert resolve_shim(shim, {}, str(project)) == str(root / "versions" / "3.10.13" / "bin" / "python3")
     assert resolve_shim(shim, {"PYENV_VERSION": "3.9.18"}, str(project)) == str(
-        root / "versions" / "3.9.18" / "bin" / "python3")
+        root / "versions" / "3.9.18" / "bin" / "python3"
+    )
     # PYENV_DIR moves the search start, as in libexec/pyenv-version-file
     assert resolve_shim(shim, {"PYENV_DIR": str(tmp_path)}, str(tmp_path)) == str(
-        root / "versions" / "3.11.7" / "bin" / "python3")
+        root / "versions" / "3.11.7" / "bin" / "python3"
+    )
 
 
 def test_the_first_version_with_the_command_runs(tmp_path: Path) -> None:
     root = make_root(tmp_path, {"2.7.18": ["python"], "3.11.7": ["python", "python3"]}, "2.7.18\n3.11.7")
     assert resolve_shim(str(root / "shims" / "python3"), {}, str(tmp_path)) == str(
-        root / "versions" / "3.11.7" / "bin" / "python3")
+        root / "versions" / "3.11.7" / "bin" / "python3"
+    )
     assert resolve_shim(str(root / "shims" / "python"), {}, str(tmp_path)) == str(
-        root / "versions" / "2.7.18" / "bin" / "python")
+        root / "versions" / "2.7.18" / "bin" / "python"
+    )
 
 
 @pytest.mark.parametrize("setting", ["system", "3.11", "3.12.0", "../../etc", ""])
@@ -146,8 +150,10 @@ def test_a_reserved_jupyter_probe_answers_the_plain_request(tmp_path: Path) -> N
     assert plain.ok and plain.jupyter is not None and with_jupyter.jupyter == plain.jupyter
 
 
-@pytest.mark.skipif(not (pyenv_root() / "shims").is_dir() or shutil.which("bash") is None,
-                    reason=f"no pyenv installed here (no {pyenv_root()}/shims; pyenv's root is $PYENV_ROOT, else ~/.pyenv)")
+@pytest.mark.skipif(
+    not (pyenv_root() / "shims").is_dir() or shutil.which("bash") is None,
+    reason=f"no pyenv installed here (no {pyenv_root()}/shims; pyenv's root is $PYENV_ROOT, else ~/.pyenv)",
+)
 def test_agrees_with_the_real_pyenv(tmp_path: Path) -> None:
     shims = pyenv_root() / "shims"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYENV_VERSION")}
@@ -159,8 +165,14 @@ def test_agrees_with_the_real_pyenv(tmp_path: Path) -> None:
         ours = resolve_shim(str(shim), env, str(tmp_path))
         if ours is None:
             continue  # left to pyenv: nothing to compare
-        res = subprocess.run([str(shim.parent.parent / "libexec" / "pyenv"), "which", name], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=60)
+        res = subprocess.run(
+            [str(shim.parent.parent / "libexec" / "pyenv"), "which", name],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert res.returncode == 0, res.stderr
         assert res.stdout.strip() == ours
         compared += 1

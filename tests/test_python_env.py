@@ -64,8 +64,9 @@ def test_real_venv_activated_while_probing_another(tmp_path: Path) -> None:
     check = data["checks"][0]
     assert check["status"] == "warn"
     assert any(str(a.root) in f["title"] for f in check["findings"])
-    res, _ = run_json("check", "--quick", "--strict", "--only", "python-env", "--python", b.python, env=env,
-                      cwd=tmp_path)
+    res, _ = run_json(
+        "check", "--quick", "--strict", "--only", "python-env", "--python", b.python, env=env, cwd=tmp_path
+    )
     assert res.returncode == 1  # ...unless --strict
 
 
@@ -88,8 +89,9 @@ def test_real_user_site_with_stack_package(tmp_path: Path) -> None:
     userbase = tmp_path / "userbase"
     usersite = userbase / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
 
-    pip_from_index([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(usersite), "safetensors"],
-                   timeout=300)
+    pip_from_index(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(usersite), "safetensors"], timeout=300
+    )
     env = env_with({"PYTHONUSERBASE": str(userbase)}, drop=["PYTHONNOUSERSITE", "VIRTUAL_ENV", "CONDA_PREFIX"])
     res, data = run_json("check", "--quick", "--only", "python-env", "--python", base, env=env, cwd=tmp_path)
     findings = data["checks"][0]["findings"]

@@ -34,10 +34,14 @@ def examples(name: str) -> dict[str, set[str]]:
 def test_both_readmes_show_the_same_commands_and_options() -> None:
     en, cn = examples("README.md"), examples("README_CN.md")
     assert len(en) >= 5, sorted(en)
-    assert set(en) == set(cn), f"only in README.md: {sorted(set(en) - set(cn))}; only in README_CN.md: {sorted(set(cn) - set(en))}"
+    assert set(en) == set(cn), (
+        f"only in README.md: {sorted(set(en) - set(cn))}; only in README_CN.md: {sorted(set(cn) - set(en))}"
+    )
     for cmd in en:
-        assert en[cmd] == cn[cmd], (f"msdoctor {cmd}: only in README.md {sorted(en[cmd] - cn[cmd])}, "
-                                    f"only in README_CN.md {sorted(cn[cmd] - en[cmd])}")
+        assert en[cmd] == cn[cmd], (
+            f"msdoctor {cmd}: only in README.md {sorted(en[cmd] - cn[cmd])}, "
+            f"only in README_CN.md {sorted(cn[cmd] - en[cmd])}"
+        )
 
 
 def test_both_readmes_link_the_plugin_page() -> None:
@@ -50,8 +54,8 @@ def test_the_diff_exit_codes_match_the_command() -> None:
     helptext = subprocess.run([msdoctor_exe(), "diff", "--help"], capture_output=True, text=True, timeout=60).stdout
     assert "0 nothing that matters differs, 1 something does" in " ".join(helptext.split())
     cn = (REPO / "docs/zh-CN.md").read_text(encoding="utf-8")
-    section = cn[cn.index("msdoctor diff"):]
+    section = cn[cn.index("msdoctor diff") :]
     assert re.search(r"退出码[^0-9]*0[^1]*1[^2]*2", section), "docs/zh-CN.md must give diff's exit codes 0 / 1 / 2"
     en = (REPO / "docs/report-diff.md").read_text(encoding="utf-8")
-    section = " ".join(en[en.index("## `msdoctor diff`"):].split())
+    section = " ".join(en[en.index("## `msdoctor diff`") :].split())
     assert re.search(r"Exit `1` when something that matters differs, `0` otherwise, `2`", section), section

@@ -40,9 +40,15 @@ def test_the_readmes_fit_one_screen() -> None:
 
 def test_exactly_the_two_setup_commands_and_ci_runs_the_test_one() -> None:
     for name in ("README.md", "README_CN.md"):
-        scripts = [line for line in code_lines((REPO / name).read_text(encoding="utf-8")) if line.startswith("./scripts/")]
+        scripts = [
+            line for line in code_lines((REPO / name).read_text(encoding="utf-8")) if line.startswith("./scripts/")
+        ]
         assert scripts == SETUP, name
-    ci = [line for line in (REPO / ".ci/run").read_text().splitlines() if line and not line.startswith(("#", "set ", "cd "))]
+    ci = [
+        line
+        for line in (REPO / ".ci/run").read_text().splitlines()
+        if line and not line.startswith(("#", "set ", "cd "))
+    ]
     assert ci == [SETUP[1].split("#")[0].strip()]
 
 
@@ -51,15 +57,21 @@ def test_readme_shows_first_commands_and_exit_codes() -> None:
     cmds = [line.split()[1] for line in code_lines(text) if line.startswith("msdoctor ")]
     assert len(cmds) == len(set(cmds)) == 5, cmds
     assert set(cmds) <= set(COMMANDS)
-    section = text[text.index("## Exit codes"):]
+    section = text[text.index("## Exit codes") :]
     for code in ("`0`", "`1`", "`2`", "`3`"):
         assert code in section
 
 
 def test_every_command_has_a_docs_page_linked_from_both_readmes() -> None:
     page = {name: f"docs/{name}.md" for name in COMMANDS}
-    page.update({"list-checks": "docs/check.md", "report": "docs/report-diff.md", "diff": "docs/report-diff.md",
-                 "fix": "docs/fix-stack.md"})
+    page.update(
+        {
+            "list-checks": "docs/check.md",
+            "report": "docs/report-diff.md",
+            "diff": "docs/report-diff.md",
+            "fix": "docs/fix-stack.md",
+        }
+    )
     for name in ("README.md", "README_CN.md"):
         links = set(LINK.findall((REPO / name).read_text(encoding="utf-8")))
         for cmd, doc in page.items():

@@ -45,8 +45,10 @@ def test_text_rules() -> None:
 def test_generic_and_short_names_are_not_masked() -> None:
     r = Redactor.for_environment({"HOME": "/root", "USER": "root"}, hosts=["vm", "localhost"])
     assert r.users == () and r.hosts == ()
-    assert r.text("/root/.pyenv/x /tmp/pytest-of-root/root/usr and vm.max_map_count") == \
-        "~/.pyenv/x /tmp/pytest-of-root/root/usr and vm.max_map_count"
+    assert (
+        r.text("/root/.pyenv/x /tmp/pytest-of-root/root/usr and vm.max_map_count")
+        == "~/.pyenv/x /tmp/pytest-of-root/root/usr and vm.max_map_count"
+    )
 
 
 def test_keep_paths_still_masks_secrets() -> None:
@@ -55,10 +57,19 @@ def test_keep_paths_still_masks_secrets() -> None:
 
 
 def test_report_is_copied_not_changed() -> None:
-    f = Finding.warn("bad /home/zhangwei/x", location=Location("/home/zhangwei/cfg.yaml", 3),
-                     evidence={"MS_TOKEN": "t0ken-value-1", "path": "/home/zhangwei/y"})
-    rep = Report("0.1", Target("/home/zhangwei/env/bin/python"), [CheckResult("c", "t", "d", [f])], "now", 0.1,
-                 facts={"env": {"MS_TOKEN": "t0ken-value-1", "PATH": "/home/zhangwei/bin"}})
+    f = Finding.warn(
+        "bad /home/zhangwei/x",
+        location=Location("/home/zhangwei/cfg.yaml", 3),
+        evidence={"MS_TOKEN": "t0ken-value-1", "path": "/home/zhangwei/y"},
+    )
+    rep = Report(
+        "0.1",
+        Target("/home/zhangwei/env/bin/python"),
+        [CheckResult("c", "t", "d", [f])],
+        "now",
+        0.1,
+        facts={"env": {"MS_TOKEN": "t0ken-value-1", "PATH": "/home/zhangwei/bin"}},
+    )
     out = redact_report(rep, {"HOME": "/home/zhangwei", "USER": "zhangwei"})
     g = out.results[0].findings[0]
     assert (g.title, g.location.path, g.location.line) == ("bad ~/x", "~/cfg.yaml", 3)
@@ -70,15 +81,18 @@ def test_report_is_copied_not_changed() -> None:
 def planted_env(tmp_path: Path) -> tuple[dict, list[str]]:
     home = tmp_path / "home" / USER
     home.mkdir(parents=True)
-    env = env_with({
-        **SECRETS,
-        "MS_INDEX_URL": f"https://{USER}:{URL_PASSWORD}@pypi.internal.example/simple",
-        "HOME": str(home),
-        "USER": USER,
-        "LOGNAME": USER,
-        # a stale entry under the home and one naming the user elsewhere: python-env reports both
-        "PYTHONPATH": f"{home}/old-site:/data/{USER}/stale",
-    }, drop=["GITHUB_STEP_SUMMARY", "MSDOCTOR_NO_REDACT"])
+    env = env_with(
+        {
+            **SECRETS,
+            "MS_INDEX_URL": f"https://{USER}:{URL_PASSWORD}@pypi.internal.example/simple",
+            "HOME": str(home),
+            "USER": USER,
+            "LOGNAME": USER,
+            # a stale entry under the home and one naming the user elsewhere: python-env reports both
+            "PYTHONPATH": f"{home}/old-site:/data/{USER}/stale",
+        },
+        drop=["GITHUB_STEP_SUMMARY", "MSDOCTOR_NO_REDACT"],
+    )
     planted = list(SECRETS.values()) + [URL_PASSWORD, str(home), USER]
     return env, planted
 
@@ -105,7 +119,8 @@ def test_report_command_is_redacted_and_no_redact_opts_out(tmp_path: Path) -> No
     text = out_file.read_text()
     assert "MS_HUB_TOKEN" in text and "## " in text  # the variable is listed, its value is not
     assert not [p for p in planted if p in text]
-    raw = run_msdoctor("check", "--quick", "--only", "python-env", "--format", "json", "--no-redact", env=env,
-                       cwd=tmp_path)
+    raw = run_msdoctor(
+        "check", "--quick", "--only", "python-env", "--format", "json", "--no-redact", env=env, cwd=tmp_path
+    )
     # without redaction the same run shows what was planted: the assertions above can fail
     assert SECRETS["MS_HUB_TOKEN"] in raw.stdout and URL_PASSWORD in raw.stdout and f"/data/{USER}/stale" in raw.stdout

@@ -37,7 +37,7 @@ from msdoctor.registry_scan.parse import parse_source
 from msdoctor.registry_scan.sources import SourceFile, SourceSet
 
 # -- ground truth: run project files for real ----------------------------------------------------
-DRIVER = r'''
+DRIVER = r"""
 import json, os, runpy, sys
 import transformers  # imported once; each case runs in a fork, with the registry as transformers ships it
 from transformers import AutoConfig, PretrainedConfig
@@ -75,14 +75,14 @@ for c in cases:
     os.waitpid(pid, 0)
     out[c["name"]] = json.loads(data)
 print("@@TRUTH@@" + json.dumps(out))
-'''
+"""
 
 
 def run_truth(python: str, cases: list[dict[str, Any]]) -> dict[str, dict]:
     res = subprocess.run([python, "-c", DRIVER, json.dumps(cases)], capture_output=True, text=True, timeout=180)
     marker = res.stdout.rfind("@@TRUTH@@")
     assert marker >= 0, f"driver failed (rc={res.returncode}):\n{res.stdout}\n{res.stderr}"
-    return json.loads(res.stdout[marker + len("@@TRUTH@@"):])
+    return json.loads(res.stdout[marker + len("@@TRUTH@@") :])
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:
@@ -98,31 +98,43 @@ CFG = "from transformers import AutoConfig, PretrainedConfig\n"
 #: name -> (files, entry, expected (status, code, line of the finding in entry-relative file), truth, after)
 CASES: dict[str, dict[str, Any]] = {
     "literal": dict(
-        files={"run.py": CFG + "class MyAim(PretrainedConfig):\n    model_type = 'aimv2'\n"
-                               "AutoConfig.register('aimv2', MyAim)\n"},
+        files={
+            "run.py": CFG + "class MyAim(PretrainedConfig):\n    model_type = 'aimv2'\n"
+            "AutoConfig.register('aimv2', MyAim)\n"
+        },
         expect=[("fail", "builtin-name", "run.py", 4)],
-        truth="ValueError: 'aimv2' is already used by a Transformers config, pick another name."),
+        truth="ValueError: 'aimv2' is already used by a Transformers config, pick another name.",
+    ),
     "cls_model_type": dict(
-        files={"run.py": CFG + "class MyAim(PretrainedConfig):\n    model_type = 'aimv2'\n"
-                               "AutoConfig.register(MyAim.model_type, MyAim)\n"},
+        files={
+            "run.py": CFG + "class MyAim(PretrainedConfig):\n    model_type = 'aimv2'\n"
+            "AutoConfig.register(MyAim.model_type, MyAim)\n"
+        },
         expect=[("fail", "builtin-name", "run.py", 4)],
-        truth="ValueError: 'aimv2' is already used by a Transformers config"),
+        truth="ValueError: 'aimv2' is already used by a Transformers config",
+    ),
     "other_module": dict(
         files={
             "models/__init__.py": "from .configs import MyLlama\n",
             "models/names.py": "LLAMA = 'llama'\n",
             "models/configs.py": "from transformers import PretrainedConfig\nfrom .names import LLAMA\n"
-                                 "class MyLlama(PretrainedConfig):\n    model_type = LLAMA\n",
+            "class MyLlama(PretrainedConfig):\n    model_type = LLAMA\n",
             "run.py": "from transformers import AutoConfig as AC\nfrom models import MyLlama\n"
-                      "AC.register(MyLlama.model_type, MyLlama)\n",
+            "AC.register(MyLlama.model_type, MyLlama)\n",
         },
         expect=[("fail", "builtin-name", "run.py", 3)],
-        truth="ValueError: 'llama' is already used by a Transformers config"),
+        truth="ValueError: 'llama' is already used by a Transformers config",
+    ),
     "exist_ok": dict(
-        files={"run.py": CFG + "class MyAim(PretrainedConfig):\n    model_type = 'aimv2'\n"
-                               "AutoConfig.register('aimv2', MyAim, exist_ok=True)\n"},
+        files={
+            "run.py": CFG + "class MyAim(PretrainedConfig):\n    model_type = 'aimv2'\n"
+            "AutoConfig.register('aimv2', MyAim, exist_ok=True)\n"
+        },
         expect=[("warn", "builtin-name-exist-ok", "run.py", 4)],
-        truth=None, after="result = type(AutoConfig.for_model('aimv2')).__name__", after_is="MyAim"),
+        truth=None,
+        after="result = type(AutoConfig.for_model('aimv2')).__name__",
+        after_is="MyAim",
+    ),
     "duplicate": dict(
         files={
             "a.py": CFG + "class A(PretrainedConfig):\n    model_type = 'acme'\nAutoConfig.register('acme', A)\n",
@@ -130,45 +142,66 @@ CASES: dict[str, dict[str, Any]] = {
             "run.py": "import a\nimport b\n",
         },
         expect=[("fail", "duplicate", "b.py", 4)],
-        truth=None, after="from transformers import AutoConfig\nresult = type(AutoConfig.for_model('acme')).__name__",
-        after_is="B"),
+        truth=None,
+        after="from transformers import AutoConfig\nresult = type(AutoConfig.for_model('acme')).__name__",
+        after_is="B",
+    ),
     "mismatch": dict(
-        files={"run.py": CFG + "class C(PretrainedConfig):\n    model_type = 'acme_b'\n"
-                               "AutoConfig.register('acme_a', C)\n"},
+        files={
+            "run.py": CFG + "class C(PretrainedConfig):\n    model_type = 'acme_b'\nAutoConfig.register('acme_a', C)\n"
+        },
         expect=[("fail", "model-type-mismatch", "run.py", 4)],
-        truth="ValueError: The config you are passing has a `model_type` attribute that is not consistent"),
+        truth="ValueError: The config you are passing has a `model_type` attribute that is not consistent",
+    ),
     # AutoModel* without torch is a placeholder at the top level; the class itself lives in modeling_auto
     "auto_model": dict(
-        files={"run.py": "from transformers import LlamaConfig\n"
-                         "from transformers.models.auto.modeling_auto import AutoModelForCausalLM\n"
-                         "class MyModel:\n    pass\nAutoModelForCausalLM.register(LlamaConfig, MyModel)\n"},
+        files={
+            "run.py": "from transformers import LlamaConfig\n"
+            "from transformers.models.auto.modeling_auto import AutoModelForCausalLM\n"
+            "class MyModel:\n    pass\nAutoModelForCausalLM.register(LlamaConfig, MyModel)\n"
+        },
         expect=[("fail", "builtin-model", "run.py", 5)],
-        truth="is already used by a Transformers model"),
+        truth="is already used by a Transformers model",
+    ),
     "auto_tokenizer": dict(
-        files={"run.py": "from transformers import AutoTokenizer, LlamaConfig\n"
-                         "class MyTok:\n    pass\n"
-                         "AutoTokenizer.register(LlamaConfig, slow_tokenizer_class=MyTok)\n"},
+        files={
+            "run.py": "from transformers import AutoTokenizer, LlamaConfig\n"
+            "class MyTok:\n    pass\n"
+            "AutoTokenizer.register(LlamaConfig, slow_tokenizer_class=MyTok)\n"
+        },
         expect=[("fail", "builtin-model", "run.py", 4)],
-        truth="is already used by a Transformers model"),
+        truth="is already used by a Transformers model",
+    ),
     "latent": dict(
         files={"run.py": CFG + "class Mine(PretrainedConfig):\n    model_type = 'qwen2'\n"},
         expect=[("warn", "builtin-model-type-unregistered", "run.py", 3)],
-        truth=None, after="AutoConfig.register(Mine.model_type, Mine)",
-        after_error="ValueError: 'qwen2' is already used by a Transformers config"),
+        truth=None,
+        after="AutoConfig.register(Mine.model_type, Mine)",
+        after_error="ValueError: 'qwen2' is already used by a Transformers config",
+    ),
     "free_names": dict(
-        files={"run.py": CFG + "from transformers.models.auto.modeling_auto import AutoModelForCausalLM\n"
-                               "class Acme(PretrainedConfig):\n    model_type = 'acme_lm'\n"
-                               "class AcmeModel:\n    config_class = Acme\n"
-                               "AutoConfig.register('acme_lm', Acme)\n"
-                               "AutoModelForCausalLM.register(Acme, AcmeModel)\n"},
+        files={
+            "run.py": CFG + "from transformers.models.auto.modeling_auto import AutoModelForCausalLM\n"
+            "class Acme(PretrainedConfig):\n    model_type = 'acme_lm'\n"
+            "class AcmeModel:\n    config_class = Acme\n"
+            "AutoConfig.register('acme_lm', Acme)\n"
+            "AutoModelForCausalLM.register(Acme, AcmeModel)\n"
+        },
         expect=[("pass", None, None, None)],
-        truth=None, after="result = type(AutoConfig.for_model('acme_lm')).__name__", after_is="Acme"),
+        truth=None,
+        after="result = type(AutoConfig.for_model('acme_lm')).__name__",
+        after_is="Acme",
+    ),
     "no_registrations": dict(
         files={"run.py": "import json\nprint(json.dumps({'ok': 1}))\n", "lib/util.py": "X = 1\n"},
-        expect=[("pass", None, None, None)], truth=None),
+        expect=[("pass", None, None, None)],
+        truth=None,
+    ),
     "syntax_error": dict(
         files={"run.py": "from transformers import AutoConfig\nAutoConfig.register('x', \n"},
-        expect=[("skip", "unparsable-file", "run.py", 2)], truth="SyntaxError"),
+        expect=[("skip", "unparsable-file", "run.py", 2)],
+        truth="SyntaxError",
+    ),
 }
 
 
@@ -185,8 +218,7 @@ def projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def truth(projects: dict[str, Path]) -> dict[str, dict]:
-    cases = [{"name": n, "dir": str(projects[n]), "entry": "run.py", "after": c.get("after")}
-             for n, c in CASES.items()]
+    cases = [{"name": n, "dir": str(projects[n]), "entry": "run.py", "after": c.get("after")} for n, c in CASES.items()]
     return run_truth(BASE_PYTHON, cases)
 
 
@@ -196,8 +228,9 @@ def run_check(target: TargetFacts, project: Path, **options: Any) -> list:
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_verdict_matches_execution(name: str, base_target: TargetFacts, projects: dict[str, Path],
-                                   truth: dict[str, dict]) -> None:
+def test_verdict_matches_execution(
+    name: str, base_target: TargetFacts, projects: dict[str, Path], truth: dict[str, dict]
+) -> None:
     case, project, real = CASES[name], projects[name], truth[name]
     findings = run_check(base_target, project)
     worst_status, code, rel, line = case["expect"][0]
@@ -244,8 +277,17 @@ def test_suggested_rename_passes_and_runs_clean(base_target: TargetFacts, tmp_pa
     run.write_text(run.read_text().replace("'aimv2'", repr(new)))
     after = run_check(base_target, project)
     assert [x.status for x in after] == [Status.PASS], [x.title for x in after]
-    real = run_truth(BASE_PYTHON, [{"name": "fixed", "dir": str(project), "entry": "run.py",
-                                    "after": f"result = type(AutoConfig.for_model({new!r})).__name__"}])
+    real = run_truth(
+        BASE_PYTHON,
+        [
+            {
+                "name": "fixed",
+                "dir": str(project),
+                "entry": "run.py",
+                "after": f"result = type(AutoConfig.for_model({new!r})).__name__",
+            }
+        ],
+    )
     assert real["fixed"] == {"error": None, "after": "MyAim", "after_error": None}
 
 
@@ -259,8 +301,9 @@ def test_matrix_of_added_names_agrees_with_the_installed_transformers(base_targe
         import tomli as tomllib
 
     added, baseline = added_versions()
-    removed = tomllib.loads((Path(__file__).parents[1] / "compat_matrix/transformers_model_types.toml")
-                            .read_text())["removed"]
+    removed = tomllib.loads((Path(__file__).parents[1] / "compat_matrix/transformers_model_types.toml").read_text())[
+        "removed"
+    ]
     assert removed == {"llava-next-video": "4.45.0", "parakeet": "4.57.1"}
     still = set(added) - set(removed)
     builtins = builtins_of(base_target).libraries["transformers"]
@@ -270,23 +313,38 @@ def test_matrix_of_added_names_agrees_with_the_installed_transformers(base_targe
 
 
 def test_free_name_suggestion_skips_a_name_the_project_took(base_target: TargetFacts, tmp_path: Path) -> None:
-    write_tree(tmp_path, {"run.py": CFG + "class A(PretrainedConfig):\n    model_type = 'my_llama'\n"
-                                          "AutoConfig.register('my_llama', A)\n"
-                                          "class B(PretrainedConfig):\n    model_type = 'llama'\n"
-                                          "AutoConfig.register('llama', B)\n"})
+    write_tree(
+        tmp_path,
+        {
+            "run.py": CFG + "class A(PretrainedConfig):\n    model_type = 'my_llama'\n"
+            "AutoConfig.register('my_llama', A)\n"
+            "class B(PretrainedConfig):\n    model_type = 'llama'\n"
+            "AutoConfig.register('llama', B)\n"
+        },
+    )
     [f] = [f for f in run_check(base_target, tmp_path) if f.code == "builtin-name"]
     assert '"custom_llama"' in f.fix and "pinning an older release is no way out" in f.fix
 
 
 def test_config_folder_code_and_unresolved_names(base_target: TargetFacts, tmp_path: Path) -> None:
     """Remote-code models keep their .py next to config.json: --config's folder is scanned too."""
-    project = write_tree(tmp_path / "project", {"run.py": CFG + "def pick():\n    return 'x'\n"
-                                                            "class Z(PretrainedConfig):\n    model_type = 'zz_custom'\n"
-                                                            "AutoConfig.register(pick(), Z)\n"})
-    model = write_tree(tmp_path / "model", {"config.json": '{"model_type": "gemma"}\n',
-                                            "configuration_x.py": CFG + "class G(PretrainedConfig):\n"
-                                                                        "    model_type = 'gemma'\n"
-                                                                        "AutoConfig.register('gemma', G)\n"})
+    project = write_tree(
+        tmp_path / "project",
+        {
+            "run.py": CFG + "def pick():\n    return 'x'\n"
+            "class Z(PretrainedConfig):\n    model_type = 'zz_custom'\n"
+            "AutoConfig.register(pick(), Z)\n"
+        },
+    )
+    model = write_tree(
+        tmp_path / "model",
+        {
+            "config.json": '{"model_type": "gemma"}\n',
+            "configuration_x.py": CFG + "class G(PretrainedConfig):\n"
+            "    model_type = 'gemma'\n"
+            "AutoConfig.register('gemma', G)\n",
+        },
+    )
     findings = run_check(base_target, project, config_path=model / "config.json")
     [fail] = [f for f in findings if f.status is Status.FAIL]
     assert fail.location.path == str(model / "configuration_x.py") and fail.location.line == 4
@@ -296,11 +354,16 @@ def test_config_folder_code_and_unresolved_names(base_target: TargetFacts, tmp_p
 
 def test_src_layout_class_is_one_class(base_target: TargetFacts, tmp_path: Path) -> None:
     """src/acme/cfg.py is both `src.acme.cfg` and `acme.cfg`: still one class, registered once."""
-    write_tree(tmp_path, {"src/acme/__init__.py": "from .cfg import AcmeCfg\n",
-                          "src/acme/cfg.py": "from transformers import PretrainedConfig\n"
-                                             "class AcmeCfg(PretrainedConfig):\n    model_type = 'bert'\n",
-                          "train.py": "from transformers import AutoConfig\nfrom acme import AcmeCfg\n"
-                                      "AutoConfig.register(AcmeCfg.model_type, AcmeCfg, exist_ok=True)\n"})
+    write_tree(
+        tmp_path,
+        {
+            "src/acme/__init__.py": "from .cfg import AcmeCfg\n",
+            "src/acme/cfg.py": "from transformers import PretrainedConfig\n"
+            "class AcmeCfg(PretrainedConfig):\n    model_type = 'bert'\n",
+            "train.py": "from transformers import AutoConfig\nfrom acme import AcmeCfg\n"
+            "AutoConfig.register(AcmeCfg.model_type, AcmeCfg, exist_ok=True)\n",
+        },
+    )
     findings = run_check(base_target, tmp_path)
     assert [(f.status, f.code) for f in findings] == [(Status.WARN, "builtin-name-exist-ok")]
     assert f"{tmp_path / 'src/acme/cfg.py'}:3" in findings[0].fix
@@ -308,9 +371,18 @@ def test_src_layout_class_is_one_class(base_target: TargetFacts, tmp_path: Path)
 
 def test_project_scan_skips_env_and_vcs_dirs(tmp_path: Path) -> None:
     reg = CFG + "class X(PretrainedConfig):\n    model_type = 'bert'\nAutoConfig.register('bert', X)\n"
-    write_tree(tmp_path, {"ok.py": "import atexit\natexit.register(print)\n", ".git/hooks/h.py": reg, "node_modules/m.py": reg,
-                          "myenv/lib/site.py": reg, "myenv/pyvenv.cfg": "home = /usr\n",
-                          "build/lib/copy.py": reg, "__pycache__/c.py": reg})
+    write_tree(
+        tmp_path,
+        {
+            "ok.py": "import atexit\natexit.register(print)\n",
+            ".git/hooks/h.py": reg,
+            "node_modules/m.py": reg,
+            "myenv/lib/site.py": reg,
+            "myenv/pyvenv.cfg": "home = /usr\n",
+            "build/lib/copy.py": reg,
+            "__pycache__/c.py": reg,
+        },
+    )
     scan = scan_project(str(tmp_path))
     assert scan.result.files_seen == 1 and scan.result.registrations == []
     assert scan.result.files_parsed == 0  # "register" without a registry name: not worth a parse
@@ -325,13 +397,20 @@ def test_relative_imports_and_reexports_resolve() -> None:
 
 def test_installed_distribution_registrations_are_found_without_text_false_positives(tmp_path: Path) -> None:
     """A module that only mentions AutoConfig.register in text passes the prefilter but yields nothing."""
-    pkg = write_tree(tmp_path, {
-        "doc.py": '"""Call AutoConfig.register(name, cls) to register(...)."""\n',
-        "reg.py": "import transformers\nclass K(transformers.PretrainedConfig):\n    model_type = 'gpt2'\n"
-                  "transformers.AutoConfig.register(K.model_type, K, exist_ok=flag)\n",
-    })
-    sources = SourceSet("thirdparty 1.0", str(pkg), [SourceFile(str(pkg / "doc.py"), "tp.doc"),
-                                                     SourceFile(str(pkg / "reg.py"), "tp.reg")], script_style=False)
+    pkg = write_tree(
+        tmp_path,
+        {
+            "doc.py": '"""Call AutoConfig.register(name, cls) to register(...)."""\n',
+            "reg.py": "import transformers\nclass K(transformers.PretrainedConfig):\n    model_type = 'gpt2'\n"
+            "transformers.AutoConfig.register(K.model_type, K, exist_ok=flag)\n",
+        },
+    )
+    sources = SourceSet(
+        "thirdparty 1.0",
+        str(pkg),
+        [SourceFile(str(pkg / "doc.py"), "tp.doc"), SourceFile(str(pkg / "reg.py"), "tp.reg")],
+        script_style=False,
+    )
     result = sources.scan()
     [reg] = result.registrations
     assert (reg.name, reg.library, reg.exist_ok, reg.at.line) == ("gpt2", "transformers", None, 4)
@@ -342,7 +421,8 @@ def _wheel(out: Path, name: str, version: str, files: dict[str, str], requires: 
     info = f"{name}-{version}.dist-info"
     path = out / f"{name}-{version}-py3-none-any.whl"
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(
-        f"Requires-Dist: {r}\n" for r in requires)
+        f"Requires-Dist: {r}\n" for r in requires
+    )
     wheel = "Wheel-Version: 1.0\nGenerator: msdoctor-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     entries = {**{k: textwrap.dedent(v) for k, v in files.items()}, f"{info}/METADATA": meta, f"{info}/WHEEL": wheel}
     with zipfile.ZipFile(path, "w") as z:
@@ -361,7 +441,7 @@ MF_FIXTURE = {
         ''',
     "mindformers/tools/__init__.py": "",
     "mindformers/tools/register/__init__.py": "from .register import MindFormerModuleType, MindFormerRegister\n",
-    "mindformers/tools/register/register.py": '''\
+    "mindformers/tools/register/register.py": """\
         class MindFormerModuleType:
             CONFIG = "config"
             MODELS = "models"
@@ -383,11 +463,11 @@ MF_FIXTURE = {
             @classmethod
             def get_cls(cls, module_type, class_name):
                 return cls.registry[module_type][class_name]
-        ''',
+        """,
     "mindformers/models/__init__.py": "",
     "mindformers/models/configuration_utils.py": "class PretrainedConfig:\n    model_type = ''\n",
     "mindformers/models/llama/__init__.py": "from .llama_config import LlamaConfig\n",
-    "mindformers/models/llama/llama_config.py": '''\
+    "mindformers/models/llama/llama_config.py": """\
         from mindformers.models.configuration_utils import PretrainedConfig
         from mindformers.tools.register import MindFormerModuleType, MindFormerRegister
 
@@ -395,9 +475,9 @@ MF_FIXTURE = {
         @MindFormerRegister.register(MindFormerModuleType.CONFIG)
         class LlamaConfig(PretrainedConfig):
             model_type = "llama"
-        ''',
+        """,
     "mindformers/models/auto/__init__.py": "from .configuration_auto import CONFIG_MAPPING, AutoConfig\n",
-    "mindformers/models/auto/configuration_auto.py": '''\
+    "mindformers/models/auto/configuration_auto.py": """\
         from collections import OrderedDict
 
         CONFIG_MAPPING_NAMES = OrderedDict([("glm2", "ChatGLM2Config"), ("llama", "LlamaConfig")])
@@ -422,11 +502,11 @@ MF_FIXTURE = {
             @staticmethod
             def register(model_type, config, exist_ok=False):
                 CONFIG_MAPPING.register(model_type, config, exist_ok=exist_ok)
-        ''',
+        """,
 }
 
 FANCY = {  # a third-party package in the vLLM pattern: it registers a name transformers added later
-    "fancy_models/__init__.py": '''\
+    "fancy_models/__init__.py": """\
         from transformers import AutoConfig, PretrainedConfig
 
 
@@ -435,8 +515,8 @@ FANCY = {  # a third-party package in the vLLM pattern: it registers a name tran
 
 
         AutoConfig.register("fancy", FancyConfig)
-        ''',
-    "fancy_models/aim.py": '''\
+        """,
+    "fancy_models/aim.py": """\
         from transformers import AutoConfig, PretrainedConfig
 
 
@@ -445,19 +525,19 @@ FANCY = {  # a third-party package in the vLLM pattern: it registers a name tran
 
 
         AutoConfig.register("aimv2", AIMv2Config)
-        ''',
+        """,
 }
 
 LAYERED_PROJECT = {
-    "mf_decorator.py": '''\
+    "mf_decorator.py": """\
         from mindformers.tools.register import MindFormerModuleType, MindFormerRegister
 
 
         @MindFormerRegister.register(MindFormerModuleType.CONFIG, alias="LlamaConfig")
         class MyLlamaConfig:
             model_type = "my_llama"
-        ''',
-    "mf_auto.py": '''\
+        """,
+    "mf_auto.py": """\
         from mindformers import AutoConfig
 
 
@@ -466,8 +546,8 @@ LAYERED_PROJECT = {
 
 
         AutoConfig.register("glm2", MyGlm)
-        ''',
-    "fancy_user.py": '''\
+        """,
+    "fancy_user.py": """\
         import fancy_models
         from transformers import AutoConfig, PretrainedConfig
 
@@ -477,7 +557,7 @@ LAYERED_PROJECT = {
 
 
         AutoConfig.register("fancy", MyFancy)
-        ''',
+        """,
 }
 
 
@@ -485,8 +565,10 @@ LAYERED_PROJECT = {
 def layered(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("layered")
     venv = make_venv(root / "venv", layered=True)
-    wheels = [_wheel(root, "mindformers", "1.3.2+fixture", MF_FIXTURE),
-              _wheel(root, "fancy_models", "0.9.1", FANCY, requires=("transformers>=4.40",))]
+    wheels = [
+        _wheel(root, "mindformers", "1.3.2+fixture", MF_FIXTURE),
+        _wheel(root, "fancy_models", "0.9.1", FANCY, requires=("transformers>=4.40",)),
+    ]
     venv.pip("install", "--no-deps", "--no-index", "--no-compile", *map(str, wheels))
     project = write_tree(root / "project", LAYERED_PROJECT)
     target = TargetFacts.from_probe(probe_json(venv.python))
@@ -500,7 +582,11 @@ def test_mindformers_and_third_party_package_in_a_real_venv(layered) -> None:
     findings = {f.code: f for f in all_findings}
     mf_dec = findings["mindformers-builtin"]
     [mf_auto] = [f for f in all_findings if f.code == "builtin-name" and f.location.path.endswith("mf_auto.py")]
-    assert mf_dec.status is Status.WARN and mf_dec.location.line == 4 and "mindformers 1.3.2+fixture: LlamaConfig" in mf_dec.title
+    assert (
+        mf_dec.status is Status.WARN
+        and mf_dec.location.line == 4
+        and "mindformers 1.3.2+fixture: LlamaConfig" in mf_dec.title
+    )
     assert 'alias="MyLlamaConfig"' in mf_dec.fix
     assert mf_auto.status is Status.FAIL and mf_auto.location.line == 8
     assert "mindformers 1.3.2+fixture: ChatGLM2Config" in mf_auto.title and "Mindformers config" in mf_auto.detail
@@ -511,16 +597,29 @@ def test_mindformers_and_third_party_package_in_a_real_venv(layered) -> None:
     dup = findings["duplicate"]
     assert dup.status is Status.FAIL and "'fancy' is registered 2 times" in dup.title
     assert {s.rsplit(":", 1)[0].rsplit(os.sep, 2)[-1] for s in dup.evidence["sites"]} == {
-        "fancy_user.py", "__init__.py"}
+        "fancy_user.py",
+        "__init__.py",
+    }
 
     # ground truth in the venv: what each of these really does
-    real = run_truth(venv.python, [
-        {"name": "mf_decorator", "dir": str(project), "entry": "mf_decorator.py",
-         "after": "result = MindFormerRegister.get_cls('config', 'LlamaConfig').__name__"},
-        {"name": "mf_auto", "dir": str(project), "entry": "mf_auto.py"},
-        {"name": "fancy_user", "dir": str(project), "entry": "fancy_user.py",
-         "after": "result = type(AutoConfig.for_model('fancy')).__name__"},
-    ])
+    real = run_truth(
+        venv.python,
+        [
+            {
+                "name": "mf_decorator",
+                "dir": str(project),
+                "entry": "mf_decorator.py",
+                "after": "result = MindFormerRegister.get_cls('config', 'LlamaConfig').__name__",
+            },
+            {"name": "mf_auto", "dir": str(project), "entry": "mf_auto.py"},
+            {
+                "name": "fancy_user",
+                "dir": str(project),
+                "entry": "fancy_user.py",
+                "after": "result = type(AutoConfig.for_model('fancy')).__name__",
+            },
+        ],
+    )
     assert real["mf_decorator"] == {"error": None, "after": "MyLlamaConfig", "after_error": None}
     assert "'glm2' is already used by a Mindformers config" in real["mf_auto"]["error"]
     assert real["fancy_user"]["error"] is None and real["fancy_user"]["after"] == "MyFancy"
@@ -532,8 +631,7 @@ def test_mindformers_and_third_party_package_in_a_real_venv(layered) -> None:
 def test_cli_json_and_environment_without_transformers(tmp_path: Path) -> None:
     project = write_tree(tmp_path / "project", CASES["literal"]["files"])
     bare = make_venv(tmp_path / "bare", layered=False)
-    res, report = run_json("check", "--only", "registry-collisions", "--python", bare.python,
-                           "--project", str(project))
+    res, report = run_json("check", "--only", "registry-collisions", "--python", bare.python, "--project", str(project))
     check = check_of(report, "registry-collisions")
     assert check["status"] == "skip", check
     assert "not installed" in check["findings"][0]["title"]
@@ -547,8 +645,9 @@ def test_cli_json_and_environment_without_transformers(tmp_path: Path) -> None:
 def test_real_mindformers_and_mindnlp_wheels(tmp_path: Path) -> None:
     """The built-in names of the real MindFormers 1.3.2 and MindNLP 0.4.1 wheels (installed --no-deps; read, not run)."""
     venv = make_venv(tmp_path / "venv", layered=False)
-    res = venv.pip("install", "--no-deps", "--no-compile", "mindformers==1.3.2", "mindnlp==0.4.1", check=False,
-                   timeout=300)
+    res = venv.pip(
+        "install", "--no-deps", "--no-compile", "mindformers==1.3.2", "mindnlp==0.4.1", check=False, timeout=300
+    )
     skip_if_index_unreachable(res)
     assert res.returncode == 0, res.stderr
     target = TargetFacts.from_probe(probe_json(venv.python))
@@ -559,11 +658,17 @@ def test_real_mindformers_and_mindnlp_wheels(tmp_path: Path) -> None:
     assert sum(len(v) for v in mf.decorated.values()) > 200 and not mf.unreadable
     assert len(mn.configs) > 200 and mn.configs["llama"].label == "mindnlp 0.4.1: LlamaConfig"
     assert "llama" in mn.auto["AutoModelForCausalLM"] and "transformers" not in builtins.libraries
-    project = write_tree(tmp_path / "p", {"run.py": "from mindnlp.transformers import AutoConfig\n"
-                                                    "class L:\n    model_type = 'llama'\n"
-                                                    "AutoConfig.register('llama', L)\n"})
-    findings = evaluate(builtins, scan_project(str(project)), scan_installed(target, builtins, str(project)),
-                        target.python_cmd())
+    project = write_tree(
+        tmp_path / "p",
+        {
+            "run.py": "from mindnlp.transformers import AutoConfig\n"
+            "class L:\n    model_type = 'llama'\n"
+            "AutoConfig.register('llama', L)\n"
+        },
+    )
+    findings = evaluate(
+        builtins, scan_project(str(project)), scan_installed(target, builtins, str(project)), target.python_cmd()
+    )
     [fail] = [f for f in findings if f.status is Status.FAIL]
     assert fail.evidence["owner"] == "mindnlp 0.4.1: LlamaConfig" and fail.location.line == 4
 

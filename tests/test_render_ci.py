@@ -35,19 +35,38 @@ def result(cid: str, *findings: Finding, provider: str = "msdoctor") -> CheckRes
 
 
 def report(*results: CheckResult, notices: tuple[Finding, ...] = ()) -> Report:
-    return Report("0.1.0", Target("/env/bin/python", "3.11.7", "cpython", "/env", "venv", "env"),
-                  list(results), "2026-01-01T00:00:00+00:00", 1.5, facts={}, notices=list(notices))
+    return Report(
+        "0.1.0",
+        Target("/env/bin/python", "3.11.7", "cpython", "/env", "venv", "env"),
+        list(results),
+        "2026-01-01T00:00:00+00:00",
+        1.5,
+        facts={},
+        notices=list(notices),
+    )
 
 
 def mixed_report() -> Report:
     """One check of each outcome, a suppressed failure, control characters and GitHub's special characters."""
     return report(
         result("ok-check", Finding.passed("all good", proved="ran a 64x64 matmul")),
-        result("warn-check", Finding.warn("numpy 1.26 is old: consider 2,0", detail="line1\nline2",
-                                          location=Location("cfg/train.yaml", 12, 3), code="old-numpy")),
-        result("fail-check", Finding.fail("CANN 8.0 vs MindSpore 2.7: 100% broken, see \x1b[31mred\x1b[0m",
-                                          fix="/env/bin/python -m pip install mindspore==2.5.0",
-                                          location=Location("/abs/requirements.txt"))),
+        result(
+            "warn-check",
+            Finding.warn(
+                "numpy 1.26 is old: consider 2,0",
+                detail="line1\nline2",
+                location=Location("cfg/train.yaml", 12, 3),
+                code="old-numpy",
+            ),
+        ),
+        result(
+            "fail-check",
+            Finding.fail(
+                "CANN 8.0 vs MindSpore 2.7: 100% broken, see \x1b[31mred\x1b[0m",
+                fix="/env/bin/python -m pip install mindspore==2.5.0",
+                location=Location("/abs/requirements.txt"),
+            ),
+        ),
         result("error-check", Finding.error("check crashed: KeyError\x00")),
         result("skip-check", Finding.skipped("no config", reason="no --config given")),
         result("supp-check", Finding(Status.FAIL, "accepted failure", suppressed="known CI limitation")),
@@ -78,7 +97,12 @@ def test_junit_validates_and_maps_each_status(schema: xmlschema.XMLSchema) -> No
     assert cases["supp-check"].find("failure") is None
     assert "suppressed: known CI limitation" in cases["supp-check"].find("system-out").text
     suite = root.find("testsuite")
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("6", "1", "1", "1")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (
+        "6",
+        "1",
+        "1",
+        "1",
+    )
     # control characters are escaped visibly, not dropped and not left raw
     assert "\\x1b[31mred" in text and "\x1b" not in text and "\x00" not in text
 
@@ -93,8 +117,9 @@ def test_junit_strict_turns_warnings_into_failures(schema: xmlschema.XMLSchema) 
 
 
 def test_junit_notices_are_a_testcase(schema: xmlschema.XMLSchema) -> None:
-    notice = Finding.warn("suppression of x expired on 2020-01-01", location=Location("msdoctor.toml", 3),
-                          code="suppression-expired")
+    notice = Finding.warn(
+        "suppression of x expired on 2020-01-01", location=Location("msdoctor.toml", 3), code="suppression-expired"
+    )
     text = junit_text(report(result("a", Finding.passed("fine", proved="p")), notices=(notice,)), Status.WARN)
     schema.validate(text)
     cases = {c.get("name"): c for c in ET.fromstring(text).iter("testcase")}
@@ -106,8 +131,7 @@ def test_github_escaping_follows_the_runner_rules() -> None:
     assert github.escape_data("100%\r\nnext") == "100%25%0D%0Anext"
     assert github.escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
     # the runner unescapes %0A etc.; a ':' or ',' left raw in a property would cut the property list
-    line = github.command(
-        github.Item("warn-check", mixed_report().results[1].findings[0]), Status.FAIL)
+    line = github.command(github.Item("warn-check", mixed_report().results[1].findings[0]), Status.FAIL)
     head, _, message = line.partition("::")[2].partition("::")
     level, _, props = head.partition(" ")
     assert level == "warning"
@@ -154,8 +178,16 @@ def test_check_appends_the_job_summary(tmp_path: Path) -> None:
     text = summary.read_text()
     assert text.startswith("# earlier step\n") and "`python-env`" in text  # appended, never overwritten
     unwritable = tmp_path / "no-such-dir" / "summary.md"
-    res = run_msdoctor("check", "--quick", "--only", "python-env", "--format", "github",
-                       env=env_with({"GITHUB_STEP_SUMMARY": str(unwritable)}), cwd=tmp_path)
+    res = run_msdoctor(
+        "check",
+        "--quick",
+        "--only",
+        "python-env",
+        "--format",
+        "github",
+        env=env_with({"GITHUB_STEP_SUMMARY": str(unwritable)}),
+        cwd=tmp_path,
+    )
     assert "::warning title=msdoctor::could not append the job summary" in res.stdout
 
 
@@ -215,8 +247,18 @@ def test_fail_on_threshold_and_strict_alias(tmp_path: Path) -> None:
 
 def test_output_file_gets_the_format_and_terminal_the_human_view(tmp_path: Path, schema: xmlschema.XMLSchema) -> None:
     out = tmp_path / "msdoctor-junit.xml"
-    res = run_msdoctor("check", "--quick", "--only", "python-env", "--format", "junit", "--output", str(out),
-                       env=stale_env(tmp_path), cwd=tmp_path)
+    res = run_msdoctor(
+        "check",
+        "--quick",
+        "--only",
+        "python-env",
+        "--format",
+        "junit",
+        "--output",
+        str(out),
+        env=stale_env(tmp_path),
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr
     schema.validate(str(out))
     assert "Python environment (python-env)" in res.stdout and "<testsuite" not in res.stdout
@@ -225,8 +267,9 @@ def test_output_file_gets_the_format_and_terminal_the_human_view(tmp_path: Path,
 
 @pytest.mark.parametrize("fmt", ["junit", "github", "markdown", "vscode"])
 def test_real_run_in_each_format(fmt: str, tmp_path: Path, schema: xmlschema.XMLSchema) -> None:
-    res = run_msdoctor("check", "--quick", "--only", "python-env", "--format", fmt,
-                       env=stale_env(tmp_path), cwd=tmp_path)
+    res = run_msdoctor(
+        "check", "--quick", "--only", "python-env", "--format", fmt, env=stale_env(tmp_path), cwd=tmp_path
+    )
     assert res.returncode == 0, res.stderr
     assert "PYTHONPATH names a directory that does not exist" in res.stdout
     if fmt == "junit":

@@ -43,9 +43,21 @@ def test_markup_like_text_prints_literally() -> None:
 
     title = "[bold]numpy[/bold] and [red]two[/red] copies"
     fix = "pip install 'transformers[torch]' [/]"
-    report = Report("0.1.0", Target("/env/bin/python", "3.11.7"), [
-        CheckResult("demo", "Demo [x]", "demo", [Finding.fail(title, detail="see [link=https://x]here[/link]", fix=fix)],
-                    0.1)], "2026-11-29T00:00:00+00:00", 0.1)
+    report = Report(
+        "0.1.0",
+        Target("/env/bin/python", "3.11.7"),
+        [
+            CheckResult(
+                "demo",
+                "Demo [x]",
+                "demo",
+                [Finding.fail(title, detail="see [link=https://x]here[/link]", fix=fix)],
+                0.1,
+            )
+        ],
+        "2026-11-29T00:00:00+00:00",
+        0.1,
+    )
     buf = Utf8Stream()
     render("terminal", report, buf, RenderOptions(color=True))
     plain = re.sub(r"\x1b\[[0-9;]*m", "", buf.getvalue())
@@ -68,12 +80,20 @@ def test_ascii_terminal_gets_ascii_glyphs() -> None:
 def test_a_passing_check_is_one_line_and_its_proof_shows_under_verbose() -> None:
     from msdoctor.model import CheckResult, Finding, Report, Target
 
-    proofs = [Finding.passed("MindSpore 2.7.0 fits Python 3.11", proved="Requires-Python >=3.9 holds for 3.11.7"),
-              Finding.passed("numpy 1.26.4 fits", proved="numpy<2.0.0,>=1.20.0 holds")]
-    report = Report("0.1.0", Target("/env/bin/python", "3.11.7"), [
-        CheckResult("healthy", "Healthy", "h", proofs, 0.1),
-        CheckResult("demo", "Demo", "d", [Finding.fail("dup", fix="uninstall one")], 0.1)],
-        "2026-11-29T00:00:00+00:00", 0.2)
+    proofs = [
+        Finding.passed("MindSpore 2.7.0 fits Python 3.11", proved="Requires-Python >=3.9 holds for 3.11.7"),
+        Finding.passed("numpy 1.26.4 fits", proved="numpy<2.0.0,>=1.20.0 holds"),
+    ]
+    report = Report(
+        "0.1.0",
+        Target("/env/bin/python", "3.11.7"),
+        [
+            CheckResult("healthy", "Healthy", "h", proofs, 0.1),
+            CheckResult("demo", "Demo", "d", [Finding.fail("dup", fix="uninstall one")], 0.1),
+        ],
+        "2026-11-29T00:00:00+00:00",
+        0.2,
+    )
 
     def lines(verbose: bool) -> list[str]:
         buf = Utf8Stream()
@@ -138,7 +158,7 @@ def test_text_console_wraps_on_a_terminal_only_keeping_the_indent() -> None:
     TextConsole(pipe, color=False, width=30).print(line)
     assert pipe.getvalue() == line + "\n"
     cjk = wrap("  昇腾设备 不可用 " * 4, 20)
-    assert all(sum(2 if ord(ch) > 0x2e80 else 1 for ch in x) <= 20 for x in cjk), cjk
+    assert all(sum(2 if ord(ch) > 0x2E80 else 1 for ch in x) <= 20 for x in cjk), cjk
     long = wrap("  /a/very/long/path/" + "x" * 50, 24)
     assert all(len(x) <= 24 for x in long) and "".join(x.strip() for x in long) == "/a/very/long/path/" + "x" * 50
 
@@ -151,10 +171,12 @@ def test_check_quick_loads_no_renderer_or_pool_it_does_not_use(tmp_path) -> None
     import sys
 
     unused = ("rich", "rich.console", "concurrent.futures", "importlib.resources", "zipfile", "socket")
-    code = ("import sys; from msdoctor.cli import main\n"
-            "try:\n    main(['check', '--quick'])\n"
-            "except SystemExit:\n    pass\n"
-            f"print([m for m in {unused!r} if m in sys.modules], file=sys.stderr)")
+    code = (
+        "import sys; from msdoctor.cli import main\n"
+        "try:\n    main(['check', '--quick'])\n"
+        "except SystemExit:\n    pass\n"
+        f"print([m for m in {unused!r} if m in sys.modules], file=sys.stderr)"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert res.stderr.strip().splitlines()[-1] == "[]", res.stderr
     assert "(python-env)" in res.stdout and "(kernel-mismatch)" in res.stdout

@@ -20,8 +20,19 @@ from msdoctor.report_diff import MISSING
 
 
 def write_report(path: Path, env: dict, *extra: str) -> dict:
-    res = run_msdoctor("check", "--quick", "--only", "python-env", "--format", "json", "--output", str(path),
-                       *extra, env=env, cwd=path.parent)
+    res = run_msdoctor(
+        "check",
+        "--quick",
+        "--only",
+        "python-env",
+        "--format",
+        "json",
+        "--output",
+        str(path),
+        *extra,
+        env=env,
+        cwd=path.parent,
+    )
     assert res.returncode in (0, 1), res.stderr
     return json.loads(path.read_text())
 
@@ -40,13 +51,28 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_report_markdown_has_facts_and_checks(tmp_path: Path) -> None:
     out = tmp_path / "msdoctor-report.md"
-    res = run_msdoctor("report", "--quick", "--only", "python-env", "--output", str(out), cwd=tmp_path,
-                       env=env_with({"MS_WORKER_NUM": "2"}))
+    res = run_msdoctor(
+        "report",
+        "--quick",
+        "--only",
+        "python-env",
+        "--output",
+        str(out),
+        cwd=tmp_path,
+        env=env_with({"MS_WORKER_NUM": "2"}),
+    )
     assert res.returncode == 0 and f"report written to {out}" in res.stderr
     text = out.read_text()
     assert text.startswith("## ") and "msdoctor report" in text.splitlines()[0]
-    for part in ("### Environment", "**Training stack**", "| mindspore | `2.7.0` |", "| MS_WORKER_NUM | `2` |",
-                 "`python-env`", "All other packages", "masked; check before sharing"):
+    for part in (
+        "### Environment",
+        "**Training stack**",
+        "| mindspore | `2.7.0` |",
+        "| MS_WORKER_NUM | `2` |",
+        "`python-env`",
+        "All other packages",
+        "masked; check before sharing",
+    ):
         assert part in text, part
     stdout = run_msdoctor("report", "--quick", "--only", "python-env", cwd=tmp_path)
     assert stdout.returncode == 0 and "### Environment" in stdout.stdout
@@ -103,13 +129,24 @@ def test_a_quick_report_against_a_full_one_says_not_run(good: Path, tmp_path: Pa
     assert quick["facts"]["invocation"]["quick"] is True  # written by check --quick
     full = copy.deepcopy(quick)
     full["facts"]["invocation"]["quick"] = False
-    full["checks"].append({"id": "device-target", "title": "Device", "description": "d", "status": "pass",
-                           "duration_s": 1.0, "findings": [{"status": "pass", "title": "matmul ran", "code": "live",
-                                                            "evidence": {"device_target": "CPU"}}]})
-    full["checks"].append({"id": "version-matrix", "title": "V", "description": "v", "status": "fail",
-                           "duration_s": 1.0, "findings": []})
-    quick["checks"].append({"id": "version-matrix", "title": "V", "description": "v", "status": "skip",
-                            "duration_s": 0.0, "findings": []})
+    full["checks"].append(
+        {
+            "id": "device-target",
+            "title": "Device",
+            "description": "d",
+            "status": "pass",
+            "duration_s": 1.0,
+            "findings": [
+                {"status": "pass", "title": "matmul ran", "code": "live", "evidence": {"device_target": "CPU"}}
+            ],
+        }
+    )
+    full["checks"].append(
+        {"id": "version-matrix", "title": "V", "description": "v", "status": "fail", "duration_s": 1.0, "findings": []}
+    )
+    quick["checks"].append(
+        {"id": "version-matrix", "title": "V", "description": "v", "status": "skip", "duration_s": 0.0, "findings": []}
+    )
     diffs = {d.key: d for d in compare(full, quick)}
     assert diffs["device-target"].not_run and not diffs["device-target"].matters
     assert diffs["version-matrix"].not_run  # skipped on the --quick side
@@ -180,8 +217,9 @@ def test_full_and_quick_reports_of_one_interpreter_do_not_differ(tmp_path: Path)
     reports = {}
     for name, extra in (("full", ()), ("quick", ("--quick",))):
         path = tmp_path / f"{name}.json"
-        res = run_msdoctor("check", *extra, "--only", "device-target", "--format", "json", "--output", str(path),
-                           env=env, cwd=tmp_path)
+        res = run_msdoctor(
+            "check", *extra, "--only", "device-target", "--format", "json", "--output", str(path), env=env, cwd=tmp_path
+        )
         assert res.returncode in (0, 1), res.stderr
         reports[name] = json.loads(path.read_text())
     full, quick = reports["full"], reports["quick"]
@@ -192,12 +230,15 @@ def test_full_and_quick_reports_of_one_interpreter_do_not_differ(tmp_path: Path)
     assert res.returncode == 0
 
 
-@pytest.mark.parametrize("content, words", [
-    (None, "no such file"),
-    ('{"schema_version": 1,\n  "checks": [}', ":2:"),
-    ('{"hello": 1}', "not an msdoctor JSON report"),
-    ('{"schema_version": 99, "checks": []}', "newer than this msdoctor reads"),
-])
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (None, "no such file"),
+        ('{"schema_version": 1,\n  "checks": [}', ":2:"),
+        ('{"hello": 1}', "not an msdoctor JSON report"),
+        ('{"schema_version": 99, "checks": []}', "newer than this msdoctor reads"),
+    ],
+)
 def test_diff_unreadable_input_exits_2(content: "str | None", words: str, tmp_path: Path, good: Path) -> None:
     bad = tmp_path / "bad.json"
     if content is not None:

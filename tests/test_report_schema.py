@@ -23,20 +23,34 @@ def validate(doc: dict) -> None:
 def sample_report() -> Report:
     findings = [
         Finding.passed("ok", proved="ran 64x64 matmul on CPU, max abs error 0.0", evidence={"device": "CPU"}),
-        Finding.warn("tight", detail="9% headroom", fix="set recompute: full", location=Location("t.yaml", 3, 1),
-                     code="tight"),
+        Finding.warn(
+            "tight", detail="9% headroom", fix="set recompute: full", location=Location("t.yaml", 3, 1), code="tight"
+        ),
         Finding.fail("dup", fix="/env/bin/python -m pip uninstall -y numpy", evidence={"copies": ["/a", "/b"]}),
         Finding.skipped("no config", reason="pass --config"),
         Finding(Status.FAIL, "accepted", suppressed="known, until 2027-01-01"),
     ]
     results = [
         CheckResult("demo", "Demo", "demo check", findings, 0.5),
-        CheckResult("crashy", "Crashy", "crashes", [Finding.error("crashed: KeyError: 'x'")], 0.01,
-                    traceback="Traceback ...\nKeyError: 'x'\n"),
+        CheckResult(
+            "crashy",
+            "Crashy",
+            "crashes",
+            [Finding.error("crashed: KeyError: 'x'")],
+            0.01,
+            traceback="Traceback ...\nKeyError: 'x'\n",
+        ),
     ]
     target = Target("/env/bin/python", "3.11.7", "cpython", "/env", "conda", "ms", "Linux-x86_64")
-    return Report("0.1.0", target, results, "2026-11-29T00:00:00+00:00", 1.2,
-                  facts={"packages": {"mindspore": "2.7.0"}}, notices=[Finding.warn("suppression expired")])
+    return Report(
+        "0.1.0",
+        target,
+        results,
+        "2026-11-29T00:00:00+00:00",
+        1.2,
+        facts={"packages": {"mindspore": "2.7.0"}},
+        notices=[Finding.warn("suppression expired")],
+    )
 
 
 @pytest.mark.parametrize("verbose", [False, True])

@@ -20,10 +20,10 @@ from helpers import REPO
 SHIPPED = ("msdoctor", "checks", "training", "compat_matrix")
 NOTES = r"(?:compat|memory|anchors_doctor|cluster|mindspore_cpu|aesthetics)"
 PRIVATE = [
-    re.compile(rf"\bresearch/{NOTES}\b"),                   # research/compat.md
+    re.compile(rf"\bresearch/{NOTES}\b"),  # research/compat.md
     re.compile(rf"(?<![\w/]){NOTES}\.md\b(?<!docs/memory\.md)"),  # compat.md B9 (docs/memory.md is ours)
     re.compile(r"\bresearch\s+(?:[A-D]\d|compat|notes?)\b", re.I),  # "research A9", "research compat.md"
-    re.compile(r"\bissue\s+#?\d+\b", re.I),                  # "issue 5" (a URL .../issues/5 is fine)
+    re.compile(r"\bissue\s+#?\d+\b", re.I),  # "issue 5" (a URL .../issues/5 is fine)
     re.compile(r"\bmemory\.md\s+section\b", re.I),
 ]
 
@@ -56,14 +56,22 @@ def test_the_scan_sees_the_shipped_files() -> None:
     assert sum(len(texts(p)) for p in files) > 5000
 
 
-@pytest.mark.parametrize("bad", ["see research/compat.md C12", "(compat.md B9)", "(research A9)", "issue 5's rule",
-                                 "memory.md section 7"])
+@pytest.mark.parametrize(
+    "bad", ["see research/compat.md C12", "(compat.md B9)", "(research A9)", "issue 5's rule", "memory.md section 7"]
+)
 def test_each_pattern_catches_what_it_is_for(bad: str) -> None:
     assert any(p.search(bad) for p in PRIVATE), bad
 
 
-@pytest.mark.parametrize("fine", ["https://github.com/candle-org/MindAct/issues/2245", "docs/memory.md",
-                                  "mindformers research/deepseek3/deepseek2_model.py", "r1.5.0/research/qwen2_5/x.yaml"])
+@pytest.mark.parametrize(
+    "fine",
+    [
+        "https://github.com/candle-org/MindAct/issues/2245",
+        "docs/memory.md",
+        "mindformers research/deepseek3/deepseek2_model.py",
+        "r1.5.0/research/qwen2_5/x.yaml",
+    ],
+)
 def test_public_sources_pass(fine: str) -> None:
     assert not any(p.search(fine) for p in PRIVATE), fine
 

@@ -39,11 +39,14 @@ def test_the_file_validates_deeply_and_each_row_has_a_role_and_a_source() -> Non
     assert stack.listed("doctor")[0] == "mindspore" and stack.listed("doctor")[-1] == "msdoctor"
 
 
-@pytest.mark.parametrize("old, new, message", [
-    ('role = "serialization"', 'role = "glue"', "role: 'glue' is not one of framework"),
-    ('name = "protobuf"', 'name = "Proto_Buf"', "is not a canonical distribution name"),
-    ('name = "hccl"', 'name = "te"', "duplicate row: 'te'"),
-])
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        ('role = "serialization"', 'role = "glue"', "role: 'glue' is not one of framework"),
+        ('name = "protobuf"', 'name = "Proto_Buf"', "is not a canonical distribution name"),
+        ('name = "hccl"', 'name = "te"', "duplicate row: 'te'"),
+    ],
+)
 def test_a_broken_row_names_file_line_and_row(old: str, new: str, message: str) -> None:
     text = DATA.read_text(encoding="utf-8")
     assert old in text
@@ -70,8 +73,14 @@ def test_the_report_lists_the_stack_the_file_names() -> None:
     from msdoctor.model import Report, Target
     from msdoctor.render.markdown import render_markdown
 
-    rep = Report(target=Target(executable="/env/bin/python"), results=[], msdoctor_version="0", started_at="now",
-                 duration_s=0.0, facts={"packages": {"protobuf": "7.36.2", "jupyter_client": "8.10.0", "requests": "2.32.0"}})
+    rep = Report(
+        target=Target(executable="/env/bin/python"),
+        results=[],
+        msdoctor_version="0",
+        started_at="now",
+        duration_s=0.0,
+        facts={"packages": {"protobuf": "7.36.2", "jupyter_client": "8.10.0", "requests": "2.32.0"}},
+    )
     text = render_markdown(rep, RenderOptions(stack=report_stack()), facts_open=True, full_facts=True)
     table = text.split("**Training stack**", 1)[1].split("<details>", 1)[0]
     assert "| protobuf |" in table and "| jupyter_client |" in table and "requests" not in table

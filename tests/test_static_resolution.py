@@ -37,16 +37,44 @@ def test_mypy_resolves_the_remapped_packages_from_a_strict_editable_install(tmp_
     venv.pip("install", "--no-deps", "--quiet", "-e", str(src), "--config-settings", "editable_mode=strict")
     use = tmp_path / "use.py"
     use.write_text(USE)
-    res = subprocess.run([sys.executable, "-m", "mypy", "--python-executable", venv.python, "--cache-dir",
-                          str(tmp_path / "cache"), "--no-incremental", str(use)],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--python-executable",
+            venv.python,
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-incremental",
+            str(use),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert "Cannot find implementation" not in res.stdout, res.stdout
     assert 'Revealed type is "msdoctor.checks.version_matrix.fix.StackFixer"' in res.stdout, res.stdout
     assert 'Revealed type is "def (' in res.stdout and "msdoctor.training.config.ConfigError" in res.stdout
     # the default (import hook) install is what the static tools cannot follow
     plain = make_venv(tmp_path / "plain")
     plain.pip("install", "--no-deps", "--quiet", "-e", str(src))
-    res = subprocess.run([sys.executable, "-m", "mypy", "--python-executable", plain.python, "--cache-dir",
-                          str(tmp_path / "cache2"), "--no-incremental", str(use)],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=600)
-    assert "Cannot find implementation or library stub for module named \"msdoctor" in res.stdout, res.stdout
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--python-executable",
+            plain.python,
+            "--cache-dir",
+            str(tmp_path / "cache2"),
+            "--no-incremental",
+            str(use),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert 'Cannot find implementation or library stub for module named "msdoctor' in res.stdout, res.stdout

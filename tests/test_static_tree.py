@@ -38,8 +38,12 @@ def _copy(dst: Path) -> Path:
 
 
 def _tree(project: Path) -> Path:
-    res = subprocess.run([sys.executable, str(REPO / "scripts" / "static_tree.py"), str(project)],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "static_tree.py"), str(project)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     return Path(res.stdout.strip())
 
@@ -93,8 +97,12 @@ def _remap(project: Path, to: str) -> subprocess.CompletedProcess:
     text = toml.read_text()
     assert '"msdoctor.training" = "training"\n' in text
     toml.write_text(text.replace('"msdoctor.training" = "training"\n', f'"msdoctor.training" = "{to}"\n'))
-    return subprocess.run([sys.executable, str(REPO / "scripts" / "static_tree.py"), str(project)],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "static_tree.py"), str(project)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_a_broken_mapping_leaves_the_remapped_modules_unresolved(tmp_path: Path) -> None:
@@ -114,22 +122,56 @@ def test_mypy_sees_the_remapped_packages_through_the_tree(tmp_path: Path) -> Non
     project = _copy(tmp_path / "src")
     tree = _tree(project)
     use = tmp_path / "use.py"
-    use.write_text("from msdoctor.checks.kernel_mismatch.fixer import FIXER\n"
-                   "from msdoctor.training.config import ConfigError\n"
-                   "from msdoctor.domain.problems import Problem\n"
-                   "reveal_type(FIXER)\nreveal_type(ConfigError)\nreveal_type(Problem)\n")
+    use.write_text(
+        "from msdoctor.checks.kernel_mismatch.fixer import FIXER\n"
+        "from msdoctor.training.config import ConfigError\n"
+        "from msdoctor.domain.problems import Problem\n"
+        "reveal_type(FIXER)\nreveal_type(ConfigError)\nreveal_type(Problem)\n"
+    )
     env = {**os.environ, "MYPYPATH": str(tree)}
-    res = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), "--follow-imports",
-                          "silent", "--python-executable", sys.executable, str(use)],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--follow-imports",
+            "silent",
+            "--python-executable",
+            sys.executable,
+            str(use),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
     assert "Cannot find implementation" not in res.stdout, res.stdout
-    assert 'Revealed type is "msdoctor.fix.Fixer[msdoctor.checks.kernel_mismatch.fix.KernelPlan]"' in res.stdout, \
+    assert 'Revealed type is "msdoctor.fix.Fixer[msdoctor.checks.kernel_mismatch.fix.KernelPlan]"' in res.stdout, (
         res.stdout
+    )
     assert "msdoctor.training.config.ConfigError" in res.stdout and "msdoctor.domain.problems.Problem" in res.stdout
-    res = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache2"), "--follow-imports",
-                          "silent", "--python-executable", sys.executable, str(use)],
-                         capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "MYPYPATH": str(project)},
-                         timeout=600)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--cache-dir",
+            str(tmp_path / "cache2"),
+            "--follow-imports",
+            "silent",
+            "--python-executable",
+            sys.executable,
+            str(use),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": str(project)},
+        timeout=600,
+    )
     assert 'Cannot find implementation or library stub for module named "msdoctor.checks' in res.stdout, res.stdout
 
 

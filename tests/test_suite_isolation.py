@@ -39,8 +39,9 @@ def test_the_trainers_token_cache_of_a_test_subprocess_is_in_the_runs_temporary_
         tf = TokenFile.build([Path({str(corpus)!r})], make_tokenizer("byte"))
         print(tf.path)
         """)
-    res = subprocess.run([BASE_PYTHON, "-c", code], capture_output=True, text=True, env=env_with(), cwd=tmp_path,
-                         timeout=120)
+    res = subprocess.run(
+        [BASE_PYTHON, "-c", code], capture_output=True, text=True, env=env_with(), cwd=tmp_path, timeout=120
+    )
     assert res.returncode == 0, res.stderr
     written = Path(res.stdout.strip())
     assert written.is_file() and written.parent == temp_cache / "msdoctor" / "tokens", written
@@ -55,8 +56,9 @@ def test_pip_keeps_the_users_cache_while_xdg_cache_home_is_moved() -> None:
         assert res.stdout.strip() == os.environ["PIP_CACHE_DIR"]
 
 
-def test_which_python_looks_in_pyenv_root_not_a_fixed_home_folder(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_which_python_looks_in_pyenv_root_not_a_fixed_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     version = "%d.%d" % sys.version_info[:2]
     root = tmp_path / "elsewhere-pyenv"
     exe = root / "versions" / f"{version}.99" / "bin" / "python"
@@ -85,7 +87,8 @@ def test_tests_sharing_a_module_fixture_stay_on_one_worker_and_the_others_spread
         (suite / name).write_text((here / name).read_text())
     log = tmp_path / "log"
     log.mkdir()
-    (suite / "test_shared.py").write_text(textwrap.dedent(f"""
+    (suite / "test_shared.py").write_text(
+        textwrap.dedent(f"""
         import os, pytest
         LOG = {str(log)!r}
         @pytest.fixture(scope="module")
@@ -95,19 +98,42 @@ def test_tests_sharing_a_module_fixture_stay_on_one_worker_and_the_others_spread
         @pytest.mark.parametrize("i", range(6))
         def test_uses(costly, i):
             open(os.path.join(LOG, f"shared-{{i}}-" + os.environ["PYTEST_XDIST_WORKER"]), "w").close()
-        """))
-    (suite / "test_single.py").write_text(textwrap.dedent(f"""
+        """)
+    )
+    (suite / "test_single.py").write_text(
+        textwrap.dedent(f"""
         import os, time, pytest
         LOG = {str(log)!r}
         @pytest.mark.parametrize("i", range(6))
         def test_alone(i):
             time.sleep(0.3)
             open(os.path.join(LOG, f"single-{{i}}-" + os.environ["PYTEST_XDIST_WORKER"]), "w").close()
-        """))
+        """)
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MSDOCTOR_TEST_", "PYTEST_"))}
-    res = subprocess.run([BASE_PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
-                          "--no-loadscope-reorder", "-o", "addopts=", str(suite)], capture_output=True, text=True,
-                         cwd=suite, env=env, timeout=300)
+    res = subprocess.run(
+        [
+            BASE_PYTHON,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            "--no-loadscope-reorder",
+            "-o",
+            "addopts=",
+            str(suite),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=suite,
+        env=env,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     names = sorted(p.name for p in log.iterdir())
     built = [n for n in names if n.startswith("built-")]
@@ -123,12 +149,17 @@ def _tiny_wheel(where: Path, version: str) -> Path:
     import zipfile
 
     info = f"tinyx-{version}.dist-info"
-    files = {"tinyx.py": f"VERSION = {version!r}\ndef main():\n    print(VERSION)\n",
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: tinyx\nVersion: {version}\n",
-             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: msdoctor-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-             f"{info}/entry_points.txt": "[console_scripts]\ntinyx = tinyx:main\n"}
-    rows = [f"{rel},sha256={base64.urlsafe_b64encode(hashlib.sha256(t.encode()).digest()).rstrip(b'=').decode()},"
-            f"{len(t.encode())}" for rel, t in files.items()] + [f"{info}/RECORD,,"]
+    files = {
+        "tinyx.py": f"VERSION = {version!r}\ndef main():\n    print(VERSION)\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: tinyx\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: msdoctor-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/entry_points.txt": "[console_scripts]\ntinyx = tinyx:main\n",
+    }
+    rows = [
+        f"{rel},sha256={base64.urlsafe_b64encode(hashlib.sha256(t.encode()).digest()).rstrip(b'=').decode()},"
+        f"{len(t.encode())}"
+        for rel, t in files.items()
+    ] + [f"{info}/RECORD,,"]
     path = where / f"tinyx-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as z:
         for rel, text in files.items():
@@ -149,8 +180,10 @@ def test_a_linked_copy_of_a_venv_is_installed_into_without_changing_the_original
     assert (original.bin / "tinyx").read_text().startswith(f"#!{original.python}")
     copy.pip("install", "--no-deps", "--no-index", "--no-compile", "--quiet", str(wheels[1]))
     run = [[str(v.bin / "tinyx")] for v in (original, copy)]
-    assert [subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout.strip() for argv in run] == \
-        ["1.0", "2.0"]
+    assert [subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout.strip() for argv in run] == [
+        "1.0",
+        "2.0",
+    ]
     assert "VERSION = '1.0'" in module.read_text() and (original.site_packages / "tinyx-1.0.dist-info").is_dir()
     assert not (copy.site_packages / "tinyx-1.0.dist-info").exists()
 

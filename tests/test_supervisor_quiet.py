@@ -23,8 +23,11 @@ def _run(tmp_path: Path, capsys, worker_logs) -> str:
     run.mkdir()
     lock = runlock.acquire(run, "test")
     try:
-        launch = SimpleNamespace(argv=[sys.executable, "-c", f"print(open({str(WORKER_LOG)!r}).read(), end='')"],
-                                 env=None, worker_logs=worker_logs)
+        launch = SimpleNamespace(
+            argv=[sys.executable, "-c", f"print(open({str(WORKER_LOG)!r}).read(), end='')"],
+            env=None,
+            worker_logs=worker_logs,
+        )
         assert start(launch, run, lock, None).rc == 0
     finally:
         runlock.release(lock)

@@ -23,8 +23,13 @@ TODAY = dt.date(2026, 6, 1)
 
 
 def report_with(*findings: Finding, cid: str = "python-env") -> Report:
-    return Report("0.1.0", Target("/env/bin/python"), [CheckResult(cid, "t", "d", list(findings))],
-                  "2026-01-01T00:00:00+00:00", 0.1)
+    return Report(
+        "0.1.0",
+        Target("/env/bin/python"),
+        [CheckResult(cid, "t", "d", list(findings))],
+        "2026-01-01T00:00:00+00:00",
+        0.1,
+    )
 
 
 def rules(text: str, path: Path = Path("msdoctor.toml")) -> list[suppress.Suppression]:
@@ -52,15 +57,19 @@ def test_inline_and_table_forms_with_lines() -> None:
 
 
 def test_pyproject_tool_table(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text(textwrap.dedent("""\
+    (tmp_path / "pyproject.toml").write_text(
+        textwrap.dedent("""\
         [project]
         name = "x"
 
         [tool.msdoctor]
         ignore = [{ id = "device-target", reason = "CPU runner" }]
-        """))
+        """)
+    )
     got = suppress.load(tmp_path)
-    assert [(s.check_id, s.reason, s.line, s.path.name) for s in got] == [("device-target", "CPU runner", 5, "pyproject.toml")]
+    assert [(s.check_id, s.reason, s.line, s.path.name) for s in got] == [
+        ("device-target", "CPU runner", 5, "pyproject.toml")
+    ]
 
 
 def test_a_pyproject_without_msdoctor_is_not_read(tmp_path: Path) -> None:
@@ -68,13 +77,16 @@ def test_a_pyproject_without_msdoctor_is_not_read(tmp_path: Path) -> None:
     assert suppress.load(tmp_path) == []
 
 
-@pytest.mark.parametrize("text, where, words", [
-    ('ignore = [{ id = "x", reason = "r" ', ":1:", "malformed TOML"),
-    ('ignore = "python-env"\n', ":1", "must be a list of tables"),
-    ('ignore = [{ id = "python-env", reson = "typo" }]\n', ":1", "did you mean 'reason'"),
-    ('\n\nignore = [{ id = "python-env", reason = "r", until = "next week" }]\n', ":3", "is not a date"),
-    ('ignore = [{ reason = "no id" }]\n', ":1", "needs id"),
-])
+@pytest.mark.parametrize(
+    "text, where, words",
+    [
+        ('ignore = [{ id = "x", reason = "r" ', ":1:", "malformed TOML"),
+        ('ignore = "python-env"\n', ":1", "must be a list of tables"),
+        ('ignore = [{ id = "python-env", reson = "typo" }]\n', ":1", "did you mean 'reason'"),
+        ('\n\nignore = [{ id = "python-env", reason = "r", until = "next week" }]\n', ":3", "is not a date"),
+        ('ignore = [{ reason = "no id" }]\n', ":1", "needs id"),
+    ],
+)
 def test_malformed_files_name_file_and_line(text: str, where: str, words: str) -> None:
     with pytest.raises(UserError) as err:
         suppress.parse(text, Path("proj/msdoctor.toml"))
@@ -87,13 +99,18 @@ def test_apply_marks_counts_and_warns() -> None:
         Finding.warn("stale entry", code="pythonpath-missing"),
         Finding.fail("pythonhome set", code="pythonhome"),
     )
-    got = suppress.apply(rep, rules("""\
+    got = suppress.apply(
+        rep,
+        rules("""\
         ignore = [
           { id = "python-env/pythonpath-missing" },
           { id = "python-env/pythonhome", reason = "old", until = "2026-01-01" },
           { id = "pyhton-env", reason = "typo" },
         ]
-        """), known_ids=["python-env", "device-target"], today=TODAY)
+        """),
+        known_ids=["python-env", "device-target"],
+        today=TODAY,
+    )
     findings = got.results[0].findings
     assert findings[1].suppressed == suppress.NO_REASON  # applied, but ...
     assert findings[2].suppressed is None  # expired: counts again
@@ -107,8 +124,9 @@ def test_apply_marks_counts_and_warns() -> None:
 
 def test_whole_check_suppression_makes_it_pass_but_keeps_findings() -> None:
     rep = report_with(Finding.fail("a", code="x"), Finding.error("b"), Finding.skipped("c", reason="n/a"))
-    got = suppress.apply(rep, rules('ignore = [{ id = "python-env", reason = "known", until = "2027-01-01" }]\n'),
-                         today=TODAY)
+    got = suppress.apply(
+        rep, rules('ignore = [{ id = "python-env", reason = "known", until = "2027-01-01" }]\n'), today=TODAY
+    )
     f = got.results[0].findings
     assert [x.suppressed for x in f] == ["known", "known", None]  # a skip is no problem to suppress
     assert got.results[0].status is Status.SKIP and got.exit_code() == 0 and not got.notices
@@ -132,11 +150,25 @@ def test_malformed_file_exits_2_before_any_check(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fmt", ["terminal", "json", "junit", "github", "markdown", "vscode"])
 def test_suppressed_finding_is_marked_in_every_format(fmt: str, tmp_path: Path) -> None:
-    proj, env = project(tmp_path, """\
+    proj, env = project(
+        tmp_path,
+        """\
         ignore = [{ id = "python-env/pythonpath-missing", reason = "stale path baked into the CI image", until = "2099-01-01" }]
-        """)
-    res = run_msdoctor("check", "--quick", "--only", "python-env", "--project", str(proj), "--format", fmt,
-                       "--fail-on", "warn", env=env)
+        """,
+    )
+    res = run_msdoctor(
+        "check",
+        "--quick",
+        "--only",
+        "python-env",
+        "--project",
+        str(proj),
+        "--format",
+        fmt,
+        "--fail-on",
+        "warn",
+        env=env,
+    )
     assert res.returncode == 0, res.stdout + res.stderr  # suppressed: not even a warning counts
     assert "PYTHONPATH names a directory that does not exist" in res.stdout  # still shown ...
     assert "stale path baked into the CI image" in res.stdout  # ... with its reason
@@ -147,13 +179,15 @@ def test_suppressed_finding_is_marked_in_every_format(fmt: str, tmp_path: Path) 
 
 
 def test_expired_suppression_is_a_warning_and_no_longer_applies(tmp_path: Path) -> None:
-    proj, env = project(tmp_path, """\
+    proj, env = project(
+        tmp_path,
+        """\
         ignore = [
           { id = "python-env/pythonpath-missing", reason = "was fine", until = "2020-01-01" },
         ]
-        """)
-    res = run_msdoctor("check", "--quick", "--only", "python-env", "--project", str(proj), "--format", "json",
-                       env=env)
+        """,
+    )
+    res = run_msdoctor("check", "--quick", "--only", "python-env", "--project", str(proj), "--format", "json", env=env)
     data = json.loads(res.stdout)
     assert [n["code"] for n in data["notices"]] == ["suppression-expired"]
     assert data["notices"][0]["location"]["line"] == 2

@@ -28,10 +28,14 @@ REPO = Path(__file__).resolve().parents[1]
 #: test_quick_leaves_the_live_probe_out_and_says_so and the Ascend refusal, each once.
 slow = pytest.mark.slow
 
-TINY = {"name": "gate-tiny", "runtime": {"device_target": "CPU", "device_num": 1},
-        "model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
-        "train": {"micro_batch_size": 8, "seq_length": 64, "max_steps": 300, "warmup_steps": 6},
-        "logging": {"every_steps": 1, "tensorboard": False}, "checkpoint": {"every_steps": 0}}
+TINY = {
+    "name": "gate-tiny",
+    "runtime": {"device_target": "CPU", "device_num": 1},
+    "model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
+    "train": {"micro_batch_size": 8, "seq_length": 64, "max_steps": 300, "warmup_steps": 6},
+    "logging": {"every_steps": 1, "tensorboard": False},
+    "checkpoint": {"every_steps": 0},
+}
 
 
 def write_yaml(path: Path, data: dict) -> Path:
@@ -76,11 +80,13 @@ def test_ascend_config_on_this_cpu_machine_is_refused_with_the_device_target_fin
 def test_a_config_that_does_not_fit_memory_is_refused(tmp_path):
     # a 6.4e9-parameter model in fp32 with AdamW: ~100 GiB of weights, gradients and Adam state,
     # against this CPU machine's RAM (on CPU memory-fit compares with the host's available RAM)
-    config = tiny_config(tmp_path, model={"num_layers": 32, "hidden_size": 4096, "num_heads": 32, "num_kv_heads": 32,
-                                          "vocab_size": 256})
+    config = tiny_config(
+        tmp_path, model={"num_layers": 32, "hidden_size": 4096, "num_heads": 32, "num_kv_heads": 32, "vocab_size": 256}
+    )
     run_dir = tmp_path / "run"
-    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--quick", cwd=tmp_path,
-                       timeout=300)
+    res = run_msdoctor(
+        "train", "--config", str(config), "--output-dir", str(run_dir), "--quick", cwd=tmp_path, timeout=300
+    )
     assert res.returncode == 1, res.stdout + res.stderr
     status = report_status(run_dir)
     assert status["memory-fit"] == "fail" and status["device-target"] in ("pass", "warn")
@@ -89,11 +95,14 @@ def test_a_config_that_does_not_fit_memory_is_refused(tmp_path):
 
 
 def test_an_invalid_config_lists_all_its_problems_at_once(tmp_path):
-    config = write_yaml(tmp_path / "bad.yaml", {
-        "runtime": {"device_num": 2},  # data x tensor x pipeline = 1
-        "model": {"hiden_size": 64, "num_heads": 3},  # typo; 64 heads-divisibility below
-        "train": {"max_steps": 10, "warmup_steps": 20},
-    })
+    config = write_yaml(
+        tmp_path / "bad.yaml",
+        {
+            "runtime": {"device_num": 2},  # data x tensor x pipeline = 1
+            "model": {"hiden_size": 64, "num_heads": 3},  # typo; 64 heads-divisibility below
+            "train": {"max_steps": 10, "warmup_steps": 20},
+        },
+    )
     res = run_msdoctor("train", "--config", str(config), "--output-dir", str(tmp_path / "run"), cwd=tmp_path)
     assert res.returncode == 2
     err = res.stderr
@@ -105,7 +114,7 @@ def test_an_invalid_config_lists_all_its_problems_at_once(tmp_path):
     assert not (tmp_path / "run").exists() and "Traceback" not in err
 
 
-PLUGIN = '''
+PLUGIN = """
 from msdoctor.model import Finding
 
 class GateFixture:
@@ -115,7 +124,7 @@ class GateFixture:
 
     def run(self, ctx):
         return [Finding.fail("gate fixture refuses this run", detail="injected by the test", fix="none")]
-'''
+"""
 
 
 def plugin_site(tmp_path: Path) -> Path:
@@ -134,13 +143,25 @@ def test_strict_stops_on_a_warning_and_no_plugins_leaves_plugins_out(tmp_path):
     (--quick: the warning is training-config's, a static check; the same statuses as without it, observed)."""
     site = plugin_site(tmp_path)
     run_dir = tmp_path / "run"
-    res = run_msdoctor("train", "--config", str(tiny_config(tmp_path)), "--output-dir", str(run_dir), "--strict",
-                       "--no-plugins", "--quick", env=env_with({"PYTHONPATH": str(site)}), cwd=tmp_path, timeout=300)
+    res = run_msdoctor(
+        "train",
+        "--config",
+        str(tiny_config(tmp_path)),
+        "--output-dir",
+        str(run_dir),
+        "--strict",
+        "--no-plugins",
+        "--quick",
+        env=env_with({"PYTHONPATH": str(site)}),
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert res.returncode == 1, res.stdout + res.stderr
     status = report_status(run_dir)
     # the tiny config warns (training-config: its learning rate / warmup against its small batch), fails nothing
-    assert "gate-fixture" not in status and status["training-config"] == "warn" and "fail" not in status.values(), \
+    assert "gate-fixture" not in status and status["training-config"] == "warn" and "fail" not in status.values(), (
         status
+    )
     assert "training not started" in res.stderr
     assert_not_started(run_dir)
 
@@ -158,8 +179,9 @@ def test_checks_pass_training_runs_stops_on_sigterm_with_a_checkpoint_and_resume
     config = tiny_config(tmp_path, train={"max_steps": 60})
     run_dir = tmp_path / "run"
     argv = [msdoctor_exe(), "train", "--config", str(config), "--output-dir", str(run_dir)]
-    proc = subprocess.Popen(argv, cwd=tmp_path, env=env_with(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        argv, cwd=tmp_path, env=env_with(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 240
         while len(_rows(run_dir)) < 5 and time.monotonic() < deadline and proc.poll() is None:
@@ -176,14 +198,17 @@ def test_checks_pass_training_runs_stops_on_sigterm_with_a_checkpoint_and_resume
     saved = [p.name for p in (run_dir / "checkpoints").glob("step_*")]
     assert len(saved) == 1
     stopped_at = int(saved[0].split("_")[1])
-    assert stopped_at >= 5 and f"stopped by signal {int(signal.SIGTERM)} after step {stopped_at}" in (
-        run_dir / "train.log").read_text()
+    assert (
+        stopped_at >= 5
+        and f"stopped by signal {int(signal.SIGTERM)} after step {stopped_at}" in (run_dir / "train.log").read_text()
+    )
 
     again = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path)
     assert again.returncode == 2 and "--resume" in again.stderr  # a run directory is never silently reused
 
-    resumed = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--resume", "--quick",
-                           cwd=tmp_path, timeout=300)  # the full gate ran above; the resume is the point here
+    resumed = run_msdoctor(
+        "train", "--config", str(config), "--output-dir", str(run_dir), "--resume", "--quick", cwd=tmp_path, timeout=300
+    )  # the full gate ran above; the resume is the point here
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert f"resume: step {stopped_at} " in (run_dir / "train.log").read_text()
     steps = [int(r["step"]) for r in _rows(run_dir)]
@@ -199,18 +224,21 @@ def test_a_failed_run_shows_its_log_tail_and_the_likely_cause(tmp_path):
     accepts that finding in msdoctor.toml gets the run, which fails, and the failure is explained from its logs."""
     config = tiny_config(tmp_path, train={"precision": "bf16", "half_on_cpu": True, "max_steps": 20})
     run_dir = tmp_path / "run"
-    refused = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--quick", cwd=tmp_path,
-                           timeout=300)  # training-config refuses it: a static check
+    refused = run_msdoctor(
+        "train", "--config", str(config), "--output-dir", str(run_dir), "--quick", cwd=tmp_path, timeout=300
+    )  # training-config refuses it: a static check
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "bf16-on-cpu" in json.dumps(json.loads((run_dir / "check-report.json").read_text()))
     assert report_status(run_dir)["training-config"] == "fail"
     assert_not_started(run_dir)
 
     (tmp_path / "msdoctor.toml").write_text(
-        'ignore = [{ id = "training-config/bf16-on-cpu", reason = "trying bf16 kernels on CPU on purpose" }]\n')
+        'ignore = [{ id = "training-config/bf16-on-cpu", reason = "trying bf16 kernels on CPU on purpose" }]\n'
+    )
     run_dir = tmp_path / "run2"  # --quick: the trainer's failure is the point, not the gate's live probe
-    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--quick", cwd=tmp_path,
-                       timeout=300)
+    res = run_msdoctor(
+        "train", "--config", str(config), "--output-dir", str(run_dir), "--quick", cwd=tmp_path, timeout=300
+    )
     assert res.returncode == 1, res.stdout + res.stderr
     assert "checks passed" in res.stdout and "training failed" in res.stderr
     assert "train.log <==" in res.stderr  # the end of the logs
@@ -243,17 +271,38 @@ def one_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     corpus = project / "corpus" / "a.txt"
     corpus.write_text(Path(textwrap.__file__).read_text())
     (project / "msdoctor.toml").write_text(
-        'ignore = [{ id = "training-config/checkpoint-interval", reason = "a smoke run" }]\n')
+        'ignore = [{ id = "training-config/checkpoint-interval", reason = "a smoke run" }]\n'
+    )
     data = json.loads(json.dumps(TINY))
     data["runtime"] = {"device_target": "Ascend", "device_num": 1}  # the file says Ascend
     data["data"] = {"cache_dir": str(tmp / "tokens"), "paths": ["corpus/*.txt"]}
     config = write_yaml(tmp / "ascend.yaml", data)
     site = plugin_site(tmp)
-    res = run_msdoctor("train", "--config", str(config), "--project", str(project), "--device-target", "CPU",
-                       "--skip", "gate-fixture", "--max-steps", "8", env=env_with({"PYTHONPATH": str(site)}),
-                       cwd=elsewhere, timeout=300)
-    return {"res": res, "project": project, "elsewhere": elsewhere, "corpus": corpus, "config": config, "site": site,
-            "run_dir": project / "runs" / "gate-tiny"}
+    res = run_msdoctor(
+        "train",
+        "--config",
+        str(config),
+        "--project",
+        str(project),
+        "--device-target",
+        "CPU",
+        "--skip",
+        "gate-fixture",
+        "--max-steps",
+        "8",
+        env=env_with({"PYTHONPATH": str(site)}),
+        cwd=elsewhere,
+        timeout=300,
+    )
+    return {
+        "res": res,
+        "project": project,
+        "elsewhere": elsewhere,
+        "corpus": corpus,
+        "config": config,
+        "site": site,
+        "run_dir": project / "runs" / "gate-tiny",
+    }
 
 
 @slow
@@ -261,8 +310,18 @@ def test_device_target_overrides_the_config_for_the_gate_and_the_trainer(tmp_pat
     """The gate checks the device --device-target names (from --device-target), and the trainer runs on it."""
     cpu = tiny_config(tmp_path)  # the file says CPU
     run_dir = tmp_path / "run-ascend"
-    res = run_msdoctor("train", "--config", str(cpu), "--output-dir", str(run_dir), "--device-target", "ascend",
-                       "--quick", cwd=tmp_path, timeout=300)
+    res = run_msdoctor(
+        "train",
+        "--config",
+        str(cpu),
+        "--output-dir",
+        str(run_dir),
+        "--device-target",
+        "ascend",
+        "--quick",
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert res.returncode == 1, res.stdout + res.stderr
     assert report_status(run_dir)["device-target"] == "fail"
     assert any("requested Ascend (from --device-target)" in t for t in finding_titles(run_dir, "device-target"))
@@ -270,8 +329,18 @@ def test_device_target_overrides_the_config_for_the_gate_and_the_trainer(tmp_pat
     assert_not_started(run_dir)
 
     ascend = one_run["config"]  # the same file the shared run trained from with --device-target CPU
-    refused = run_msdoctor("train", "--config", str(ascend), "--output-dir", str(tmp_path / "run-file"), "--quick",
-                           "--project", str(one_run["project"]), cwd=tmp_path, timeout=300)
+    refused = run_msdoctor(
+        "train",
+        "--config",
+        str(ascend),
+        "--output-dir",
+        str(tmp_path / "run-file"),
+        "--quick",
+        "--project",
+        str(one_run["project"]),
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert refused.returncode == 1 and report_status(tmp_path / "run-file")["device-target"] == "fail", refused.stdout
     res, run_dir = one_run["res"], one_run["run_dir"]
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -297,14 +366,16 @@ def test_quick_leaves_the_live_probe_out_and_says_so(tmp_path):
     assert facts["mindspore_runtime"]["device_target"] == "CPU"  # the live probe ran MindSpore on the device
     assert invocation(full)["quick"] is False
 
-    res = run_msdoctor("train", "--config", config, "--output-dir", str(quick), "--quick", env=env, cwd=tmp_path,
-                       timeout=300)
+    res = run_msdoctor(
+        "train", "--config", config, "--output-dir", str(quick), "--quick", env=env, cwd=tmp_path, timeout=300
+    )
     assert res.returncode == 1, res.stdout + res.stderr
     assert "warning: --quick: the gate skips the live probes" in res.stdout
     facts = json.loads((quick / "check-report.json").read_text())["facts"]
     assert "mindspore_runtime" not in facts and invocation(quick)["quick"] is True
     assert "the live probe is skipped with --quick" in json.dumps(
-        json.loads((quick / "check-report.json").read_text())["checks"])
+        json.loads((quick / "check-report.json").read_text())["checks"]
+    )
     assert_not_started(quick)
 
 
@@ -312,8 +383,18 @@ def test_quick_leaves_the_live_probe_out_and_says_so(tmp_path):
 def test_skip_leaves_a_check_out_of_the_gate_loudly(tmp_path, one_run):
     env = env_with({"PYTHONPATH": str(one_run["site"])})
     config = str(tiny_config(tmp_path, train={"max_steps": 8}))
-    bad = run_msdoctor("train", "--config", config, "--output-dir", str(tmp_path / "bad"), "--skip", "gate-fixtur",
-                       env=env, cwd=tmp_path, timeout=300)
+    bad = run_msdoctor(
+        "train",
+        "--config",
+        config,
+        "--output-dir",
+        str(tmp_path / "bad"),
+        "--skip",
+        "gate-fixtur",
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert bad.returncode == 2 and "unknown check id 'gate-fixtur' (did you mean 'gate-fixture'?)" in bad.stderr
     res, run_dir = one_run["res"], one_run["run_dir"]  # --skip gate-fixture with the failing plugin installed
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -330,8 +411,18 @@ def test_project_is_where_the_gate_and_the_trainer_read_relative_paths(one_run):
     and the trainer runs there (it reads the same files the gate counted)."""
     project, elsewhere, corpus = one_run["project"], one_run["elsewhere"], one_run["corpus"]
     here = elsewhere.parent / "here"
-    res = run_msdoctor("train", "--config", str(one_run["config"]), "--output-dir", str(here), "--device-target",
-                       "CPU", "--quick", cwd=elsewhere, timeout=300)
+    res = run_msdoctor(
+        "train",
+        "--config",
+        str(one_run["config"]),
+        "--output-dir",
+        str(here),
+        "--device-target",
+        "CPU",
+        "--quick",
+        cwd=elsewhere,
+        timeout=300,
+    )
     assert res.returncode == 1, res.stdout + res.stderr
     assert report_status(here)["training-config"] == "fail"  # no corpus/ in the current directory
 

@@ -28,10 +28,14 @@ from msdoctor.training.config import from_dict, to_dict
 
 REPO = Path(__file__).resolve().parents[1]
 
-TINY = {"name": "trust-tiny", "runtime": {"device_target": "CPU", "device_num": 1},
-        "model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
-        "train": {"micro_batch_size": 8, "seq_length": 64, "max_steps": 30, "warmup_steps": 2},
-        "logging": {"every_steps": 1, "tensorboard": False}, "checkpoint": {"every_steps": 10, "keep_last": 2}}
+TINY = {
+    "name": "trust-tiny",
+    "runtime": {"device_target": "CPU", "device_num": 1},
+    "model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
+    "train": {"micro_batch_size": 8, "seq_length": 64, "max_steps": 30, "warmup_steps": 2},
+    "logging": {"every_steps": 1, "tensorboard": False},
+    "checkpoint": {"every_steps": 10, "keep_last": 2},
+}
 
 
 @pytest.fixture
@@ -65,10 +69,18 @@ def resolved(run_dir: Path, raw: dict, cache: Path) -> None:
 
 
 def trainer(run_dir: Path, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    argv = [sys.executable, str(launch.ENTRY), "--config", str(run_dir / "config.json"), "--run-dir", str(run_dir),
-            *args]
-    return subprocess.run(argv, cwd=cwd, env=dict(os.environ, GLOG_v="3"), capture_output=True, text=True,
-                          timeout=timeout)
+    argv = [
+        sys.executable,
+        str(launch.ENTRY),
+        "--config",
+        str(run_dir / "config.json"),
+        "--run-dir",
+        str(run_dir),
+        *args,
+    ]
+    return subprocess.run(
+        argv, cwd=cwd, env=dict(os.environ, GLOG_v="3"), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def ok(res: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -155,12 +167,15 @@ def _refused(tmp_path: Path, config: Path) -> str:
     return res.stderr
 
 
-@pytest.mark.parametrize("text, key", [(".nan", "lr"), ("-.inf", "lr"), ("nan", "min_lr"), (".inf", "eps"),
-                                       ("1.5", "beta2"), ("-0.1", "weight_decay")])
+@pytest.mark.parametrize(
+    "text, key",
+    [(".nan", "lr"), ("-.inf", "lr"), ("nan", "min_lr"), (".inf", "eps"), ("1.5", "beta2"), ("-0.1", "weight_decay")],
+)
 def test_float_settings_must_be_finite_and_in_range(tmp_path, text, key):
     config = tmp_path / "bad.yaml"
-    body = yaml.safe_dump(merged(), sort_keys=False).replace("  warmup_steps: 2\n",
-                                                             f"  warmup_steps: 2\n  {key}: {text}\n")
+    body = yaml.safe_dump(merged(), sort_keys=False).replace(
+        "  warmup_steps: 2\n", f"  warmup_steps: 2\n  {key}: {text}\n"
+    )
     config.write_text(body)
     line = body.splitlines().index(f"  {key}: {text}") + 1
     err = _refused(tmp_path, config)
@@ -168,8 +183,9 @@ def test_float_settings_must_be_finite_and_in_range(tmp_path, text, key):
     assert "finite" in err or "must be" in err or "need" in err
 
 
-@pytest.mark.parametrize("name, text", [("empty.yaml", ""), ("comments.yaml", "# nothing here yet\n"),
-                                        ("empty.toml", "# no keys\n")])
+@pytest.mark.parametrize(
+    "name, text", [("empty.yaml", ""), ("comments.yaml", "# nothing here yet\n"), ("empty.toml", "# no keys\n")]
+)
 def test_an_empty_config_is_refused_not_taken_for_all_defaults(tmp_path, name, text):
     config = tmp_path / name
     config.write_text(text)
@@ -179,8 +195,10 @@ def test_an_empty_config_is_refused_not_taken_for_all_defaults(tmp_path, name, t
 
 def test_duplicate_yaml_keys_are_reported_with_both_lines(tmp_path):
     config = tmp_path / "dup.yaml"
-    config.write_text("name: dup\ntrain:\n  lr: 3.0e-3\n  max_steps: 30\n  lr: 3.0e-2\nmodel: {num_layers: 2}\n"
-                      "model: {num_layers: 4}\n")
+    config.write_text(
+        "name: dup\ntrain:\n  lr: 3.0e-3\n  max_steps: 30\n  lr: 3.0e-2\nmodel: {num_layers: 2}\n"
+        "model: {num_layers: 4}\n"
+    )
     err = _refused(tmp_path, config)
     assert f"{config}:5: train.lr: given twice (lines 3 and 5)" in err, err
     assert f"{config}:7: model: given twice (lines 6 and 7)" in err, err
@@ -196,8 +214,15 @@ def gate_config(tmp_path: Path, cache: Path, **sections: dict) -> Path:
 def start_train(config: Path, run_dir: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
     """msdoctor train in its own process group (as a shell starts a job), output captured."""
     argv = [msdoctor_exe(), "train", "--config", str(config), "--output-dir", str(run_dir), *extra]
-    return subprocess.Popen(argv, cwd=config.parent, env=env or env_with(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(
+        argv,
+        cwd=config.parent,
+        env=env or env_with(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def rows(run_dir: Path) -> int:
@@ -234,7 +259,8 @@ def lock_holders(run_dir: Path) -> dict[str, int]:
 @pytest.mark.slow
 @pytest.mark.mindspore
 def test_sigkill_of_msdoctor_train_kills_the_trainer_a_second_train_is_refused_and_the_stale_lock_is_taken_over(
-        tmp_path, token_cache):
+    tmp_path, token_cache
+):
     config = gate_config(tmp_path, token_cache, train={"max_steps": 400})
     run_dir = tmp_path / "run"
     proc = start_train(config, run_dir, "--quick")  # the supervisor is the point here, not the gate's live probe
@@ -244,10 +270,14 @@ def test_sigkill_of_msdoctor_train_kills_the_trainer_a_second_train_is_refused_a
         assert holders["msdoctor train"] == proc.pid and alive(holders["trainer"])
 
         # a second msdoctor train on the directory in use: refused at once, naming the PIDs
-        second = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--resume",
-                              cwd=tmp_path, timeout=60)
+        second = run_msdoctor(
+            "train", "--config", str(config), "--output-dir", str(run_dir), "--resume", cwd=tmp_path, timeout=60
+        )
         assert second.returncode == 2, second.stdout + second.stderr
-        assert f"PID {proc.pid} (msdoctor train)" in second.stderr and f"PID {holders['trainer']} (trainer)" in second.stderr
+        assert (
+            f"PID {proc.pid} (msdoctor train)" in second.stderr
+            and f"PID {holders['trainer']} (trainer)" in second.stderr
+        )
         assert "checking the environment" not in second.stdout + second.stderr and "Traceback" not in second.stderr
 
         os.kill(proc.pid, signal.SIGKILL)  # what a scheduler or the OOM killer does
@@ -266,11 +296,24 @@ def test_sigkill_of_msdoctor_train_kills_the_trainer_a_second_train_is_refused_a
             proc.kill()
 
     newest = ckpt.find_latest(run_dir / "checkpoints").step
-    resumed = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--resume",
-                           "--max-steps", str(newest + 3), "--quick", cwd=tmp_path, timeout=300)
+    resumed = run_msdoctor(
+        "train",
+        "--config",
+        str(config),
+        "--output-dir",
+        str(run_dir),
+        "--resume",
+        "--max-steps",
+        str(newest + 3),
+        "--quick",
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    assert (f"note: took over the lock of {run_dir}: its holders PID {holders['msdoctor train']} (msdoctor train), "
-            f"PID {holders['trainer']} (trainer) ended without releasing it") in resumed.stdout
+    assert (
+        f"note: took over the lock of {run_dir}: its holders PID {holders['msdoctor train']} (msdoctor train), "
+        f"PID {holders['trainer']} (trainer) ended without releasing it"
+    ) in resumed.stdout
     assert f"resume: step {newest} " in (run_dir / "train.log").read_text()
     assert (run_dir / ".msdoctor.lock").read_text() == ""  # released at the end: nothing to take over next time
 
@@ -311,8 +354,9 @@ def test_a_worker_in_its_own_session_dies_with_its_parent(tmp_path, token_cache)
     resolved(run_dir, merged(train={"max_steps": 400}), token_cache)
     argv = [sys.executable, str(launch.ENTRY), "--config", str(run_dir / "config.json"), "--run-dir", str(run_dir)]
     env = dict(os.environ, GLOG_v="3", MSDOCTOR_DIE_WITH_PARENT="1", ERR_LOG=str(tmp_path / "err.log"))
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                              text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True
+    )
     worker = int(parent.stdout.readline())
     try:
         wait_rows(parent, run_dir, 3)
@@ -355,8 +399,9 @@ def _gate_refuses(tmp_path: Path, config: Path, *extra: str) -> subprocess.Compl
     """The gate's training-config check refuses the run: exit 1, no trainer started, no traceback. training-config
     is a static check: --quick leaves out the live probe (MindSpore's start, ~5 s), which proves nothing here."""
     run_dir = tmp_path / "run"
-    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--quick", *extra,
-                       cwd=tmp_path, timeout=300)
+    res = run_msdoctor(
+        "train", "--config", str(config), "--output-dir", str(run_dir), "--quick", *extra, cwd=tmp_path, timeout=300
+    )
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
     assert "training not started" in res.stderr and "Traceback" not in res.stdout + res.stderr
     assert json.loads((run_dir / "check-report.json").read_text())  # the report says why
@@ -394,11 +439,21 @@ def test_unreadable_data_files_are_refused_by_the_gate(tmp_path):
 @pytest.mark.mindspore
 def test_a_run_with_no_finite_optimizer_step_fails_and_says_so(tmp_path, token_cache):
     """fp16 with a static loss scale of 2^24 overflows every step: nothing is ever applied (exit 0 before)."""
-    config = gate_config(tmp_path, token_cache, train={"max_steps": 6, "precision": "fp16", "half_on_cpu": True,
-                                                       "loss_scale": "static", "loss_scale_init": 2.0 ** 24})
+    config = gate_config(
+        tmp_path,
+        token_cache,
+        train={
+            "max_steps": 6,
+            "precision": "fp16",
+            "half_on_cpu": True,
+            "loss_scale": "static",
+            "loss_scale_init": 2.0**24,
+        },
+    )
     run_dir = tmp_path / "run"  # --quick: the trainer is the point here, the gate's live probe is not
-    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), "--quick", cwd=tmp_path,
-                       timeout=300)
+    res = run_msdoctor(
+        "train", "--config", str(config), "--output-dir", str(run_dir), "--quick", cwd=tmp_path, timeout=300
+    )
     assert res.returncode == 1, res.stdout[-2000:] + res.stderr[-2000:]
     assert res.stderr.count("no optimizer step was finite: all 6 steps (1..6) had inf/nan gradients") == 1, res.stderr
     assert "Traceback" not in res.stderr and "the end of its logs" not in res.stderr
@@ -453,14 +508,23 @@ def test_credentials_and_home_paths_are_redacted_in_every_run_file_unless_no_red
     (corpus / "a.txt").write_text("some text to train on\n" * 400)
     # a missing tokenizer under the home directory: the gate passes, the trainer stops at setup with a
     # message naming the path (train.log, stderr.log, the terminal)
-    config = write_yaml(tmp_path / "train.yaml", merged(data={
-        "paths": [secret_url], "tokenizer": str(home / "missing" / "tokenizer.json"), "cache_dir": str(token_cache)}))
+    config = write_yaml(
+        tmp_path / "train.yaml",
+        merged(
+            data={
+                "paths": [secret_url],
+                "tokenizer": str(home / "missing" / "tokenizer.json"),
+                "cache_dir": str(token_cache),
+            }
+        ),
+    )
     env = env_with({"HOME": str(home), "PYTHONPATH": str(home / "libs"), "MY_SERVICE_TOKEN": "zz9-service-secret"})
     leaks = ("s3cretpass", str(home), "zz9-service-secret")
 
     run_dir = tmp_path / "run"
-    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), env=env, cwd=tmp_path,
-                       timeout=300)
+    res = run_msdoctor(
+        "train", "--config", str(config), "--output-dir", str(run_dir), env=env, cwd=tmp_path, timeout=300
+    )
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
     # a trainer error the user can act on: one message, no traceback, no log tail
     assert res.stderr.count("data.tokenizer: ~/missing/tokenizer.json is not a file") == 1, res.stderr
@@ -473,15 +537,28 @@ def test_credentials_and_home_paths_are_redacted_in_every_run_file_unless_no_red
         assert not [leak for leak in leaks if leak in text]
     # what was there, masked
     assert "https://<redacted>@example.com/corpus/*.txt" in (run_dir / "config.yaml").read_text()
-    assert json.loads((run_dir / "config.json").read_text())["data"]["paths"][0] == "https://<redacted>@example.com/corpus/*.txt"
+    assert (
+        json.loads((run_dir / "config.json").read_text())["data"]["paths"][0]
+        == "https://<redacted>@example.com/corpus/*.txt"
+    )
     # the training-config check names the data path resolved (no longer URL-shaped): the credential still goes
     assert "<redacted>@example.com/corpus/*.txt" in (run_dir / "check-report.json").read_text()
     assert "~/missing/tokenizer.json" in (run_dir / "stderr.log").read_text()
     assert "~/missing/tokenizer.json" in (run_dir / "train.log").read_text()
 
     raw_dir = tmp_path / "raw"  # --quick: the live probe's facts were shown redacted above; this run keeps the raw
-    res = run_msdoctor("train", "--config", str(config), "--output-dir", str(raw_dir), "--no-redact", "--quick",
-                       env=env, cwd=tmp_path, timeout=300)
+    res = run_msdoctor(
+        "train",
+        "--config",
+        str(config),
+        "--output-dir",
+        str(raw_dir),
+        "--no-redact",
+        "--quick",
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert res.returncode == 1
     assert secret_url in (raw_dir / "config.yaml").read_text()
     assert str(home / "missing" / "tokenizer.json") in (raw_dir / "train.log").read_text()
@@ -493,10 +570,15 @@ def test_the_trainer_masks_exactly_what_msdoctor_masks():
 
     from msdoctor.redact import Redactor
 
-    red = Redactor.for_environment({"HOME": "/home/alice", "USER": "alice", "HF_TOKEN": "hf_" + "a" * 30},
-                                   hosts=["gpu-node-7"])
-    samples = ["https://u:pw@host/*.txt and /home/alice/x (not /home/alicex)", "alice@gpu-node-7: HF_TOKEN=" + "hf_" + "a" * 30,
-               "API_KEY=zzz9999 ghp_" + "b" * 36 + " s3://bucket/data", "HOME /home/alice/.cache/msdoctor/tokens/x.bin"]
+    red = Redactor.for_environment(
+        {"HOME": "/home/alice", "USER": "alice", "HF_TOKEN": "hf_" + "a" * 30}, hosts=["gpu-node-7"]
+    )
+    samples = [
+        "https://u:pw@host/*.txt and /home/alice/x (not /home/alicex)",
+        "alice@gpu-node-7: HF_TOKEN=" + "hf_" + "a" * 30,
+        "API_KEY=zzz9999 ghp_" + "b" * 36 + " s3://bucket/data",
+        "HOME /home/alice/.cache/msdoctor/tokens/x.bin",
+    ]
     for s in samples:
         out = s
         for rx, repl in red.rules():

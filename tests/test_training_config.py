@@ -33,7 +33,7 @@ from msdoctor.model import Status
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data" / "training_config"
 MF = DATA / "mindformers"
-TIB = 2 ** 40
+TIB = 2**40
 ASSUMED_FREE = 2 * TIB  # the docs state no checkpoint disk: msdoctor's assumption (SOURCES.md)
 
 # (file, devices, devices per node): the hardware their docs state (SOURCES.md)
@@ -52,9 +52,17 @@ DEEPSEEK = MF / REAL[4][0]
 TINY = REPO / "training" / "configs" / "tiny-cpu.yaml"
 
 
-def judge(path: Path, devices: Optional[int] = None, per_node: Optional[int] = None, *, free: int = ASSUMED_FREE,
-          base: Optional[Path] = None, step_time: Optional[float] = None, target: Optional[str] = None,
-          max_lost: Optional[float] = None) -> list:
+def judge(
+    path: Path,
+    devices: Optional[int] = None,
+    per_node: Optional[int] = None,
+    *,
+    free: int = ASSUMED_FREE,
+    base: Optional[Path] = None,
+    step_time: Optional[float] = None,
+    target: Optional[str] = None,
+    max_lost: Optional[float] = None,
+) -> list:
     """The rules' findings for a file, with the facts around it given as the documented hardware."""
     from msdoctor.memory import load_source
     from msdoctor.memory.estimator import total_params
@@ -140,10 +148,14 @@ def test_every_config_of_the_memory_set_has_no_failure_on_its_documented_hardwar
     setup = read(cfg, Overrides(pretrained_model_dir=str(MEMORY_SET.parent / "hf" / Path(pre).name)) if pre else None)
     assert setup.ok, setup.problems
     res, src = setup.run, setup.source  # heads and layers from pretrained_model_dir's config.json, one reading
-    env = Env(devices=Fact(row["devices"], "docs"), devices_per_node=Fact(8, "Atlas 800T A2"),
-              disk_free=Fact(ASSUMED_FREE, "assumed"), params=total_params(src.model),
-              ckpt_size=gather.checkpoint_size(res, src, min(8, res.layout_product)),
-              data=gather.inspect_data(res, path.parent))
+    env = Env(
+        devices=Fact(row["devices"], "docs"),
+        devices_per_node=Fact(8, "Atlas 800T A2"),
+        disk_free=Fact(ASSUMED_FREE, "assumed"),
+        params=total_params(src.model),
+        ckpt_size=gather.checkpoint_size(res, src, min(8, res.layout_product)),
+        data=gather.inspect_data(res, path.parent),
+    )
     findings = evaluate(res, env)
     assert not problems(findings), problems(findings)
     assert only(findings, "layout-devices").status is Status.PASS
@@ -179,8 +191,10 @@ def test_glm_kv_groups_not_divisible_by_tensor_parallel_is_a_warning_not_a_failu
 def test_resolved_numbers_name_their_keys():
     f = only(judge(LLAMA7, 8, 8), "resolved")
     assert f.evidence["global_batch"] == 64  # 1 x dp 8 x interleave 1 x accumulation 8
-    assert ("runner_config.batch_size 1 x parallel_config.data_parallel 8 x micro_batch_interleave_num 1 x "
-            "runner_config.gradient_accumulation_steps 8 = 64") in f.proved
+    assert (
+        "runner_config.batch_size 1 x parallel_config.data_parallel 8 x micro_batch_interleave_num 1 x "
+        "runner_config.gradient_accumulation_steps 8 = 64"
+    ) in f.proved
     # total steps are epochs x the dataset size (total_steps: -1): unknown without the dataset
     assert "runner_config.epochs = 2" in f.proved and f.evidence["total_steps"] is None
 
@@ -270,9 +284,13 @@ def test_effective_batch_outside_the_usual_range_is_a_warning_with_its_source(tm
 
 def test_fp16_without_dynamic_loss_scaling_names_the_mindformers_keys(tmp_path):
     assert only(judge(GPT2, 32, 8), "precision").status is Status.PASS  # shipped: DynamicLossScaleUpdateCell
-    v = variant(tmp_path, GPT2, "  scale_sense:\n    type: DynamicLossScaleUpdateCell\n"
-                "    loss_scale_value: 4294967296\n    scale_factor: 2\n    scale_window: 1000\n",
-                "  scale_sense: 1.0\n")
+    v = variant(
+        tmp_path,
+        GPT2,
+        "  scale_sense:\n    type: DynamicLossScaleUpdateCell\n"
+        "    loss_scale_value: 4294967296\n    scale_factor: 2\n    scale_window: 1000\n",
+        "  scale_sense: 1.0\n",
+    )
     f = only(judge(v, 32, 8), "fp16-no-dynamic-scale")
     assert f.status is Status.WARN and "no loss scaling" in f.title
     assert f.location.line == line_of(v, "runner_wrapper", "scale_sense")
@@ -350,7 +368,7 @@ def test_fewer_micro_batches_than_stages(tmp_path):
 
 
 def test_checkpoints_that_do_not_fit_the_disk(tmp_path):
-    findings = judge(LLAMA7, 8, 8, free=100 * 2 ** 30)
+    findings = judge(LLAMA7, 8, 8, free=100 * 2**30)
     f = only(findings, "checkpoint-disk")
     # 6.74e9 parameters x (fp16 weights 2 B + fp32 Adam m, v 8 B), sharded over the 8 ranks of the node
     assert f.evidence["checkpoint_bytes"] == pytest.approx(6.738e9 * 10, rel=0.01)
@@ -423,13 +441,17 @@ def test_step_time_is_measured_from_an_earlier_run_in_the_output_directory(tmp_p
     mf = resolve(load_config(LLAMA7))
     log = tmp_path / "output" / "log" / "rank_0"
     log.mkdir(parents=True)
-    (log / "info.log").write_text("".join(
-        # the file handler's format (mindformers/tools/logger.py DEFAULT_FILEHANDLER_FORMAT) around
-        # MFLossMonitor's message (mindformers/core/callback/callback.py print_output_info), r1.5.0
-        f"[INFO] 2025-01-01 10:00:0{i},000 [mindformers/core/callback/callback.py:531] print_output_info: "
-        f"{{ Epoch:[  1/  2], "
-        f"step:[    {i}/ 1000], loss: 10.385, per_step_time: {ms}ms, lr: 1e-05, overflow cond: False, loss_scale: 1.0, "
-        "global_norm: [2.0]\n" for i, ms in enumerate([9000, 11000], 1)))
+    (log / "info.log").write_text(
+        "".join(
+            # the file handler's format (mindformers/tools/logger.py DEFAULT_FILEHANDLER_FORMAT) around
+            # MFLossMonitor's message (mindformers/core/callback/callback.py print_output_info), r1.5.0
+            f"[INFO] 2025-01-01 10:00:0{i},000 [mindformers/core/callback/callback.py:531] print_output_info: "
+            f"{{ Epoch:[  1/  2], "
+            f"step:[    {i}/ 1000], loss: 10.385, per_step_time: {ms}ms, lr: 1e-05, overflow cond: False, loss_scale: 1.0, "
+            "global_norm: [2.0]\n"
+            for i, ms in enumerate([9000, 11000], 1)
+        )
+    )
     got = gather.measured_step_time(mf, tmp_path)
     assert got.value == pytest.approx(10.0) and "per_step_time" in got.source
 
@@ -448,8 +470,9 @@ def test_throughput_directive_sets_the_step_time(tmp_path):
 def test_data_paths_missing_placeholder_and_too_small(tmp_path):
     assert is_placeholder("") and is_placeholder("/path/to/wiki103") and is_placeholder("/{path}/x.mindrecord")
     assert not is_placeholder("/data/wiki/train.mindrecord")
-    missing = variant(tmp_path, LLAMA7, '    dataset_dir: ""\n    shuffle: True', '    dataset_dir: "/no/such/dir"\n'
-                      '    shuffle: True')
+    missing = variant(
+        tmp_path, LLAMA7, '    dataset_dir: ""\n    shuffle: True', '    dataset_dir: "/no/such/dir"\n    shuffle: True'
+    )
     f = only(judge(missing, 8, 8), "data-missing")
     assert f.status is Status.FAIL
     assert f.location.line == line_of(missing, "train_dataset", "data_loader", "dataset_dir")
@@ -458,8 +481,13 @@ def test_data_paths_missing_placeholder_and_too_small(tmp_path):
     ds = tmp_path / "ds"
     ds.mkdir()
     write_mindrecord_index(ds / "wiki.mindrecord0", rows=40)
-    small = variant(tmp_path, LLAMA7, '    dataset_dir: ""\n    shuffle: True', f'    dataset_dir: "{ds}"\n'
-                    '    shuffle: True', "small.yaml")
+    small = variant(
+        tmp_path,
+        LLAMA7,
+        '    dataset_dir: ""\n    shuffle: True',
+        f'    dataset_dir: "{ds}"\n    shuffle: True',
+        "small.yaml",
+    )
     f = only(judge(small, 8, 8), "data-too-small")
     assert f.status is Status.FAIL and "40 sequences" in f.title and "(64)" in f.title
     # enough records: the optimizer steps follow from them (total_steps -1: epochs 2 x 6400 // 64)
@@ -479,7 +507,7 @@ def test_no_warmup_is_a_warning_even_when_the_total_is_unknown():
 
 def test_msdoctor_text_glob_that_matches_nothing_fails_before_the_trainer(tmp_path):
     v = tmp_path / "nodata.yaml"
-    v.write_text(TINY.read_text().replace("  paths: []", f"  paths: [\"{tmp_path}/corpus/*.txt\"]"))
+    v.write_text(TINY.read_text().replace("  paths: []", f'  paths: ["{tmp_path}/corpus/*.txt"]'))
     f = only(judge(v, base=tmp_path), "data-missing")
     assert f.status is Status.FAIL and "matches no file" in f.title
     assert f.location.line == line_of(v, "data", "paths")
@@ -496,8 +524,14 @@ def test_megatron_prefix_tokens_from_the_bin_size_and_the_idx_dtype(tmp_path):
     # sequence count <Q, document count <Q (then the arrays, not read here)
     prefix = tmp_path / "wiki_text_document"
     (Path(str(prefix) + ".bin")).write_bytes(b"\0" * (4 * 10_000))  # 10,000 int32 tokens
-    (Path(str(prefix) + ".idx")).write_bytes(b"MMIDIDX\x00\x00" + struct.pack("<Q", 1) + struct.pack("<B", 4)
-                                             + struct.pack("<Q", 37) + struct.pack("<Q", 38) + b"\0" * 64)
+    (Path(str(prefix) + ".idx")).write_bytes(
+        b"MMIDIDX\x00\x00"
+        + struct.pack("<Q", 1)
+        + struct.pack("<B", 4)
+        + struct.pack("<Q", 37)
+        + struct.pack("<Q", 38)
+        + b"\0" * 64
+    )
     d = gather.inspect_megatron(Val(str(prefix), ("data_path", 1)), tmp_path)
     assert d.exists and d.tokens == 10_000 and "37 documents" in d.note
     missing = gather.inspect_megatron(Val(str(tmp_path / "nope"), ("data_path", 1)), tmp_path)
@@ -529,8 +563,9 @@ def test_mindrecord_counts_equal_what_mindspore_reads(tmp_path):
         w.commit()
         print(ds.MindDataset(os.path.join(out, "part.mindrecord0")).get_dataset_size())
     """)
-    res = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300,
-                         cwd=tmp_path)
+    res = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     assert int(res.stdout.strip().splitlines()[-1]) == 37
     one = gather.inspect_mindrecord(Val("part.mindrecord0", ("dataset_dir",)), tmp_path)  # one file: its shard set
@@ -544,8 +579,9 @@ def test_mindrecord_counts_equal_what_mindspore_reads(tmp_path):
 # -- the check, in `msdoctor check --config` and in the train gate ----------------------------
 def test_check_class_reads_options_and_directives(tmp_path):
     cfg = load_config(LLAMA7)
-    ctx = make_ctx({CONFIG.name: cfg}, project_dir=tmp_path,
-                   extra={"training_config": {"devices": 16, "devices_per_node": 8}})
+    ctx = make_ctx(
+        {CONFIG.name: cfg}, project_dir=tmp_path, extra={"training_config": {"devices": 16, "devices_per_node": 8}}
+    )
     findings = TrainingConfigCheck().run(ctx)
     f = only(findings, "layout-devices")
     assert f.status is Status.FAIL and "(--devices)" in f.title
@@ -553,12 +589,17 @@ def test_check_class_reads_options_and_directives(tmp_path):
 
 def test_devices_come_from_the_rank_table_or_msrun_variables(tmp_path):
     # HCCL rank table as in https://www.mindspore.cn/tutorials/en/r2.7.2/_sources/parallel/rank_table.md.txt
-    servers = [{"server_id": f"10.0.0.{s}", "device": [{"device_id": str(d), "device_ip": f"192.168.{s}.{d}",
-                                                         "rank_id": str(8 * s + d)} for d in range(8)]}
-               for s in range(2)]
+    servers = [
+        {
+            "server_id": f"10.0.0.{s}",
+            "device": [
+                {"device_id": str(d), "device_ip": f"192.168.{s}.{d}", "rank_id": str(8 * s + d)} for d in range(8)
+            ],
+        }
+        for s in range(2)
+    ]
     table = tmp_path / "rank_table_16pcs.json"
-    table.write_text(json.dumps({"version": "1.0", "server_count": "2", "server_list": servers,
-                                 "status": "completed"}))
+    table.write_text(json.dumps({"version": "1.0", "server_count": "2", "server_list": servers, "status": "completed"}))
     total, per_node = gather.cluster_layout({"RANK_TABLE_FILE": str(table)})
     assert (total.value, per_node.value) == (16, 8) and "rank table" in total.source
     cfg = load_config(LLAMA7)  # laid out for 8 devices
@@ -585,8 +626,19 @@ def test_devices_per_node_from_npu_smi(tmp_path):
 
 def test_msdoctor_check_config_runs_the_check(tmp_path):
     v = variant(tmp_path, LLAMA7, 'device_target: "Ascend"', 'device_target: "CPU"')
-    res, report = run_json("check", "--quick", "--only", "training-config", "--config", str(v), "--devices", "8",
-                           "--devices-per-node", "8", cwd=tmp_path)
+    res, report = run_json(
+        "check",
+        "--quick",
+        "--only",
+        "training-config",
+        "--config",
+        str(v),
+        "--devices",
+        "8",
+        "--devices-per-node",
+        "8",
+        cwd=tmp_path,
+    )
     assert res.returncode == 1, res.stderr
     (check,) = [c for c in report["checks"] if c["id"] == "training-config"]
     codes = {f["code"]: f for f in check["findings"]}
@@ -599,7 +651,7 @@ def test_msdoctor_check_config_runs_the_check(tmp_path):
 @pytest.mark.slow
 def test_train_gate_stops_on_a_training_config_failure(tmp_path):
     config = tmp_path / "train.yaml"
-    config.write_text(TINY.read_text().replace("  paths: []", f"  paths: [\"{tmp_path}/nothing/*.txt\"]"))
+    config.write_text(TINY.read_text().replace("  paths: []", f'  paths: ["{tmp_path}/nothing/*.txt"]'))
     run_dir = tmp_path / "run"
     res = run_msdoctor("train", "--config", str(config), "--output-dir", str(run_dir), cwd=tmp_path, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
@@ -611,8 +663,11 @@ def test_train_gate_stops_on_a_training_config_failure(tmp_path):
     assert not (run_dir / "train.log").exists()
 
 
-REAL_FINETUNE = sorted(p for p in DATA.parent.rglob("*.yaml")
-                       if "finetune" in p.name and ("memory" in str(p) or "training_config" in str(p)))
+REAL_FINETUNE = sorted(
+    p
+    for p in DATA.parent.rglob("*.yaml")
+    if "finetune" in p.name and ("memory" in str(p) or "training_config" in str(p))
+)
 
 
 def test_real_finetune_configs_are_judged_as_finetune_runs():

@@ -32,9 +32,12 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.mindspore]
 
 #: the smallest model that trains on CPU in seconds: 2 layers, width 64, byte vocabulary
-SMALL = {"model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
-         "train": {"micro_batch_size": 8, "seq_length": 64, "max_steps": 40, "warmup_steps": 2},
-         "logging": {"every_steps": 1, "tensorboard": False}, "checkpoint": {"every_steps": 0}}
+SMALL = {
+    "model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2},
+    "train": {"micro_batch_size": 8, "seq_length": 64, "max_steps": 40, "warmup_steps": 2},
+    "logging": {"every_steps": 1, "tensorboard": False},
+    "checkpoint": {"every_steps": 0},
+}
 
 
 @pytest.fixture
@@ -62,8 +65,15 @@ def write_config(run_dir: Path, raw: dict, cache: Path) -> RunConfig:
 
 
 def trainer(run_dir: Path, *args: str, cwd: Path, timeout: float = 240, popen: bool = False):
-    argv = [sys.executable, str(launch.ENTRY), "--config", str(run_dir / "config.json"), "--run-dir", str(run_dir),
-            *args]
+    argv = [
+        sys.executable,
+        str(launch.ENTRY),
+        "--config",
+        str(run_dir / "config.json"),
+        "--run-dir",
+        str(run_dir),
+        *args,
+    ]
     env = dict(os.environ, GLOG_v="3")
     if popen:
         return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -92,8 +102,14 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunConfig,
     cache = tmp_path_factory.getbasetemp() / "token-cache-training-run"  # the token_cache fixture's folder
     cache.mkdir(exist_ok=True)
     raw = yaml.safe_load((REPO / "training" / "configs" / "tiny-cpu.yaml").read_text())
-    raw = merge(raw, {"train": {"max_steps": 100, "precision": "bf16", "micro_batch_size": 4, "grad_accumulation": 2},
-                      "checkpoint": {"every_steps": 25, "keep_last": 2}, "logging": {"every_steps": 1}})
+    raw = merge(
+        raw,
+        {
+            "train": {"max_steps": 100, "precision": "bf16", "micro_batch_size": 4, "grad_accumulation": 2},
+            "checkpoint": {"every_steps": 25, "keep_last": 2},
+            "logging": {"every_steps": 1},
+        },
+    )
     run_dir = tmp / "run"
     cfg = write_config(run_dir, raw, cache)
     return run_dir, cfg, trainer(run_dir, cwd=tmp), cache
@@ -183,9 +199,15 @@ def test_kill_9_while_checkpoints_are_written_never_leaves_a_corrupt_one_to_resu
     # a kill at a random moment mostly lands inside a write; 2 wide layers rather than 4 narrower ones
     # of the same size, as the graph compile of every (re)start grows with depth (observed: first step
     # 4.0 s vs 7.5 s; write 0.13-0.23 s vs a step of 75 ms)
-    raw = merge(SMALL, {"model": {"num_layers": 2, "hidden_size": 384, "num_heads": 4, "num_kv_heads": 4},
-                        "train": {"max_steps": 100000, "warmup_steps": 10, "micro_batch_size": 2, "seq_length": 32},
-                        "checkpoint": {"every_steps": 1, "keep_last": 2}, "logging": {"every_steps": 1000}})
+    raw = merge(
+        SMALL,
+        {
+            "model": {"num_layers": 2, "hidden_size": 384, "num_heads": 4, "num_kv_heads": 4},
+            "train": {"max_steps": 100000, "warmup_steps": 10, "micro_batch_size": 2, "seq_length": 32},
+            "checkpoint": {"every_steps": 1, "keep_last": 2},
+            "logging": {"every_steps": 1000},
+        },
+    )
     run_dir = tmp_path / "run"
     write_config(run_dir, raw, token_cache)
     root = run_dir / "checkpoints"
@@ -231,8 +253,19 @@ def test_kill_9_while_checkpoints_are_written_never_leaves_a_corrupt_one_to_resu
 
 def test_fp16_overflow_skips_the_update_and_lowers_the_loss_scale(tmp_path, token_cache):
     """fp16 on CPU (train.half_on_cpu) with a loss scale that overflows: those steps are skipped and logged."""
-    raw = merge(SMALL, {"train": {"precision": "fp16", "half_on_cpu": True, "loss_scale_init": 2.0 ** 24,
-                                  "max_steps": 12, "warmup_steps": 1}, "checkpoint": {"every_steps": 0}})
+    raw = merge(
+        SMALL,
+        {
+            "train": {
+                "precision": "fp16",
+                "half_on_cpu": True,
+                "loss_scale_init": 2.0**24,
+                "max_steps": 12,
+                "warmup_steps": 1,
+            },
+            "checkpoint": {"every_steps": 0},
+        },
+    )
     run_dir = tmp_path / "run"
     write_config(run_dir, raw, token_cache)
     trainer(run_dir, cwd=tmp_path)
@@ -241,7 +274,7 @@ def test_fp16_overflow_skips_the_update_and_lowers_the_loss_scale(tmp_path, toke
     overflowed = {s for s in rows if f"step {s}: gradients not finite" in log}
     assert min(overflowed, default=None) == 1  # 2^24 x the loss overflows fp16 gradients from the first step
     assert len(overflowed) < 12  # and the halved scale lets later steps through
-    expected = 2.0 ** 24
+    expected = 2.0**24
     for step in sorted(rows):  # the dynamic scaler's rule: halve on overflow (window 1000 not reached)
         if step in overflowed:
             expected /= 2
@@ -295,10 +328,18 @@ def test_data_parallel_over_msrun_matches_one_process_with_the_same_global_batch
     write_config(single, base, token_cache)
     trainer(single, cwd=tmp_path)
     dp_dir = tmp_path / "dp2"
-    cfg = write_config(dp_dir, merge(base, {"runtime": {"device_num": 2, "master_port": free_port(),
-                                                        "cluster_time_out": 60},
-                                            "parallel": {"data_parallel": 2}, "train": {"micro_batch_size": 4}}),
-                       token_cache)
+    cfg = write_config(
+        dp_dir,
+        merge(
+            base,
+            {
+                "runtime": {"device_num": 2, "master_port": free_port(), "cluster_time_out": 60},
+                "parallel": {"data_parallel": 2},
+                "train": {"micro_batch_size": 4},
+            },
+        ),
+        token_cache,
+    )
     how = launch.build(cfg, sys.executable, dp_dir, False, os.environ)
     assert how.argv[0].endswith("msrun") and "--join=True" in how.argv
     res = subprocess.run(how.argv, env=how.env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -319,8 +360,11 @@ def test_recompute_changes_memory_not_math_and_held_out_loss_is_logged(tmp_path,
     # that leave the other core idle (observed: 9 s user in 21 s wall)
     try:
         for mode in ("none", "selective", "full"):
-            write_config(tmp_path / mode, merge(SMALL, {"train": {"max_steps": 4, "recompute": mode},
-                                                        "logging": {"eval_every_steps": 2}}), token_cache)
+            write_config(
+                tmp_path / mode,
+                merge(SMALL, {"train": {"max_steps": 4, "recompute": mode}, "logging": {"eval_every_steps": 2}}),
+                token_cache,
+            )
             (tmp_path / f"cwd-{mode}").mkdir()
             procs[mode] = trainer(tmp_path / mode, cwd=tmp_path / f"cwd-{mode}", popen=True)
         for mode, proc in procs.items():

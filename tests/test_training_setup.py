@@ -24,8 +24,10 @@ def test_every_field_carries_its_key_and_line():
     assert setup.ok and setup.model.num_experts == 160 and setup.layout.expert_parallel == 4
     o = setup.origin("expert_parallel")
     assert o.key == "parallel_config.expert_parallel" and o.line == next(
-        i for i, t in enumerate((FRESH / "v1.5.0__finetune_deepseek2_236B.yaml").read_text().splitlines(), 1)
-        if t.strip().startswith("expert_parallel:"))
+        i
+        for i, t in enumerate((FRESH / "v1.5.0__finetune_deepseek2_236B.yaml").read_text().splitlines(), 1)
+        if t.strip().startswith("expert_parallel:")
+    )
     assert setup.origin("num_experts").key == "moe_config.expert_num"
     assert setup.origin("kv_lora_rank").key == "model.model_config.kv_lora_rank"
     assert setup.origin("dropout") is None  # a default has no origin
@@ -43,8 +45,11 @@ def test_memory_fit_and_training_config_share_one_reading(tmp_path, monkeypatch)
     from msdoctor.checks.training_config import TrainingConfigCheck
 
     cfg = tmp_path / "tp.yaml"
-    cfg.write_text(MCORE.read_text().replace("  model_parallel: 1\n", "  tensor_model_parallel_size: 4\n")
-                   .replace("  data_parallel: 8\n", "  data_parallel: 2\n"))
+    cfg.write_text(
+        MCORE.read_text()
+        .replace("  model_parallel: 1\n", "  tensor_model_parallel_size: 4\n")
+        .replace("  data_parallel: 8\n", "  data_parallel: 2\n")
+    )
     calls = []
     real = sources.from_mindformers
     monkeypatch.setattr(sources, "from_mindformers", lambda *a, **k: calls.append(a) or real(*a, **k))
@@ -71,8 +76,9 @@ def test_the_run_is_read_with_its_keys_and_lines():
     run = setup.run
     assert run.lr.value and run.lr.line and "learning_rate" in lines[run.lr.line - 1]
     assert run.ckpt_keep.line and "keep_checkpoint_max" in lines[run.ckpt_keep.line - 1]
-    assert run.data_paths and all(v.line and v.keys[-1] in lines[v.line - 1] for v in run.data_paths
-                                  if not isinstance(v.keys[-1], int))
+    assert run.data_paths and all(
+        v.line and v.keys[-1] in lines[v.line - 1] for v in run.data_paths if not isinstance(v.keys[-1], int)
+    )
     assert run.data_parallel.value == setup.layout.data_parallel and run.num_layers.value == setup.model.num_layers
 
 

@@ -19,8 +19,11 @@ from msdoctor.domain.training_setup import read
 from msdoctor.facts.config import load_config
 
 DATA = Path(__file__).parent / "data"
-YAMLS = sorted(p for p in DATA.rglob("*.yaml")
-               if p.is_file() and ("memory" in p.parts[len(DATA.parts)] or "training_config" in p.parts))
+YAMLS = sorted(
+    p
+    for p in DATA.rglob("*.yaml")
+    if p.is_file() and ("memory" in p.parts[len(DATA.parts)] or "training_config" in p.parts)
+)
 YAMLS += sorted((Path(__file__).parent.parent / "training" / "configs").glob("*.yaml"))
 
 
@@ -44,9 +47,20 @@ def test_training_config_takes_every_shared_value_from_the_setup(path):
         pytest.skip("not a training YAML")
     setup = read(cfg)
     assert setup.layout is not None and setup.run is not None
-    layout = replace(setup.layout, data_parallel=77, tensor_parallel=5, pipeline_stages=3, micro_batch_size=9,
-                     micro_batch_num=11, grad_accumulation=13, seq_length=1234, context_parallel=7,
-                     virtual_pipeline_chunks=2, precision="fp32", param_dtype="bf16")
+    layout = replace(
+        setup.layout,
+        data_parallel=77,
+        tensor_parallel=5,
+        pipeline_stages=3,
+        micro_batch_size=9,
+        micro_batch_num=11,
+        grad_accumulation=13,
+        seq_length=1234,
+        context_parallel=7,
+        virtual_pipeline_chunks=2,
+        precision="fp32",
+        param_dtype="bf16",
+    )
     model = replace(setup.model, num_heads=96, num_layers=71, num_kv_heads=12) if setup.model else None
     res = resolve(cfg, replace(setup, layout=layout, model=model))
     got = {name: getattr(res, name).value for name in SHARED if getattr(res, name) is not None}
@@ -97,7 +111,9 @@ def test_glm_kv_groups_follow_chatglm2config(tmp_path):
     multi_query_group_num 2, and n_kv_heads = multi_query_group_num only when multi_query_attention is on."""
     text = GLM2.read_text()
     absent = tmp_path / "absent.yaml"
-    absent.write_text(text.replace("    multi_query_attention: True\n", "").replace("    multi_query_group_num: 2\n", ""))
+    absent.write_text(
+        text.replace("    multi_query_attention: True\n", "").replace("    multi_query_group_num: 2\n", "")
+    )
     off = tmp_path / "off.yaml"
     off.write_text(text.replace("    multi_query_attention: True\n", "    multi_query_attention: False\n"))
     assert read(load_config(absent)).model.kv_heads == 2  # both defaults: ChatGLM2Config
@@ -120,8 +136,11 @@ def test_device_count_and_target_are_the_setups(path):
     assert setup is not None and setup.layout is not None
     lay = setup.layout
     assert cfg.device_num == lay.data_parallel * lay.tensor_parallel * lay.pipeline_stages * lay.context_parallel
-    cfg.__dict__["_setup"] = replace(setup, layout=replace(lay, data_parallel=77, tensor_parallel=5,
-                                                           pipeline_stages=3, context_parallel=7), target="GPU")
+    cfg.__dict__["_setup"] = replace(
+        setup,
+        layout=replace(lay, data_parallel=77, tensor_parallel=5, pipeline_stages=3, context_parallel=7),
+        target="GPU",
+    )
     assert cfg.device_num == cfg.devices_per_node == 77 * 5 * 3 * 7 and cfg.device_target == "GPU"
 
 
@@ -161,10 +180,13 @@ def test_an_unknown_device_target_is_kept_as_written(tmp_path):
     from msdoctor.facts.config import CONFIG
 
     text = MCORE_QWEN3.read_text()
-    assert "  device_target: \"Ascend\"\n" in text or "  device_target: Ascend\n" in text
+    assert '  device_target: "Ascend"\n' in text or "  device_target: Ascend\n" in text
     bad = tmp_path / "npu.yaml"
-    bad.write_text(text.replace("device_target: \"Ascend\"", "device_target: \"NPU\"").replace(
-        "device_target: Ascend", "device_target: NPU"))
+    bad.write_text(
+        text.replace('device_target: "Ascend"', 'device_target: "NPU"').replace(
+            "device_target: Ascend", "device_target: NPU"
+        )
+    )
     cfg = load_config(bad)
     assert cfg.setup.target is None and cfg.device_target == "NPU"
     target, where, loc = _requested(make_ctx({CONFIG.name: cfg}))
@@ -185,16 +207,21 @@ def _placements(cfg):
     setup = cfg.setup
     res = setup.run
     mtp = int(res.mtp_depth.value) if res.mtp_depth is not None and res.mtp_depth.value else 0
-    counts, why = stage_layers(int(res.num_layers.value) + mtp, int(res.pipeline_stages.value),
-                               int(res.vpp.value) if res.vpp else 1, res.offset.value if res.offset else None)
+    counts, why = stage_layers(
+        int(res.num_layers.value) + mtp,
+        int(res.pipeline_stages.value),
+        int(res.vpp.value) if res.vpp else 1,
+        res.offset.value if res.offset else None,
+    )
     problems = [p for p in validate(setup.source) if p.keys[-1] in ("offset", "pipeline_stage", "num_layers")]
     return (counts, why), (None if problems else memory_stages(setup.model, setup.layout), problems)
 
 
 def _pipelined(path: Path) -> bool:
     cfg = _training(path)
-    return bool(cfg and cfg.setup.model is not None and cfg.setup.source is not None
-                and cfg.setup.layout.pipeline_stages > 1)
+    return bool(
+        cfg and cfg.setup.model is not None and cfg.setup.source is not None and cfg.setup.layout.pipeline_stages > 1
+    )
 
 
 #: the files with a model shape and more than one pipeline stage (the others have no placement to compare)
@@ -221,9 +248,14 @@ def test_interleaved_offsets_are_placed_per_chunk(tmp_path):
     text = TELECHAT.read_text()
     assert "    pp_interleave_num: 3\n" in text and "pipeline_stage: 8" in text
     bad = tmp_path / "vpp.yaml"
-    bad.write_text(text.replace("pipeline_stage: 8", "pipeline_stage: 4").replace(
-        "    offset: [ [ -1, -1, 0, 0, 0, 0, 0, 0 ], [ -1, 0, 0, 0, 0, 0, 0, 0 ], [ 0, 0, 0, 1, 1, 1, 1, -1 ] ]",
-        "    offset: [ [ 0, 0, 0, 0 ], [ 0, 0, 0, 0 ], [ 1, 1, 1, 1 ] ]").replace("num_layers: 96", "num_layers: 100"))
+    bad.write_text(
+        text.replace("pipeline_stage: 8", "pipeline_stage: 4")
+        .replace(
+            "    offset: [ [ -1, -1, 0, 0, 0, 0, 0, 0 ], [ -1, 0, 0, 0, 0, 0, 0, 0 ], [ 0, 0, 0, 1, 1, 1, 1, -1 ] ]",
+            "    offset: [ [ 0, 0, 0, 0 ], [ 0, 0, 0, 0 ], [ 1, 1, 1, 1 ] ]",
+        )
+        .replace("num_layers: 96", "num_layers: 100")
+    )
     cfg = load_config(bad)
     assert cfg.setup.model.num_layers == 100 and cfg.setup.layout.virtual_pipeline_chunks == 3
     (counts, _), (stages, problems) = _placements(cfg)

@@ -45,8 +45,13 @@ def test_warmup_counts_optimizer_steps_whatever_the_accumulation():
 
 def test_data_parallel_ranks_read_exactly_the_rows_of_one_process_with_the_same_global_batch():
     single = from_dict({"train": {"micro_batch_size": 8, "grad_accumulation": 2}})
-    dp = from_dict({"runtime": {"device_num": 2}, "parallel": {"data_parallel": 2},
-                    "train": {"micro_batch_size": 4, "grad_accumulation": 2}})
+    dp = from_dict(
+        {
+            "runtime": {"device_num": 2},
+            "parallel": {"data_parallel": 2},
+            "train": {"micro_batch_size": 4, "grad_accumulation": 2},
+        }
+    )
     assert single.global_batch == dp.global_batch == 16
     rows_single = [list(range(16))[rows_of(single, 0, k)] for k in range(2)]
     rows_dp = [list(range(16))[rows_of(dp, r, k)] for k in range(2) for r in range(2)]
@@ -56,8 +61,12 @@ def test_data_parallel_ranks_read_exactly_the_rows_of_one_process_with_the_same_
 
 
 def test_tensor_parallel_peers_feed_the_same_rows():
-    cfg = from_dict({"runtime": {"device_num": 8, "device_target": "Ascend"},
-                     "parallel": {"data_parallel": 4, "tensor_parallel": 2}})
+    cfg = from_dict(
+        {
+            "runtime": {"device_num": 8, "device_target": "Ascend"},
+            "parallel": {"data_parallel": 4, "tensor_parallel": 2},
+        }
+    )
     assert [data_rank(r, cfg) for r in range(8)] == [0, 0, 1, 1, 2, 2, 3, 3]
 
 
@@ -138,7 +147,9 @@ def test_a_local_tokenizer_json_is_used_through_tokenizers(tmp_path):
 
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.train_from_iterator(["the cat sat on the mat"] * 20, trainers.BpeTrainer(vocab_size=60, special_tokens=["[UNK]"]))
+    tok.train_from_iterator(
+        ["the cat sat on the mat"] * 20, trainers.BpeTrainer(vocab_size=60, special_tokens=["[UNK]"])
+    )
     path = tmp_path / "tokenizer.json"
     tok.save(str(path))
     jt = JsonTokenizer(path)
@@ -169,8 +180,9 @@ def test_default_corpus_is_the_standard_library():
 
 # -- FLOPs and peaks ------------------------------------------------------------------------------
 def test_flops_per_token_follows_palm_appendix_b():
-    cfg = from_dict({"model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2,
-                               "ffn_hidden_size": 128}}).model
+    cfg = from_dict(
+        {"model": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "num_kv_heads": 2, "ffn_hidden_size": 128}}
+    ).model
     # q,o: 64x64 each; k,v: 64x32 each; swiglu: 3 x 64x128; head 64x256
     per_layer = 2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128
     assert matmul_params(cfg, 256) == 2 * per_layer + 64 * 256
@@ -186,14 +198,19 @@ def test_cpu_peak_from_cpuinfo():
     assert cpu_peak_tflops("no frequency here", cores=1) is None
 
 
-@pytest.mark.parametrize("vendor, family, per_cycle, bound", [
-    ("AuthenticAMD", 25, 32, False),   # Zen 4 (family 19h, these machines): AVX-512 on 256-bit units
-    ("AuthenticAMD", 26, 64, False),   # Zen 5 (family 1Ah): full-width AVX-512
-    ("GenuineIntel", 6, 64, True),     # one or two 512-bit FMA units: cannot tell, an upper bound
-])
+@pytest.mark.parametrize(
+    "vendor, family, per_cycle, bound",
+    [
+        ("AuthenticAMD", 25, 32, False),  # Zen 4 (family 19h, these machines): AVX-512 on 256-bit units
+        ("AuthenticAMD", 26, 64, False),  # Zen 5 (family 1Ah): full-width AVX-512
+        ("GenuineIntel", 6, 64, True),  # one or two 512-bit FMA units: cannot tell, an upper bound
+    ],
+)
 def test_cpu_peak_follows_the_microarchitecture(vendor: str, family: int, per_cycle: int, bound: bool) -> None:
-    info = (f"processor: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\ncpu MHz\t\t: 2000.000\n"
-            "flags\t\t: fpu avx avx2 fma avx512f avx512bw\n")
+    info = (
+        f"processor: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\ncpu MHz\t\t: 2000.000\n"
+        "flags\t\t: fpu avx avx2 fma avx512f avx512bw\n"
+    )
     tflops, how = cpu_peak_tflops(info, cores=2)
     assert tflops == pytest.approx(2 * 2.0e9 * per_cycle / 1e12)
     assert f"{per_cycle} fp32 FLOPs/cycle" in how and ("upper bound" in how) is bound
@@ -228,8 +245,13 @@ def test_sequence_parallel_splits_norms_and_residuals_along_the_sequence():
 
 
 def test_plan_problems_name_what_tensor_parallel_cannot_split():
-    cfg = from_dict({"runtime": {"device_num": 4, "device_target": "Ascend"}, "parallel": {"tensor_parallel": 4},
-                     "model": {"vocab_size": 250, "hidden_size": 64, "num_heads": 4, "ffn_hidden_size": 130}})
+    cfg = from_dict(
+        {
+            "runtime": {"device_num": 4, "device_target": "Ascend"},
+            "parallel": {"tensor_parallel": 4},
+            "model": {"vocab_size": 250, "hidden_size": 64, "num_heads": 4, "ffn_hidden_size": 130},
+        }
+    )
     problems = plan_problems(cfg)
     assert any("FFN size 130" in p for p in problems) and any("vocabulary 250" in p for p in problems)
     assert stage_of_layer(5, 8, 2) == 1 and stage_of_layer(3, 8, 2) == 0
@@ -247,26 +269,56 @@ def test_ascend_configs_split_evenly_under_their_tensor_parallel(path):
 def test_one_device_runs_the_target_python_on_the_entry_script(tmp_path):
     cfg = from_dict({})
     how = launch.build(cfg, "/envs/ms/bin/python", tmp_path, True, {"PATH": "/usr/bin", "PYTHONPATH": "/x"})
-    assert how.argv == ["/envs/ms/bin/python", str(launch.ENTRY), "--config", str(tmp_path / "config.json"),
-                        "--run-dir", str(tmp_path), "--resume"]
+    assert how.argv == [
+        "/envs/ms/bin/python",
+        str(launch.ENTRY),
+        "--config",
+        str(tmp_path / "config.json"),
+        "--run-dir",
+        str(tmp_path),
+        "--resume",
+    ]
     assert how.env["PATH"].split(os.pathsep)[0] == "/envs/ms/bin" and "PYTHONPATH" not in how.env
 
 
 def test_several_devices_go_through_msrun_with_join_and_the_configured_port(tmp_path):
-    cfg = from_dict({"runtime": {"device_num": 16, "device_target": "Ascend", "num_nodes": 2, "node_rank": 1,
-                                 "master_addr": "10.0.0.1", "master_port": 29000, "cluster_time_out": 60},
-                     "parallel": {"data_parallel": 8, "tensor_parallel": 2}})
+    cfg = from_dict(
+        {
+            "runtime": {
+                "device_num": 16,
+                "device_target": "Ascend",
+                "num_nodes": 2,
+                "node_rank": 1,
+                "master_addr": "10.0.0.1",
+                "master_port": 29000,
+                "cluster_time_out": 60,
+            },
+            "parallel": {"data_parallel": 8, "tensor_parallel": 2},
+        }
+    )
     bindir = tmp_path / "env" / "bin"
     bindir.mkdir(parents=True)
     (bindir / "msrun").write_text("")
     how = launch.build(cfg, str(bindir / "python"), tmp_path / "run", False, {"PATH": "/usr/bin"})
-    assert how.argv[:9] == [str(bindir / "msrun"), "--worker_num=16", "--local_worker_num=8",
-                            "--master_addr=10.0.0.1", "--master_port=29000", "--node_rank=1",
-                            f"--log_dir={tmp_path / 'run' / 'msrun_log'}", "--join=True", "--cluster_time_out=60"]
+    assert how.argv[:9] == [
+        str(bindir / "msrun"),
+        "--worker_num=16",
+        "--local_worker_num=8",
+        "--master_addr=10.0.0.1",
+        "--master_port=29000",
+        "--node_rank=1",
+        f"--log_dir={tmp_path / 'run' / 'msrun_log'}",
+        "--join=True",
+        "--cluster_time_out=60",
+    ]
     assert how.argv[9] == str(launch.ENTRY)
     assert how.env["PATH"].startswith(str(bindir) + os.pathsep)
     # without an msrun script next to the interpreter, the module it wraps
-    assert launch.msrun_command("/nowhere/bin/python") == ["/nowhere/bin/python", "-m", "mindspore.parallel.cluster.run"]
+    assert launch.msrun_command("/nowhere/bin/python") == [
+        "/nowhere/bin/python",
+        "-m",
+        "mindspore.parallel.cluster.run",
+    ]
 
 
 # -- configs and docs -----------------------------------------------------------------------------
@@ -339,5 +391,5 @@ def test_ascend_configs_fit_their_stated_hardware_by_memory_fit(path):
 
     plan = make_plan(load_source(str(path)), Context(facts={}), probe=False)
     est = plan.estimate
-    assert est.capacity == 58 * 2 ** 30  # MindSpore max_device_memory "58GB" = 58 GiB
-    assert plan.verdict == "fits", (est.total / 2 ** 30, [(c.label, c.bytes / 2 ** 30) for c in est.components])
+    assert est.capacity == 58 * 2**30  # MindSpore max_device_memory "58GB" = 58 GiB
+    assert plan.verdict == "fits", (est.total / 2**30, [(c.label, c.bytes / 2**30) for c in est.components])

@@ -72,8 +72,16 @@ def test_a_yaml_alias_bomb_is_refused_with_file_and_line(tmp_path: Path, command
 
 def _five_mb(path: Path) -> Path:
     extra = {f"layer_{i}": {"hidden": i, "name": "x" * 20, "vals": list(range(10))} for i in range(30500)}
-    data = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
-            "vocab_size": 32000, "intermediate_size": 11008, "max_position_embeddings": 4096, "extra": extra}
+    data = {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "vocab_size": 32000,
+        "intermediate_size": 11008,
+        "max_position_embeddings": 4096,
+        "extra": extra,
+    }
     if path.suffix == ".json":
         path.write_text(json.dumps(data, indent=1))
     else:
@@ -124,8 +132,12 @@ def test_fifo_and_dev_zero_are_refused_everywhere(tmp_path: Path, special: str) 
         what = "a device"
     report = tmp_path / "r.json"
     report.write_text(json.dumps({"schema_version": 1, "checks": []}))
-    for args in (["memory", "--config", str(path)], ["check", "--quick", "--only", "memory-fit", "--config", str(path)],
-                 ["diff", str(report), str(path)], ["explain", "--log", str(path), "--no-confirm"]):
+    for args in (
+        ["memory", "--config", str(path)],
+        ["check", "--quick", "--only", "memory-fit", "--config", str(path)],
+        ["diff", str(report), str(path)],
+        ["explain", "--log", str(path), "--no-confirm"],
+    ):
         _usage_error(_msd(*args, cwd=tmp_path, timeout=30), what, "regular file")
 
 
@@ -147,18 +159,37 @@ def test_deep_json_is_refused_as_config_and_as_diff_input(tmp_path: Path) -> Non
     _usage_error(_msd("diff", str(deep), str(deep), cwd=tmp_path), "nested more than 100 levels")
 
 
-@pytest.mark.parametrize("change, line, where", [
-    (lambda d: d.update(checks={"a": 1}), 9, "checks is an object, expected a list"),
-    (lambda d: d.update(facts=[1]), 6, "facts is a list, expected an object or null"),
-    (lambda d: d.update(target="x"), 3, "target is a string ('x'), expected an object or null"),
-    (lambda d: d["checks"][0].update(findings="x"), 13, "checks[0].findings is a string ('x'), expected a list or null"),
-    (lambda d: d["checks"][0]["findings"].append(3), 18, "checks[0].findings[1] is an integer (3), expected an object"),
-    (lambda d: d["checks"][0]["findings"][0].update(evidence=[]), 17, "findings[0].evidence is a list, expected an object"),
-])
+@pytest.mark.parametrize(
+    "change, line, where",
+    [
+        (lambda d: d.update(checks={"a": 1}), 9, "checks is an object, expected a list"),
+        (lambda d: d.update(facts=[1]), 6, "facts is a list, expected an object or null"),
+        (lambda d: d.update(target="x"), 3, "target is a string ('x'), expected an object or null"),
+        (
+            lambda d: d["checks"][0].update(findings="x"),
+            13,
+            "checks[0].findings is a string ('x'), expected a list or null",
+        ),
+        (
+            lambda d: d["checks"][0]["findings"].append(3),
+            18,
+            "checks[0].findings[1] is an integer (3), expected an object",
+        ),
+        (
+            lambda d: d["checks"][0]["findings"][0].update(evidence=[]),
+            17,
+            "findings[0].evidence is a list, expected an object",
+        ),
+    ],
+)
 def test_diff_of_a_report_with_wrong_types(tmp_path: Path, change: object, line: int, where: str) -> None:
     """A hand-edited report of the wrong shape is exit 2 naming the file, the line and the field."""
-    good = {"schema_version": 1, "target": {"executable": "/x/python"}, "facts": {"env": {}},
-            "checks": [{"id": "python-env", "status": "pass", "findings": [{"status": "pass", "title": "ok"}]}]}
+    good = {
+        "schema_version": 1,
+        "target": {"executable": "/x/python"},
+        "facts": {"env": {}},
+        "checks": [{"id": "python-env", "status": "pass", "findings": [{"status": "pass", "title": "ok"}]}],
+    }
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(good, indent=1))
     assert _msd("diff", str(a), str(a), cwd=tmp_path).returncode == 0
@@ -179,14 +210,18 @@ def test_output_dir_under_a_file_is_refused_before_the_checks(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("command", [["check", "--quick"], ["train", "--config", str(TINY)]])
-@pytest.mark.parametrize("option, value", [("--live-timeout", "inf"), ("--probe-timeout", "-1"),
-                                           ("--probe-timeout", "nan"), ("--live-timeout", "0")])
+@pytest.mark.parametrize(
+    "option, value",
+    [("--live-timeout", "inf"), ("--probe-timeout", "-1"), ("--probe-timeout", "nan"), ("--live-timeout", "0")],
+)
 def test_timeouts_must_be_positive_and_finite(tmp_path: Path, command: list[str], option: str, value: str) -> None:
     res = _msd(*command, option, value, cwd=tmp_path, timeout=30)
     assert res.returncode == 2 and "positive, finite number of seconds" in res.stderr, res.stderr
 
 
-def test_fix_kernel_on_a_full_vscode_dir_is_a_fix_failure_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fix_kernel_on_a_full_vscode_dir_is_a_fix_failure_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from msdoctor.checks.kernel_mismatch import fix as kernel
     from msdoctor.checks.kernel_mismatch.fix import FixFailed, Step
 
@@ -232,8 +267,9 @@ def test_probe_parses_and_runs_on_python_37(tmp_path: Path) -> None:
 
     data, _ = run_script(python, "target_probe.py", timeout=60)
     assert data["version"][:2] == [3, 7] and data["cwd"] not in [e["abspath"] for e in data["sys_path"]]
-    live = run_live(python, None, timeout=60, environ={"PATH": os.environ["PATH"]},
-                    steps=[{"module": "json", "touch": ["dumps"]}])
+    live = run_live(
+        python, None, timeout=60, environ={"PATH": os.environ["PATH"]}, steps=[{"module": "json", "touch": ["dumps"]}]
+    )
     assert live.failure is None and live.smoke["steps"][0]["ok"] and live.data["mindspore_missing"]
 
 
@@ -284,9 +320,15 @@ def test_explain_says_where_the_device_target_came_from(tmp_path: Path) -> None:
 def test_terminal_escapes_from_a_kernel_display_name_are_not_shown(tmp_path: Path) -> None:
     kdir = tmp_path / "jp" / "kernels" / "evil"
     kdir.mkdir(parents=True)
-    (kdir / "kernel.json").write_text(json.dumps({
-        "argv": ["/nonexistent/bin/python", "-m", "ipykernel_launcher"],
-        "display_name": "evil\x1b]0;pwned\x07\x1b[2J\rname", "language": "python"}))
+    (kdir / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": ["/nonexistent/bin/python", "-m", "ipykernel_launcher"],
+                "display_name": "evil\x1b]0;pwned\x07\x1b[2J\rname",
+                "language": "python",
+            }
+        )
+    )
     env = env_with({"JUPYTER_PATH": str(tmp_path / "jp"), "JUPYTER_DATA_DIR": str(tmp_path / "jd")})
     res = _msd("check", "--quick", "--only", "kernel-mismatch", "--python", BASE_PYTHON, "-v", env=env, cwd=tmp_path)
     assert "evil" in res.stdout
@@ -300,8 +342,9 @@ def test_vscode_lines_survive_newlines_and_escapes_in_paths() -> None:
 
     f = Finding.fail("bad\nthing \x1b[31mred", location=Location("/x/a\nb.py", 3))
     g = Finding.warn("whole file", location=Location("/x/c\nd.yaml"))
-    report = Report("0", Target(executable="/x/python"), [CheckResult("c", "C", "d", [f, g])], "2026-01-01T00:00:00+00:00",
-                    0.0)
+    report = Report(
+        "0", Target(executable="/x/python"), [CheckResult("c", "C", "d", [f, g])], "2026-01-01T00:00:00+00:00", 0.0
+    )
     out = lines(prepare(report, "vscode", redact=False))
     assert len(out) == 2 and "\x1b" not in "".join(out)
     assert re.match(LOCATED_REGEXP, out[0]) and re.match(FILE_REGEXP, out[1]), out
@@ -311,8 +354,9 @@ def test_redaction_gaps_are_closed() -> None:
     from msdoctor.redact import Redactor
 
     r = Redactor.for_environment({"DB_PASS": "hunter2-secret", "FTP_PWD": "pa55word99", "PWD": "/work/project"})
-    text = r.text("/x/key_hf_AbcdefghijklmnopqrstuvwxyZ12/y hunter2-secret pa55word99 cwd /work/project "
-                  "MY_PASS=letmein123")
+    text = r.text(
+        "/x/key_hf_AbcdefghijklmnopqrstuvwxyZ12/y hunter2-secret pa55word99 cwd /work/project MY_PASS=letmein123"
+    )
     assert "hf_" not in text and "hunter2" not in text and "pa55word99" not in text and "letmein123" not in text
     assert "/work/project" in text  # PWD is a directory, not a secret
 
@@ -353,7 +397,6 @@ def test_fix_kernel_keeps_crlf_in_vscode_settings(tmp_path: Path) -> None:
     assert step.data["old"] == settings.read_bytes().decode()
 
 
-
 def test_a_fifo_in_the_project_vscode_dir_or_as_a_kernel_json_does_not_hang_the_check(tmp_path: Path) -> None:
     (tmp_path / ".vscode").mkdir()
     os.mkfifo(tmp_path / ".vscode" / "settings.json")
@@ -361,6 +404,18 @@ def test_a_fifo_in_the_project_vscode_dir_or_as_a_kernel_json_does_not_hang_the_
     kdir.mkdir(parents=True)
     os.mkfifo(kdir / "kernel.json")
     env = env_with({"JUPYTER_PATH": str(tmp_path / "jp"), "JUPYTER_DATA_DIR": str(tmp_path / "jd")})
-    res = _msd("check", "--quick", "--only", "kernel-mismatch", "--python", BASE_PYTHON, "--project", str(tmp_path),
-               "-v", env=env, cwd=tmp_path, timeout=120)
+    res = _msd(
+        "check",
+        "--quick",
+        "--only",
+        "kernel-mismatch",
+        "--python",
+        BASE_PYTHON,
+        "--project",
+        str(tmp_path),
+        "-v",
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert res.returncode in (0, 1), res.stdout + res.stderr  # before: blocked in open() until the timeout

@@ -26,24 +26,46 @@ from msdoctor.matrix import load
 from msdoctor.model import Finding, Status
 
 PY = "/env/bin/python"
-MARKERS = {"implementation_name": "cpython", "os_name": "posix", "platform_machine": "x86_64",
-           "platform_python_implementation": "CPython", "platform_release": "6.0", "platform_system": "Linux",
-           "platform_version": "#1", "sys_platform": "linux"}
+MARKERS = {
+    "implementation_name": "cpython",
+    "os_name": "posix",
+    "platform_machine": "x86_64",
+    "platform_python_implementation": "CPython",
+    "platform_release": "6.0",
+    "platform_system": "Linux",
+    "platform_version": "#1",
+    "sys_platform": "linux",
+}
 
 
 def dist(name: str, version: str, *requires: str, direct_url: Optional[str] = None) -> dict:
-    return {"name": name, "version": version, "path": f"/env/site/{name}-{version}.dist-info",
-            "location": "/env/site", "requires": list(requires), "direct_url": direct_url}
+    return {
+        "name": name,
+        "version": version,
+        "path": f"/env/site/{name}-{version}.dist-info",
+        "location": "/env/site",
+        "requires": list(requires),
+        "direct_url": direct_url,
+    }
 
 
 def target(*dists: dict, python: str = "3.11.7", find_spec: Optional[dict] = None) -> TargetFacts:
-    markers = dict(MARKERS, python_version=python.rsplit(".", 1)[0], python_full_version=python,
-                   implementation_version=python)
-    return TargetFacts.from_probe({
-        "probe_schema": 1, "executable": PY, "version": [int(x) for x in python.split(".")], "prefix": "/env",
-        "base_prefix": "/usr", "markers": markers, "distributions": list(dists), "find_spec": find_spec or {},
-        "env": {},
-    })
+    markers = dict(
+        MARKERS, python_version=python.rsplit(".", 1)[0], python_full_version=python, implementation_version=python
+    )
+    return TargetFacts.from_probe(
+        {
+            "probe_schema": 1,
+            "executable": PY,
+            "version": [int(x) for x in python.split(".")],
+            "prefix": "/env",
+            "base_prefix": "/usr",
+            "markers": markers,
+            "distributions": list(dists),
+            "find_spec": find_spec or {},
+            "env": {},
+        }
+    )
 
 
 MS270 = dist("mindspore", "2.7.0", "numpy<2.0.0,>=1.20.0", "protobuf>=3.13.0")
@@ -137,8 +159,9 @@ def test_mindnlp_051_with_transformers_5_fails_although_metadata_allows_it() -> 
 
 
 def test_mindnlp_051_with_mindspore_271_fails_and_offers_270() -> None:
-    out = static(target(dist("mindspore", "2.7.1", "numpy<2.0.0,>=1.20.0"), NP1, PB, NLP051,
-                        dist("transformers", "4.57.1")))
+    out = static(
+        target(dist("mindspore", "2.7.1", "numpy<2.0.0,>=1.20.0"), NP1, PB, NLP051, dist("transformers", "4.57.1"))
+    )
     f = by_code(out, "mindnlp-mindspore")
     assert f.title == "mindnlp 0.5.1 requires mindspore>=2.5.0,<=2.7.0, but MindSpore 2.7.1 is installed"
     assert f.fix == f'{PY} -m pip install "mindspore==2.7.0"'
@@ -171,11 +194,20 @@ def test_mindformers_pins() -> None:
 # -- rule 1: pip check semantics ---------------------------------------------------------------
 def test_requirements_follow_pip_check_semantics() -> None:
     t = target(
-        dist("mindnlp", "0.5.1", "accelerate>=1.6.0", "ftfy", 'colorama; sys_platform == "win32"',
-             'pytest; extra == "test"'),
-        dist("ipykernel", "7.0.0", "tornado>=6.2"), dist("tornado", "6.1"),
-        dist("mylib", "1.0", "numpy>=1.0"), dist("numpy", "2.0.0rc1"),  # pre-releases allowed
-        dist("moxing-framework", "2.2.3.2c7f2141"), dist("tool", "1", "moxing-framework>=1"),
+        dist(
+            "mindnlp",
+            "0.5.1",
+            "accelerate>=1.6.0",
+            "ftfy",
+            'colorama; sys_platform == "win32"',
+            'pytest; extra == "test"',
+        ),
+        dist("ipykernel", "7.0.0", "tornado>=6.2"),
+        dist("tornado", "6.1"),
+        dist("mylib", "1.0", "numpy>=1.0"),
+        dist("numpy", "2.0.0rc1"),  # pre-releases allowed
+        dist("moxing-framework", "2.2.3.2c7f2141"),
+        dist("tool", "1", "moxing-framework>=1"),
     )
     out = evaluate_requirements(t, set())
     missing = by_code(out, "requirement-missing")
@@ -203,7 +235,8 @@ def _gpu_root(tmp_path: Path, driver: str, cudart: str, cudnn: Optional[str] = "
     # the line format of /proc/driver/nvidia/version ("lists the installed driver revision")
     (root / "proc/driver/nvidia/version").write_text(
         f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {driver}  Thu Jan  1 00:00:00 UTC 2026\n"
-        "GCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04)\n")
+        "GCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04)\n"
+    )
     lib = root / "usr/local/cuda/lib64"
     lib.mkdir(parents=True)
     (lib / f"libcudart.so.{cudart}").write_bytes(b"")
@@ -213,14 +246,19 @@ def _gpu_root(tmp_path: Path, driver: str, cudart: str, cudnn: Optional[str] = "
 
 
 @pytest.mark.mindspore
-@pytest.mark.parametrize("driver,cudart,cudnn,code,status", [
-    ("535.104.05", "11.6.55", "8.5.0", None, Status.PASS),
-    ("535.104.05", "12.2.140", "8.9.0", "cuda-runtime", Status.FAIL),
-    ("470.82.01", "11.6.55", "8.5.0", "cuda-driver", Status.FAIL),
-    ("535.104.05", "11.1.74", None, "cudnn-missing", Status.WARN),
-], ids=["cuda-11.6-ok", "cuda-12-only", "driver-too-old", "no-cudnn"])
-def test_gpu_cuda_against_the_real_plugin_list(tmp_path: Path, driver: str, cudart: str, cudnn: Optional[str],
-                                               code: Optional[str], status: Status) -> None:
+@pytest.mark.parametrize(
+    "driver,cudart,cudnn,code,status",
+    [
+        ("535.104.05", "11.6.55", "8.5.0", None, Status.PASS),
+        ("535.104.05", "12.2.140", "8.9.0", "cuda-runtime", Status.FAIL),
+        ("470.82.01", "11.6.55", "8.5.0", "cuda-driver", Status.FAIL),
+        ("535.104.05", "11.1.74", None, "cudnn-missing", Status.WARN),
+    ],
+    ids=["cuda-11.6-ok", "cuda-12-only", "driver-too-old", "no-cudnn"],
+)
+def test_gpu_cuda_against_the_real_plugin_list(
+    tmp_path: Path, driver: str, cudart: str, cudnn: Optional[str], code: Optional[str], status: Status
+) -> None:
     """NVIDIA facts are a fixture tree (no GPU here); the plugin CUDA list is the real MindSpore 2.7.0's."""
     from helpers import probe_json
 
@@ -251,20 +289,49 @@ def _smoke(state: str, steps: list[dict[str, Any]], **kw: Any) -> SmokeResult:
 def test_smoke_findings() -> None:
     t = target(MS270)
     assert evaluate_smoke(t, SmokeResult("skipped", PY, reason="--quick skips live imports"))[0].status is Status.SKIP
-    ok = evaluate_smoke(t, _smoke("ran", [{"module": "mindspore", "ok": True, "version": "2.7.0", "seconds": 2.0,
-                                          "touched": ["Tensor"]}]))
+    ok = evaluate_smoke(
+        t,
+        _smoke("ran", [{"module": "mindspore", "ok": True, "version": "2.7.0", "seconds": 2.0, "touched": ["Tensor"]}]),
+    )
     assert ok[0].status is Status.PASS and "import mindspore, mindspore.Tensor (2.7.0, 2.0 s)" in ok[0].proved
-    bad = evaluate_smoke(t, _smoke("ran", [
-        {"module": "mindspore", "ok": True, "seconds": 2.0},
-        {"module": "mindnlp", "ok": False, "last_line": "AttributeError: 'types.SimpleNamespace' object has no "
-         "attribute 'read_text'", "traceback_tail": ["Traceback ...", "AttributeError: ..."]}]))
+    bad = evaluate_smoke(
+        t,
+        _smoke(
+            "ran",
+            [
+                {"module": "mindspore", "ok": True, "seconds": 2.0},
+                {
+                    "module": "mindnlp",
+                    "ok": False,
+                    "last_line": "AttributeError: 'types.SimpleNamespace' object has no attribute 'read_text'",
+                    "traceback_tail": ["Traceback ...", "AttributeError: ..."],
+                },
+            ],
+        ),
+    )
     assert bad[0].status is Status.FAIL and bad[0].title.startswith("`import mindnlp` fails: AttributeError")
-    crash = evaluate_smoke(t, _smoke("crashed", [], crashed_in="mindspore", returncode=-11,
-                                     reason="the process exited with status -11 during `import mindspore`"))
+    crash = evaluate_smoke(
+        t,
+        _smoke(
+            "crashed",
+            [],
+            crashed_in="mindspore",
+            returncode=-11,
+            reason="the process exited with status -11 during `import mindspore`",
+        ),
+    )
     assert crash[0].status is Status.FAIL and crash[0].code == "import-crash"
-    te = evaluate_smoke(t, _smoke("ran", [{"module": "mindspore", "ok": True, "seconds": 1},
-                                          {"module": "te", "ok": True, "version": "7.5.0.1.129", "seconds": 1}]),
-                        accepted=["7.7", "7.8", "8.2"])
+    te = evaluate_smoke(
+        t,
+        _smoke(
+            "ran",
+            [
+                {"module": "mindspore", "ok": True, "seconds": 1},
+                {"module": "te", "ok": True, "version": "7.5.0.1.129", "seconds": 1},
+            ],
+        ),
+        accepted=["7.7", "7.8", "8.2"],
+    )
     assert by_code(te, "te-version").status is Status.FAIL
 
 
@@ -277,12 +344,18 @@ def test_smoke_plans_installed_packages_in_training_script_order(tmp_path: Path)
     from msdoctor.facts.import_smoke import all_steps, run_smoke
 
     pkgs = tmp_path / "pkgs"
-    for name, body in {"mindspore": "__version__ = '2.7.0'\nTensor = object\n", "mindnlp": "",
-                       "transformers": "__version__ = '4.57.1'\nPretrainedConfig = object\n", "hccl": ""}.items():
+    for name, body in {
+        "mindspore": "__version__ = '2.7.0'\nTensor = object\n",
+        "mindnlp": "",
+        "transformers": "__version__ = '4.57.1'\nPretrainedConfig = object\n",
+        "hccl": "",
+    }.items():
         (pkgs / name).mkdir(parents=True)
         (pkgs / name / "__init__.py").write_text(body)
     (pkgs / "mindformers-1.6.0.dist-info").mkdir()
-    (pkgs / "mindformers-1.6.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: mindformers\nVersion: 1.6.0\n")
+    (pkgs / "mindformers-1.6.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: mindformers\nVersion: 1.6.0\n"
+    )
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(pkgs)}
     res = run_smoke(BASE_PYTHON, all_steps(), timeout=60, environ=env)
     assert res.planned == ["mindspore", "mindnlp", "mindformers", "transformers", "hccl"]
@@ -291,8 +364,10 @@ def test_smoke_plans_installed_packages_in_training_script_order(tmp_path: Path)
 
 
 def test_fold_skips_keeps_the_verdict_a_pass() -> None:
-    findings = [Finding.skipped("no Ascend software found", reason="nothing under /usr/local/Ascend"),
-                Finding.passed("MindSpore fits", proved="x")]
+    findings = [
+        Finding.skipped("no Ascend software found", reason="nothing under /usr/local/Ascend"),
+        Finding.passed("MindSpore fits", proved="x"),
+    ]
     out = fold_skips(findings)
     assert [f.status for f in out] == [Status.PASS]
     assert out[0].evidence["not_compared"] == ["no Ascend software found"]
@@ -308,7 +383,9 @@ def test_matrix_command_planning_json() -> None:
     ms = data["sections"][0]
     assert ms["cann_internal_accepted"] == ["7.7", "7.8", "8.2"] and ms["python"] == ["3.9", "3.10", "3.11"]
     assert {tuple(v["pair"]): v["ok"] for v in data["fits"]} == {
-        ("mindspore 2.7.0", "python 3.11"): True, ("mindspore 2.7.0", "cann 8.0.RC3"): False}
+        ("mindspore 2.7.0", "python 3.11"): True,
+        ("mindspore 2.7.0", "cann 8.0.RC3"): False,
+    }
 
 
 def test_matrix_command_terminal_and_installed() -> None:
@@ -326,9 +403,11 @@ def test_import_smoke_runs_stdlib_steps_in_order_and_stops_at_the_first_failure(
     """The real probe under the real interpreter, on stdlib modules: order kept, failure reported, rest not attempted."""
     from msdoctor.facts.import_smoke import run_smoke
 
-    steps = [{"module": "json", "touch": ["dumps"], "version_attr": None},
-             {"module": "no_such_module_xyz", "touch": [], "version_attr": None},
-             {"module": "csv", "touch": [], "version_attr": None}]
+    steps = [
+        {"module": "json", "touch": ["dumps"], "version_attr": None},
+        {"module": "no_such_module_xyz", "touch": [], "version_attr": None},
+        {"module": "csv", "touch": [], "version_attr": None},
+    ]
     res = run_smoke(BASE_PYTHON, steps, timeout=60, environ={"PATH": "/usr/bin:/bin"})
     assert res.state == "ran" and [s["module"] for s in res.steps] == ["json", "no_such_module_xyz"]
     assert res.steps[0]["ok"] and res.steps[0]["touched"] == ["dumps"]

@@ -32,8 +32,10 @@ WHEELS = ("mindnlp==0.5.1", "transformers==5.0.0", "numpy==2.2.6")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The real wheels from the package index, downloaded once for every venv of this module."""
     dest = tmp_path_factory.mktemp("wheels")
-    pip_from_index([BASE_PYTHON, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
-                    "-d", str(dest), *WHEELS], timeout=600)
+    pip_from_index(
+        [BASE_PYTHON, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet", "-d", str(dest), *WHEELS],
+        timeout=600,
+    )
     found = {}
     for spec in WHEELS:
         name, version = spec.split("==")
@@ -162,13 +164,18 @@ def test_mindspore_missing_in_a_bare_venv(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("extra", [("--quick",), ()], ids=["static", "live-probe"])
 def test_mindspore_missing_is_said_once_and_the_device_check_says_it_was_skipped(
-        tmp_path: Path, extra: tuple[str, ...]) -> None:
+    tmp_path: Path, extra: tuple[str, ...]
+) -> None:
     """Every check on a bare venv: one finding says MindSpore is missing (version-matrix's, a fail, the version from
     the matrix); device-target, with or without the live probe, says it was skipped because of it."""
     bare = make_venv(tmp_path / "bare")
     res, report = run_json("check", "--python", bare.python, *extra)
-    said = [(c["id"], f) for c in report["checks"] for f in c["findings"]
-            if "MindSpore is not installed" in f["title"] and f["status"] != "skip"]
+    said = [
+        (c["id"], f)
+        for c in report["checks"]
+        for f in c["findings"]
+        if "MindSpore is not installed" in f["title"] and f["status"] != "skip"
+    ]
     assert [(cid, f["status"], f["code"]) for cid, f in said] == [("version-matrix", "fail", "mindspore-missing")]
     device = {f.get("code"): f for f in check_of(report, "device-target")["findings"]}
     assert device["skipped-mindspore-missing"]["status"] == "skip"

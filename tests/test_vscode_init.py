@@ -27,8 +27,9 @@ train: {micro_batch_size: 2, seq_length: 32, max_steps: 200}
 
 
 def init(project: Path, *extra: str, env: dict | None = None):
-    return run_msdoctor("vscode", "init", "--python", BASE_PYTHON, "--project", str(project), *extra,
-                        env=env or env_with())
+    return run_msdoctor(
+        "vscode", "init", "--python", BASE_PYTHON, "--project", str(project), *extra, env=env or env_with()
+    )
 
 
 def js_regex_to_python(source: str) -> "re.Pattern[str]":
@@ -117,8 +118,11 @@ def test_merge_keeps_comments_and_other_tasks(tmp_path: Path) -> None:
     res = init(tmp_path)
     assert res.returncode == 0, res.stderr
     text = path.read_text()
-    for kept in ("// my tasks, do not lose this comment", '"label": "build", // inline note',
-                 "/* an old msdoctor task, pointing at a deleted env */"):
+    for kept in (
+        "// my tasks, do not lose this comment",
+        '"label": "build", // inline note',
+        "/* an old msdoctor task, pointing at a deleted env */",
+    ):
         assert kept in text
     doc = jsonc.loads(text)
     labels = [t["label"] for t in doc["tasks"]]
@@ -142,13 +146,15 @@ def test_problem_matcher_captures_every_real_finding(tmp_path: Path) -> None:
     project.mkdir()
     config = project / "tiny.yaml"
     config.write_text(TINY_CONFIG)
-    (project / "msdoctor.toml").write_text(textwrap.dedent("""\
+    (project / "msdoctor.toml").write_text(
+        textwrap.dedent("""\
         ignore = [
           { id = "python-env/pythonpath-missing" },
           { id = "device-targte", reason = "typo on purpose", until = "2099-01-01" },
           { id = "kernel-mismatch", reason = "expired on purpose", until = "2020-01-01" },
         ]
-        """))
+        """)
+    )
     assert init(project).returncode == 0
     found = matchers(project / ".vscode" / "tasks.json")
     env = env_with({"PYTHONPATH": f"{tmp_path / 'gone1'}:{tmp_path / 'gone2'}"}, drop=["GITHUB_STEP_SUMMARY"])
@@ -162,12 +168,14 @@ def test_problem_matcher_captures_every_real_finding(tmp_path: Path) -> None:
     problems += [(c["id"], f) for c in data["checks"] for f in c["findings"] if f["status"] in severity]
     for cid, f in problems:
         loc = f["location"]
-        expected.append({
-            "file": loc["path"] if loc else str(config.resolve()),
-            "line": str(loc["line"]) if loc and loc["line"] else None,
-            "severity": "info" if f["suppressed"] else severity[f["status"]],
-            "code": f"{cid}/{f['code']}" if f["code"] else cid,
-        })
+        expected.append(
+            {
+                "file": loc["path"] if loc else str(config.resolve()),
+                "line": str(loc["line"]) if loc and loc["line"] else None,
+                "severity": "info" if f["suppressed"] else severity[f["status"]],
+                "code": f"{cid}/{f['code']}" if f["code"] else cid,
+            }
+        )
     assert len(expected) == 5  # 3 notices (no reason, unknown id, expired) + 2 suppressed stale entries
     assert any(e["line"] for e in expected) and any(not e["line"] for e in expected)
 
@@ -177,8 +185,14 @@ def test_problem_matcher_captures_every_real_finding(tmp_path: Path) -> None:
         hits = capture(line, found)
         assert len(hits) <= 1, f"two matchers fire on one line: {line}"
         if hits:
-            got.append({"file": hits[0]["file"], "line": hits[0].get("line"), "severity": hits[0]["severity"],
-                        "code": hits[0]["code"]})
+            got.append(
+                {
+                    "file": hits[0]["file"],
+                    "line": hits[0].get("line"),
+                    "severity": hits[0]["severity"],
+                    "code": hits[0]["code"],
+                }
+            )
     assert len(got) == len(lines) - 1  # every line but the summary is a problem
     key = lambda d: (d["file"], d["line"] or "", d["severity"], d["code"])  # noqa: E731
     assert sorted(got, key=key) == sorted(expected, key=key)

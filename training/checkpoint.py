@@ -47,14 +47,19 @@ class NoSpaceError(TrainerError):
     def __init__(self, root: Path, step: int, needed: Optional[int], free: int, keep_last: Optional[int]) -> None:
         self.needed, self.free = needed, free
         need = f"about {_size(needed)}" if needed else "more than that"
-        peak = (f"; with checkpoint.keep_last = {keep_last} the directory holds {keep_last} + 1 being written = "
-                f"{_size(needed * (keep_last + 1))} at the peak" if needed and keep_last else "")
+        peak = (
+            f"; with checkpoint.keep_last = {keep_last} the directory holds {keep_last} + 1 being written = "
+            f"{_size(needed * (keep_last + 1))} at the peak"
+            if needed and keep_last
+            else ""
+        )
         newest = find_latest(root)
         resume = f"continue from step {newest.step} with --resume" if newest else "start again"
         super().__init__(
             f"no space left on the device while writing the checkpoint of step {step} in {root}: a checkpoint needs "
             f"{need}, {_size(free)} are free there{peak}. Free space, lower checkpoint.keep_last, or move "
-            f"runtime.output_dir to a larger filesystem; then {resume} (errno ENOSPC; the partial write was removed)")
+            f"runtime.output_dir to a larger filesystem; then {resume} (errno ENOSPC; the partial write was removed)"
+        )
 
 
 def _size(n: Optional[int]) -> str:
@@ -93,9 +98,15 @@ def _fsync_path(path: Path) -> None:
         os.close(fd)
 
 
-def save(root: Path, step: int, writers: Mapping[str, Callable[[Path], None]], state: dict,
-         keep_last: Optional[int] = None, log: Callable[[str], None] = lambda _: None,
-         expected_bytes: Optional[int] = None) -> Path:
+def save(
+    root: Path,
+    step: int,
+    writers: Mapping[str, Callable[[Path], None]],
+    state: dict,
+    keep_last: Optional[int] = None,
+    log: Callable[[str], None] = lambda _: None,
+    expected_bytes: Optional[int] = None,
+) -> Path:
     """Write a complete checkpoint for ``step`` atomically; prune to the newest keep_last.
 
     Returns the checkpoint directory. An existing complete checkpoint of the same step is kept.
@@ -121,8 +132,14 @@ def size_of(path: Path) -> int:
     return sum(f.stat().st_size for f in path.iterdir() if f.is_file())
 
 
-def _save(root: Path, step: int, writers: Mapping[str, Callable[[Path], None]], state: dict,
-          keep_last: Optional[int], log: Callable[[str], None]) -> Path:
+def _save(
+    root: Path,
+    step: int,
+    writers: Mapping[str, Callable[[Path], None]],
+    state: dict,
+    keep_last: Optional[int],
+    log: Callable[[str], None],
+) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     final = step_dir(root, step)
     if final.exists() and verify(final) is None:
@@ -186,8 +203,12 @@ def _manifest_problem(files: object) -> Optional[str]:
     for name, want in files.items():
         if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name:
             return f"{name!r} is not a file name inside the checkpoint"
-        if (not isinstance(want, dict) or not isinstance(want.get("bytes"), int) or isinstance(want.get("bytes"), bool)
-                or not isinstance(want.get("sha256"), str)):
+        if (
+            not isinstance(want, dict)
+            or not isinstance(want.get("bytes"), int)
+            or isinstance(want.get("bytes"), bool)
+            or not isinstance(want.get("sha256"), str)
+        ):
             return f'{name}: expected {{"bytes": integer, "sha256": string}}'
     return None
 
@@ -215,15 +236,18 @@ def move_aside(path: Path, problem: str) -> Optional[Path]:
     except FileNotFoundError:
         return None
     try:
-        (aside / CORRUPT_NOTE).write_text(f"moved aside by the msdoctor trainer at {stamp}: {problem}\n"
-                                          "nothing resumes from this directory; delete it when you have looked\n")
+        (aside / CORRUPT_NOTE).write_text(
+            f"moved aside by the msdoctor trainer at {stamp}: {problem}\n"
+            "nothing resumes from this directory; delete it when you have looked\n"
+        )
     except OSError:  # a full disk must not stop the fallback to an older checkpoint
         pass
     return aside
 
 
-def find_latest(root: Path, log: Callable[[str], None] = lambda _: None, *,
-                move_corrupt: bool = False) -> Optional[Checkpoint]:
+def find_latest(
+    root: Path, log: Callable[[str], None] = lambda _: None, *, move_corrupt: bool = False
+) -> Optional[Checkpoint]:
     """The newest checkpoint that verifies; damaged ones are reported through log and skipped.
 
     With ``move_corrupt`` (the writer, rank 0) a damaged one is also moved aside (:func:`move_aside`).

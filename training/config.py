@@ -129,13 +129,16 @@ class TrainConfig:
     precision: str = _f(
         "fp32", "compute dtype: fp32 | bf16 | fp16 (fp32 master weights are kept for bf16/fp16)", choices=PRECISIONS
     )
-    param_dtype: str = _f("fp32", "dtype of the stored weights: fp32, or fp16/bf16 with no master copy", choices=PRECISIONS)
+    param_dtype: str = _f(
+        "fp32", "dtype of the stored weights: fp32, or fp16/bf16 with no master copy", choices=PRECISIONS
+    )
     loss_scale: str = _f("dynamic", "fp16 loss scaling: dynamic | static | none", choices=("dynamic", "static", "none"))
     loss_scale_init: float = _f(65536.0, "initial fp16 loss scale (2^16); dynamic scaling halves it on overflow")
     loss_scale_window: int = _f(1000, "dynamic scaling doubles the scale after this many finite steps")
     half_on_cpu: bool = _f(
-        False, "run train.precision on CPU anyway (fp16: 2-3x slower than fp32, exercises loss scaling; bf16: "
-        "fails, MindSpore 2.7 has no bf16 CPU kernels). Default: CPU runs fp32"
+        False,
+        "run train.precision on CPU anyway (fp16: 2-3x slower than fp32, exercises loss scaling; bf16: "
+        "fails, MindSpore 2.7 has no bf16 CPU kernels). Default: CPU runs fp32",
     )
     recompute: str = _f("none", "activation recompute: none | selective | full", choices=RECOMPUTE)
     flash_attention: bool = _f(False, "fused flash attention (Ascend); the CPU path uses plain attention")
@@ -216,8 +219,12 @@ class RunConfig:
 
 
 # top-level shortcuts people write in MindFormers style, mapped into their section
-TOP_LEVEL_ALIASES = {"device_target": ("runtime", "device_target"), "device_num": ("runtime", "device_num"),
-                     "output_dir": ("runtime", "output_dir"), "seed": ("train", "seed")}
+TOP_LEVEL_ALIASES = {
+    "device_target": ("runtime", "device_target"),
+    "device_num": ("runtime", "device_num"),
+    "output_dir": ("runtime", "output_dir"),
+    "seed": ("train", "seed"),
+}
 
 
 @dataclass
@@ -288,7 +295,9 @@ def _build_section(cls: type, raw: Any, prefix: tuple, problems: list[Problem], 
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        problems.append(Problem(prefix, f"must be a mapping of keys, got {type(raw).__name__}", None, lines.get(prefix)))
+        problems.append(
+            Problem(prefix, f"must be a mapping of keys, got {type(raw).__name__}", None, lines.get(prefix))
+        )
         return cls()
     hints = get_type_hints(cls)
     known = {f.name: f for f in fields(cls)}
@@ -326,7 +335,9 @@ def _type_name(hint: Any) -> str:
     return getattr(hint, "__name__", str(hint))
 
 
-def from_dict(raw: Any, lines: Optional[dict] = None, path: Optional[Path] = None, *, validate_values: bool = True) -> RunConfig:
+def from_dict(
+    raw: Any, lines: Optional[dict] = None, path: Optional[Path] = None, *, validate_values: bool = True
+) -> RunConfig:
     """Build and validate a RunConfig from parsed YAML; raises ConfigError listing every problem."""
     lines = lines or {}
     problems: list[Problem] = []
@@ -387,12 +398,26 @@ def _name_issues(cfg: RunConfig) -> list[_Issue]:
     """The name is one directory name under runs/: ``..``, an absolute path or a separator would put the run
     directory (and the files it replaces: config.yaml, metrics.csv, ...) somewhere else, the project itself."""
     name = cfg.name
-    bad = (not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name or os.path.isabs(name)
-           or len(name.encode("utf-8", "surrogateescape")) > 255 or any(ord(c) < 32 for c in name))
+    bad = (
+        not name
+        or name in (".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\0" in name
+        or os.path.isabs(name)
+        or len(name.encode("utf-8", "surrogateescape")) > 255
+        or any(ord(c) < 32 for c in name)
+    )
     if not bad:
         return []
-    return [(("name",), "must be one plain directory name (letters, digits, '-', '_', '.'; no '/', no '..', not "
-             "absolute): the run directory is runs/<name>; to write elsewhere set runtime.output_dir", name)]
+    return [
+        (
+            ("name",),
+            "must be one plain directory name (letters, digits, '-', '_', '.'; no '/', no '..', not "
+            "absolute): the run directory is runs/<name>; to write elsewhere set runtime.output_dir",
+            name,
+        )
+    ]
 
 
 def host_problem(addr: str) -> Optional[str]:
@@ -411,13 +436,19 @@ def _not_positive(cfg: RunConfig) -> list[_Issue]:
     """Sizes and counts that must be positive integers."""
     m, p, t, rt = cfg.model, cfg.parallel, cfg.train, cfg.runtime
     positive = [
-        (("model", "vocab_size"), m.vocab_size), (("model", "num_layers"), m.num_layers),
-        (("model", "hidden_size"), m.hidden_size), (("model", "num_heads"), m.num_heads),
-        (("parallel", "data_parallel"), p.data_parallel), (("parallel", "tensor_parallel"), p.tensor_parallel),
-        (("parallel", "pipeline_stages"), p.pipeline_stages), (("parallel", "micro_batch_num"), p.micro_batch_num),
+        (("model", "vocab_size"), m.vocab_size),
+        (("model", "num_layers"), m.num_layers),
+        (("model", "hidden_size"), m.hidden_size),
+        (("model", "num_heads"), m.num_heads),
+        (("parallel", "data_parallel"), p.data_parallel),
+        (("parallel", "tensor_parallel"), p.tensor_parallel),
+        (("parallel", "pipeline_stages"), p.pipeline_stages),
+        (("parallel", "micro_batch_num"), p.micro_batch_num),
         (("parallel", "virtual_pipeline_chunks"), p.virtual_pipeline_chunks),
-        (("train", "micro_batch_size"), t.micro_batch_size), (("train", "grad_accumulation"), t.grad_accumulation),
-        (("train", "seq_length"), t.seq_length), (("train", "max_steps"), t.max_steps),
+        (("train", "micro_batch_size"), t.micro_batch_size),
+        (("train", "grad_accumulation"), t.grad_accumulation),
+        (("train", "seq_length"), t.seq_length),
+        (("train", "max_steps"), t.max_steps),
         (("runtime", "device_num"), rt.device_num),
     ]
     return [(keys, "must be a positive integer", value) for keys, value in positive if value is None or value < 1]
@@ -432,23 +463,34 @@ def _shape_issues(cfg: RunConfig) -> list[_Issue]:
     if m.hidden_size % m.num_heads:
         out.append((("model", "hidden_size"), f"must be divisible by num_heads ({m.num_heads})", m.hidden_size))
     elif (m.hidden_size // m.num_heads) % 2:
-        out.append((("model", "hidden_size"), "hidden_size / num_heads must be even for rotary embeddings",
-                    m.hidden_size))
+        out.append(
+            (("model", "hidden_size"), "hidden_size / num_heads must be even for rotary embeddings", m.hidden_size)
+        )
     if m.num_heads % p.tensor_parallel:
         out.append((("parallel", "tensor_parallel"), f"must divide num_heads ({m.num_heads})", p.tensor_parallel))
     if m.kv_heads % p.tensor_parallel:
         out.append((("parallel", "tensor_parallel"), f"must divide the KV heads ({m.kv_heads})", p.tensor_parallel))
     if m.num_layers % (p.pipeline_stages * p.virtual_pipeline_chunks):
-        out.append((("parallel", "pipeline_stages"),
-                    f"pipeline_stages x virtual_pipeline_chunks must divide num_layers ({m.num_layers})",
-                    p.pipeline_stages))
+        out.append(
+            (
+                ("parallel", "pipeline_stages"),
+                f"pipeline_stages x virtual_pipeline_chunks must divide num_layers ({m.num_layers})",
+                p.pipeline_stages,
+            )
+        )
     if p.pipeline_stages > 1 and p.micro_batch_num < p.pipeline_stages:
-        out.append((("parallel", "micro_batch_num"), f"must be >= pipeline_stages ({p.pipeline_stages})",
-                    p.micro_batch_num))
+        out.append(
+            (("parallel", "micro_batch_num"), f"must be >= pipeline_stages ({p.pipeline_stages})", p.micro_batch_num)
+        )
     if p.world != rt.device_num:
-        out.append((("runtime", "device_num"),
-                    f"data_parallel x tensor_parallel x pipeline_stages = {p.data_parallel} x {p.tensor_parallel} x "
-                    f"{p.pipeline_stages} = {p.world}, not {rt.device_num}", rt.device_num))
+        out.append(
+            (
+                ("runtime", "device_num"),
+                f"data_parallel x tensor_parallel x pipeline_stages = {p.data_parallel} x {p.tensor_parallel} x "
+                f"{p.pipeline_stages} = {p.world}, not {rt.device_num}",
+                rt.device_num,
+            )
+        )
     if p.sequence_parallel and p.tensor_parallel == 1:
         out.append((("parallel", "sequence_parallel"), "needs tensor_parallel > 1", True))
     return out
@@ -475,8 +517,12 @@ def _optimizer_issues(cfg: RunConfig) -> list[_Issue]:
         (("model", "norm_eps"), m.norm_eps, m.norm_eps > 0, "must be > 0"),
         (("model", "init_std"), m.init_std, m.init_std > 0, "must be > 0"),
         (("data", "val_fraction"), cfg.data.val_fraction, 0 <= cfg.data.val_fraction < 1, "must be in [0, 1)"),
-        (("runtime", "device_peak_tflops"), rt.device_peak_tflops,
-         rt.device_peak_tflops is None or rt.device_peak_tflops > 0, "must be > 0 (or null)"),
+        (
+            ("runtime", "device_peak_tflops"),
+            rt.device_peak_tflops,
+            rt.device_peak_tflops is None or rt.device_peak_tflops > 0,
+            "must be > 0 (or null)",
+        ),
     ]
     return out + [(keys, rule, value) for keys, value, ok, rule in ranges if not ok]
 
@@ -496,11 +542,18 @@ def _run_issues(cfg: RunConfig) -> list[_Issue]:
     elif not 0 <= rt.node_rank < rt.num_nodes:
         out.append((("runtime", "node_rank"), f"must be in 0 .. {rt.num_nodes - 1}", rt.node_rank))
     if m.tie_embeddings and p.pipeline_stages > 1:
-        out.append((("model", "tie_embeddings"), "the embedding (first stage) and the head (last stage) cannot share "
-                    "weights across pipeline stages in this trainer; set it to false", True))
+        out.append(
+            (
+                ("model", "tie_embeddings"),
+                "the embedding (first stage) and the head (last stage) cannot share "
+                "weights across pipeline stages in this trainer; set it to false",
+                True,
+            )
+        )
     if t.loss_scale_init <= 0 or t.loss_scale_window < 1:
-        out.append((("train", "loss_scale_init"), "needs loss_scale_init > 0 and loss_scale_window >= 1",
-                    t.loss_scale_init))
+        out.append(
+            (("train", "loss_scale_init"), "needs loss_scale_init > 0 and loss_scale_window >= 1", t.loss_scale_init)
+        )
     return out
 
 
@@ -518,7 +571,7 @@ def warnings(cfg: RunConfig) -> list[str]:
     if t.base_global_batch and t.base_global_batch != cfg.global_batch:
         # the same rules as the training-config check: square root for Adam (arXiv:2205.10287), linear for SGD
         ratio = cfg.global_batch / t.base_global_batch
-        scale, rule = (ratio ** 0.5, "square-root rule for AdamW") if t.optimizer == "adamw" else (ratio, "linear rule")
+        scale, rule = (ratio**0.5, "square-root rule for AdamW") if t.optimizer == "adamw" else (ratio, "linear rule")
         out.append(
             f"global batch is {cfg.global_batch} (micro_batch_size {t.micro_batch_size} x data_parallel "
             f"{cfg.parallel.data_parallel} x grad_accumulation {t.grad_accumulation}) but the lr was tuned "

@@ -1,6 +1,6 @@
 """docs/training-config.md, generated from the config dataclasses (a test keeps the two in sync).
 
-    python -m msdoctor.training.configdoc > docs/training-config.md
+python -m msdoctor.training.configdoc > docs/training-config.md
 """
 
 from __future__ import annotations

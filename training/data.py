@@ -52,8 +52,9 @@ class JsonTokenizer:
         try:
             from tokenizers import Tokenizer
         except ImportError as exc:
-            raise DataError(f"data.tokenizer = {path} needs the 'tokenizers' package: "
-                            f"{sys.executable} -m pip install tokenizers") from exc
+            raise DataError(
+                f"data.tokenizer = {path} needs the 'tokenizers' package: {sys.executable} -m pip install tokenizers"
+            ) from exc
         self.tok = Tokenizer.from_file(str(path))
         self.vocab_size = self.tok.get_vocab_size(with_added_tokens=True)
         self.identity = "tokenizer.json:" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
@@ -118,9 +119,11 @@ class TokenFile:
         toks = self.tokens
         n_val = int(len(toks) * val_fraction)
         if len(toks) - n_val <= min_len:
-            raise DataError(f"{self.meta['num_tokens']} tokens in {self.meta['num_files']} files: too few for "
-                            f"sequences of {min_len - 1}; add text (data.paths / --data) or shorten train.seq_length")
-        return toks[: len(toks) - n_val], toks[len(toks) - n_val:]
+            raise DataError(
+                f"{self.meta['num_tokens']} tokens in {self.meta['num_files']} files: too few for "
+                f"sequences of {min_len - 1}; add text (data.paths / --data) or shorten train.seq_length"
+            )
+        return toks[: len(toks) - n_val], toks[len(toks) - n_val :]
 
     @classmethod
     def build(cls, files: Sequence[Path], tokenizer: Any, cache_dir: Optional[Path] = None) -> "TokenFile":
@@ -164,10 +167,17 @@ def _tokenize(files: Sequence[Path], tokenizer: Any, bin_path: Path) -> dict:
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, bin_path)
-    return {"format": FORMAT_VERSION, "tokenizer": tokenizer.identity, "vocab_size": tokenizer.vocab_size,
-            "dtype": np.dtype(dtype).name, "num_tokens": total, "num_files": len(files) - len(skipped),
-            "skipped": skipped, "files_sha": hashlib.sha256("\n".join(map(str, files)).encode()).hexdigest()[:16],
-            "unigram_entropy": unigram_entropy(counts)}
+    return {
+        "format": FORMAT_VERSION,
+        "tokenizer": tokenizer.identity,
+        "vocab_size": tokenizer.vocab_size,
+        "dtype": np.dtype(dtype).name,
+        "num_tokens": total,
+        "num_files": len(files) - len(skipped),
+        "skipped": skipped,
+        "files_sha": hashlib.sha256("\n".join(map(str, files)).encode()).hexdigest()[:16],
+        "unigram_entropy": unigram_entropy(counts),
+    }
 
 
 def unigram_entropy(counts: np.ndarray) -> float:
@@ -186,6 +196,6 @@ class Sampler:
         """The global batch of one optimizer step: inputs and next-token targets, int32 (rows, seq)."""
         rng = np.random.default_rng([self.seed, stream, step])
         starts = rng.integers(0, len(self.tokens) - self.seq - 1, size=rows)
-        window = np.stack([np.asarray(self.tokens[s: s + self.seq + 1]) for s in starts]).astype(np.int32)
+        window = np.stack([np.asarray(self.tokens[s : s + self.seq + 1]) for s in starts]).astype(np.int32)
         # contiguous copies: MindSpore may read a numpy buffer after this call returns
         return np.ascontiguousarray(window[:, :-1]), np.ascontiguousarray(window[:, 1:])

@@ -53,7 +53,9 @@ def environment(python: str, environ: Mapping[str, str]) -> dict:
     what it launches: the target env's bin first on PATH, no PYTHONPATH.
     """
     env = dict(environ)
-    env.setdefault("GLOG_v", "3")  # MindSpore C++ log level ERROR (GLOG_v, mindspore.cn env_var_list); set GLOG_v to see warnings
+    env.setdefault(
+        "GLOG_v", "3"
+    )  # MindSpore C++ log level ERROR (GLOG_v, mindspore.cn env_var_list); set GLOG_v to see warnings
     env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
     env.pop("PYTHONPATH", None)  # the trainer must see the target env, not msdoctor's
     return env

@@ -161,8 +161,14 @@ class Progress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
         except ImportError:
             return
-        self.bar = Bar(TextColumn("train"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                       TextColumn("{task.fields[info]}"), transient=True)
+        self.bar = Bar(
+            TextColumn("train"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[info]}"),
+            transient=True,
+        )
         self.task = self.bar.add_task("train", total=total, completed=start, info="")
         self.bar.start()
 

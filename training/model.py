@@ -173,8 +173,16 @@ class Attention(nn.Cell):
         k = self.rope_k(self._heads(self.wk(x), self.n_kv, self.t_k))
         v = self._heads(self.wv(x), self.n_kv, self.t_v)
         if self.flash is not None:
-            out = self.flash(self.cast(q, self.dtype), self.cast(k, self.dtype), self.cast(v, self.dtype),
-                             None, None, None, self.flash_mask, None)[3]
+            out = self.flash(
+                self.cast(q, self.dtype),
+                self.cast(k, self.dtype),
+                self.cast(v, self.dtype),
+                None,
+                None,
+                None,
+                self.flash_mask,
+                None,
+            )[3]
             out = self.t_out(out, (0, 2, 1, 3)).reshape(b, s, self.n_head * self.head_dim)
             return self.wo(out)
         k, v = self._repeat_kv(k, self.tile_k), self._repeat_kv(v, self.tile_v)
@@ -251,7 +259,9 @@ class GPT(nn.Cell):
         x = self.norm(x)
         if self.head is not None:
             return self.head(x)
-        flat = self.head_matmul(self.cast(x.reshape(b * s, -1), self.dtype), self.cast(self.embedding.weight, self.dtype))
+        flat = self.head_matmul(
+            self.cast(x.reshape(b * s, -1), self.dtype), self.cast(self.embedding.weight, self.dtype)
+        )
         return flat.reshape(b, s, self.vocab)
 
 

@@ -32,15 +32,35 @@ def shard_plan(dp: int, tp: int, sequence_parallel: bool = False) -> dict[str, d
         "column": {"matmul": ((dp, 1), (tp, 1)), "add": ((dp, tp), (tp,))},
         "row": {"matmul": ((dp, tp), (1, tp)), "add": ((dp, 1), (1,))},
         "embedding": {"gather": ((1, 1), (dp,))},
-        "norm": {"square": (rows3,), "mean": (rows3,), "rsqrt": (rows3,), "mul": (rows3, rows3),
-                 "mul_w": (rows3, (1,))},
-        "rotary": {"split": (heads4,), "neg": ((dp, tp, 1, 1),), "concat": (heads4, heads4),
-                   "mul_cos": (heads4, (1, 1, 1, 1)), "mul_sin": (heads4, (1, 1, 1, 1)), "add": (heads4, heads4)},
-        "attention": {"t_q": ((dp, 1, tp, 1),), "t_k": ((dp, 1, tp, 1),), "t_v": ((dp, 1, tp, 1),),
-                      "t_out": (heads4,), "tile_k": ((dp, tp, 1, 1, 1),), "tile_v": ((dp, tp, 1, 1, 1),),
-                      "qk": (heads4, heads4), "pv": (heads4, heads4), "mul_scale": (heads4, ()),
-                      "add_mask": (heads4, (1, 1, 1, 1)), "softmax": (heads4,),
-                      "flash": (heads4, heads4, heads4, (1, 1))},  # q, k, v (BNSD), the 2048^2 causal mask
+        "norm": {
+            "square": (rows3,),
+            "mean": (rows3,),
+            "rsqrt": (rows3,),
+            "mul": (rows3, rows3),
+            "mul_w": (rows3, (1,)),
+        },
+        "rotary": {
+            "split": (heads4,),
+            "neg": ((dp, tp, 1, 1),),
+            "concat": (heads4, heads4),
+            "mul_cos": (heads4, (1, 1, 1, 1)),
+            "mul_sin": (heads4, (1, 1, 1, 1)),
+            "add": (heads4, heads4),
+        },
+        "attention": {
+            "t_q": ((dp, 1, tp, 1),),
+            "t_k": ((dp, 1, tp, 1),),
+            "t_v": ((dp, 1, tp, 1),),
+            "t_out": (heads4,),
+            "tile_k": ((dp, tp, 1, 1, 1),),
+            "tile_v": ((dp, tp, 1, 1, 1),),
+            "qk": (heads4, heads4),
+            "pv": (heads4, heads4),
+            "mul_scale": (heads4, ()),
+            "add_mask": (heads4, (1, 1, 1, 1)),
+            "softmax": (heads4,),
+            "flash": (heads4, heads4, heads4, (1, 1)),
+        },  # q, k, v (BNSD), the 2048^2 causal mask
         "mlp": {"sigmoid": (ffn3,), "mul_silu": (ffn3, ffn3), "gelu": (ffn3,), "mul": (ffn3, ffn3)},
         "block": {"add_attn": (rows3, rows3), "add_mlp": (rows3, rows3)},
         "gpt": {"head_matmul": ((dp, 1), (tp, 1))},
@@ -58,8 +78,15 @@ def kind_of(name: str, cell: Any) -> str:
     leaf = name.rsplit(".", 1)[-1]
     if cls == "Linear":
         return "column" if leaf in COLUMN else "row"
-    return {"Embedding": "embedding", "RMSNorm": "norm", "Rotary": "rotary", "Attention": "attention",
-            "MLP": "mlp", "Block": "block", "GPT": "gpt"}.get(cls, "")
+    return {
+        "Embedding": "embedding",
+        "RMSNorm": "norm",
+        "Rotary": "rotary",
+        "Attention": "attention",
+        "MLP": "mlp",
+        "Block": "block",
+        "GPT": "gpt",
+    }.get(cls, "")
 
 
 def apply_plan(net: Any, dp: int, tp: int, sequence_parallel: bool = False) -> int:
@@ -82,8 +109,10 @@ def plan_problems(cfg: RunConfig) -> list[str]:
     if m.ffn_size % tp:
         out.append(f"model FFN size {m.ffn_size} is not divisible by tensor_parallel {tp}")
     if m.padded_vocab_size % tp:
-        out.append(f"vocabulary {m.padded_vocab_size} is not divisible by tensor_parallel {tp}: "
-                   f"set model.make_vocab_size_divisible_by to a multiple of {tp}")
+        out.append(
+            f"vocabulary {m.padded_vocab_size} is not divisible by tensor_parallel {tp}: "
+            f"set model.make_vocab_size_divisible_by to a multiple of {tp}"
+        )
     return out
 
 
@@ -128,16 +157,24 @@ def configure(cfg: RunConfig, world: int) -> str:
     if world == 1:
         return "stand_alone"
     if p.tensor_parallel == 1 and p.pipeline_stages == 1 and p.optimizer_sharding == "none":
-        ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True,
-                                     device_num=world)
+        ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True, device_num=world)
         return "data_parallel"
     if cfg.runtime.device_target == "CPU":
-        raise RuntimeError("tensor/pipeline parallelism and optimizer sharding need semi_auto_parallel, which "
-                           "MindSpore rejects on CPU ('Invalid backend: CPU'); on CPU use data_parallel only")
+        raise RuntimeError(
+            "tensor/pipeline parallelism and optimizer sharding need semi_auto_parallel, which "
+            "MindSpore rejects on CPU ('Invalid backend: CPU'); on CPU use data_parallel only"
+        )
     extra = {}
     if p.optimizer_sharding != "none":
-        extra = {"enable_parallel_optimizer": True,
-                 "parallel_optimizer_config": {"optimizer_level": OPTIMIZER_LEVEL[p.optimizer_sharding]}}
-    ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.SEMI_AUTO_PARALLEL, device_num=world,
-                                 pipeline_stages=p.pipeline_stages, gradients_mean=True, **extra)
+        extra = {
+            "enable_parallel_optimizer": True,
+            "parallel_optimizer_config": {"optimizer_level": OPTIMIZER_LEVEL[p.optimizer_sharding]},
+        }
+    ms.set_auto_parallel_context(
+        parallel_mode=ms.ParallelMode.SEMI_AUTO_PARALLEL,
+        device_num=world,
+        pipeline_stages=p.pipeline_stages,
+        gradients_mean=True,
+        **extra,
+    )
     return "semi_auto_parallel"

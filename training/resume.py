@@ -27,8 +27,10 @@ def writers(run: Run) -> dict:
     state = [p for _, p in run.opt.parameters_and_names() if p.name not in model_names]
     if run.scaler is not None and hasattr(run.scaler, "counter"):
         state += [run.scaler.scale_value, run.scaler.counter]
-    return {"model.ckpt": lambda path: ms.save_checkpoint(run.net, str(path)),
-            "optimizer.ckpt": lambda path: ms.save_checkpoint([{"name": p.name, "data": p} for p in state], str(path))}
+    return {
+        "model.ckpt": lambda path: ms.save_checkpoint(run.net, str(path)),
+        "optimizer.ckpt": lambda path: ms.save_checkpoint([{"name": p.name, "data": p} for p in state], str(path)),
+    }
 
 
 def expected_bytes(run: Run) -> int:
@@ -37,7 +39,9 @@ def expected_bytes(run: Run) -> int:
     from mindspore import dtype_to_nptype
 
     model_names = {p.name for p in run.net.get_parameters()}
-    tensors = list(run.net.get_parameters()) + [p for _, p in run.opt.parameters_and_names() if p.name not in model_names]
+    tensors = list(run.net.get_parameters()) + [
+        p for _, p in run.opt.parameters_and_names() if p.name not in model_names
+    ]
     total = sum(int(np.prod(p.shape)) * np.dtype(dtype_to_nptype(p.dtype)).itemsize for p in tensors)
     return int(total * 1.01) + 4096
 
@@ -55,15 +59,32 @@ def save(run: Run, step: int) -> Optional[Path]:
         aside = ckpt.move_aside(existing, problem)
         run.log.info(f"checkpoint: {existing} does not verify ({problem}); moved aside to {aside}, saving it again")
     c = run.cfg
-    state = {"data": {"position": step, "seed": c.train.seed, "num_tokens": run.tokens_meta["num_tokens"],
-                      "tokenizer": run.tokens_meta["tokenizer"], "files_sha": run.tokens_meta["files_sha"]},
-             "rng": {"mindspore_seed": c.train.seed,
-                     "sampler": "numpy PCG64 seeded with [seed, 0, step]: the step restores it exactly"},
-             "global_batch": c.global_batch, "model": to_dict(c)["model"],
-             "loss_scale": scale_value(run)}
+    state = {
+        "data": {
+            "position": step,
+            "seed": c.train.seed,
+            "num_tokens": run.tokens_meta["num_tokens"],
+            "tokenizer": run.tokens_meta["tokenizer"],
+            "files_sha": run.tokens_meta["files_sha"],
+        },
+        "rng": {
+            "mindspore_seed": c.train.seed,
+            "sampler": "numpy PCG64 seeded with [seed, 0, step]: the step restores it exactly",
+        },
+        "global_batch": c.global_batch,
+        "model": to_dict(c)["model"],
+        "loss_scale": scale_value(run),
+    }
     started = time.monotonic()
-    path = ckpt.save(run.run_dir / "checkpoints", step, writers(run), state, c.checkpoint.keep_last, run.log.info,
-                     expected_bytes(run))
+    path = ckpt.save(
+        run.run_dir / "checkpoints",
+        step,
+        writers(run),
+        state,
+        c.checkpoint.keep_last,
+        run.log.info,
+        expected_bytes(run),
+    )
     run.log.info(f"checkpoint: {path} ({time.monotonic() - started:.2f} s)")
     return path
 
@@ -77,13 +98,18 @@ def restore(run: Run) -> None:
         run.log.info("resume: no complete checkpoint yet; starting at step 0")
         return
     if found.state.get("model") != to_dict(run.cfg)["model"]:
-        raise RuntimeError(f"resume: {found.path} was written for another model shape; start a new run "
-                           "directory (--output-dir) or restore the model section of the config")
+        raise RuntimeError(
+            f"resume: {found.path} was written for another model shape; start a new run "
+            "directory (--output-dir) or restore the model section of the config"
+        )
     if found.state.get("global_batch") != run.cfg.global_batch:
-        run.log.info(f"warning: resume: the global batch was {found.state.get('global_batch')}, now "
-                     f"{run.cfg.global_batch}: the data order after step {found.step} differs from an unbroken run")
-    not_loaded, _ = ms.load_param_into_net(run.net, ms.load_checkpoint(str(found.path / "model.ckpt")),
-                                           strict_load=True)
+        run.log.info(
+            f"warning: resume: the global batch was {found.state.get('global_batch')}, now "
+            f"{run.cfg.global_batch}: the data order after step {found.step} differs from an unbroken run"
+        )
+    not_loaded, _ = ms.load_param_into_net(
+        run.net, ms.load_checkpoint(str(found.path / "model.ckpt")), strict_load=True
+    )
     if not_loaded:
         raise RuntimeError(f"resume: {found.path}/model.ckpt lacks {', '.join(not_loaded[:5])}")
     opt_state = ms.load_checkpoint(str(found.path / "optimizer.ckpt"))

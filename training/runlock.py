@@ -120,8 +120,16 @@ def write_manifest(run_dir: Path, name: str) -> None:
         return
     try:
         with os.fdopen(fd, "w") as f:
-            f.write(json.dumps({"run_directory_of": "msdoctor train", "name": name,
-                                "created": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "run_directory_of": "msdoctor train",
+                        "name": name,
+                        "created": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                    }
+                )
+                + "\n"
+            )
     except BaseException:  # a full disk: no empty manifest left to mark the directory as a run's
         try:
             os.unlink(run_dir / RUN_MANIFEST)
@@ -145,10 +153,17 @@ def acquire(run_dir: Path, what: str) -> RunLock:
     took_over = None
     if left.get("holders"):  # never released: its holders died (SIGKILL, a crash, a reboot)
         who = ", ".join(f"PID {h.get('pid')} ({h.get('what', '?')})" for h in left["holders"] if isinstance(h, dict))
-        took_over = (f"took over the lock of {run_dir}: its holder{'s' if len(left['holders']) > 1 else ''} "
-                     f"{who} ended without releasing it" + (f" (held since {left['since']})" if left.get("since") else ""))
-    _write(fd, {"holders": [{"pid": os.getpid(), "what": what}],
-                "since": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())})
+        took_over = (
+            f"took over the lock of {run_dir}: its holder{'s' if len(left['holders']) > 1 else ''} "
+            f"{who} ended without releasing it" + (f" (held since {left['since']})" if left.get("since") else "")
+        )
+    _write(
+        fd,
+        {
+            "holders": [{"pid": os.getpid(), "what": what}],
+            "since": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        },
+    )
     return RunLock(path, fd, took_over)
 
 

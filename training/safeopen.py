@@ -27,15 +27,17 @@ def open_fd(path: Union[str, Path], flags: int, mode: int = 0o644) -> int:
         fd = os.open(str(path), flags | NOFOLLOW | CLOEXEC | getattr(os, "O_NONBLOCK", 0), mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise TrainerError(f"{path} is a symbolic link; the trainer does not write through links in the run "
-                               "directory (it would change the file it points at)",
-                               ) from None
+            raise TrainerError(
+                f"{path} is a symbolic link; the trainer does not write through links in the run "
+                "directory (it would change the file it points at)",
+            ) from None
         raise
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise TrainerError(f"{path} is not a regular file (a FIFO, a device or a directory); remove it or use "
-                           "another run directory")
+        raise TrainerError(
+            f"{path} is not a regular file (a FIFO, a device or a directory); remove it or use another run directory"
+        )
     os.set_blocking(fd, True)
     return fd
 

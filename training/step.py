@@ -34,8 +34,7 @@ class Steps:
         self.eval_loss = ms.jit(loss_net)  # forward only, for held-out batches
         if self.accum == 1:
             return
-        self.acc, self.loss_acc, self.micro_step, self.apply_step = _accumulating(grad_fn, finish, params,
-                                                                                  self.accum)
+        self.acc, self.loss_acc, self.micro_step, self.apply_step = _accumulating(grad_fn, finish, params, self.accum)
 
     def __call__(self, batches: list, lr: float) -> tuple[float, float, bool]:
         import mindspore as ms
@@ -71,8 +70,7 @@ def _finish(opt: Any, scaler: Any, clip: float, world: int, mode: str) -> Any:
     if mode == "data_parallel":
         from mindspore.communication import GlobalComm
 
-        reducer = nn.DistributedGradReducer(opt.parameters, mean=True, degree=world,
-                                            group=GlobalComm.WORLD_COMM_GROUP)
+        reducer = nn.DistributedGradReducer(opt.parameters, mean=True, degree=world, group=GlobalComm.WORLD_COMM_GROUP)
         allreduce = ops.AllReduce(group=GlobalComm.WORLD_COMM_GROUP)
 
     def finish(grads, loss, lr):
@@ -105,9 +103,7 @@ def _accumulating(grad_fn: Any, finish: Any, params: Any, accum: int) -> tuple[A
     import mindspore as ms
     from mindspore import Parameter, ops
 
-    acc = ms.ParameterTuple(
-        Parameter(ops.zeros_like(p), name="accum." + p.name, requires_grad=False) for p in params
-    )
+    acc = ms.ParameterTuple(Parameter(ops.zeros_like(p), name="accum." + p.name, requires_grad=False) for p in params)
     loss_acc = Parameter(ms.Tensor(0.0, ms.float32), name="accum.loss", requires_grad=False)
     n = float(accum)
 

@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-os.environ.setdefault("GLOG_v", "3")  # MindSpore C++ log level ERROR unless asked for (GLOG_v, mindspore.cn env_var_list)
+os.environ.setdefault(
+    "GLOG_v", "3"
+)  # MindSpore C++ log level ERROR unless asked for (GLOG_v, mindspore.cn env_var_list)
 
 import numpy as np  # noqa: E402
 
@@ -94,10 +96,14 @@ def compute_precision(cfg: RunConfig) -> tuple[str, str]:
     if cfg.runtime.device_target != "CPU" or t.precision == "fp32":
         return t.precision, f"precision {t.precision}"
     if t.half_on_cpu:
-        return t.precision, (f"precision {t.precision} on CPU (train.half_on_cpu): fp16 is slower than fp32 there, "
-                             "bf16 has no CPU kernels")
-    return "fp32", (f"precision fp32 on CPU instead of {t.precision}: bf16 has no CPU kernels and fp16 is 2-3x "
-                    "slower than fp32 on CPU in MindSpore 2.7 (observed: benchmarks/bench_train.py)")
+        return t.precision, (
+            f"precision {t.precision} on CPU (train.half_on_cpu): fp16 is slower than fp32 there, "
+            "bf16 has no CPU kernels"
+        )
+    return "fp32", (
+        f"precision fp32 on CPU instead of {t.precision}: bf16 has no CPU kernels and fp16 is 2-3x "
+        "slower than fp32 on CPU in MindSpore 2.7 (observed: benchmarks/bench_train.py)"
+    )
 
 
 def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:
@@ -111,11 +117,25 @@ def setup(cfg: RunConfig, run_dir: Path, resume: bool) -> Run:
     opt, scaler = _optimizer(cfg, net, compute)
     steps = Steps(cfg, loss_net, opt, scaler, world, mode)
     t = cfg.train
-    log.info(f"model: {count_params(net):,} parameters; global batch {cfg.global_batch} sequences = "
-             f"micro {t.micro_batch_size} x data parallel {cfg.parallel.data_parallel} x accumulation "
-             f"{t.grad_accumulation} ({cfg.tokens_per_step:,} tokens per optimizer step)")
-    run = Run(cfg, run_dir, rank, world, log, net, opt, steps, Sampler(train_tokens, t.seq_length, t.seed),
-              meta, compute, scaler)
+    log.info(
+        f"model: {count_params(net):,} parameters; global batch {cfg.global_batch} sequences = "
+        f"micro {t.micro_batch_size} x data parallel {cfg.parallel.data_parallel} x accumulation "
+        f"{t.grad_accumulation} ({cfg.tokens_per_step:,} tokens per optimizer step)"
+    )
+    run = Run(
+        cfg,
+        run_dir,
+        rank,
+        world,
+        log,
+        net,
+        opt,
+        steps,
+        Sampler(train_tokens, t.seq_length, t.seed),
+        meta,
+        compute,
+        scaler,
+    )
     if cfg.logging.eval_every_steps and len(val_tokens) > t.seq_length + 1:
         run.val_sampler = Sampler(val_tokens, t.seq_length, t.seed)
     if resume:
@@ -155,15 +175,19 @@ def _load_data(cfg: RunConfig, log: Any) -> tuple[Any, Any, dict]:
     """The token file (built, or reused from the cache), split into training and held-out tokens."""
     tokenizer = make_tokenizer(cfg.data.tokenizer)
     if tokenizer.vocab_size > cfg.model.vocab_size:
-        raise DataError(f"the tokenizer has {tokenizer.vocab_size} tokens but model.vocab_size is "
-                        f"{cfg.model.vocab_size}; set model.vocab_size >= {tokenizer.vocab_size}")
+        raise DataError(
+            f"the tokenizer has {tokenizer.vocab_size} tokens but model.vocab_size is "
+            f"{cfg.model.vocab_size}; set model.vocab_size >= {tokenizer.vocab_size}"
+        )
     files = resolve_files(cfg.data.paths, cfg.data.max_files)
     tokens = TokenFile.build(files, tokenizer, Path(cfg.data.cache_dir) if cfg.data.cache_dir else None)
     train_tokens, val_tokens = tokens.split(cfg.data.val_fraction, cfg.train.seq_length + 1)
     meta = tokens.meta
-    log.info(f"data: {meta['num_tokens']:,} tokens from {meta['num_files']} files "
-             f"({'reused' if meta['reused'] else 'tokenized into'} {tokens.path}); unigram entropy "
-             f"{meta['unigram_entropy']:.3f} nats (the floor for a model that ignores context)")
+    log.info(
+        f"data: {meta['num_tokens']:,} tokens from {meta['num_files']} files "
+        f"({'reused' if meta['reused'] else 'tokenized into'} {tokens.path}); unigram entropy "
+        f"{meta['unigram_entropy']:.3f} nats (the floor for a model that ignores context)"
+    )
     return train_tokens, val_tokens, meta
 
 
@@ -198,14 +222,18 @@ def _optimizer(cfg: RunConfig, net: Any, compute: str) -> tuple[Any, Any]:
     t = cfg.train
     lr = Parameter(Tensor(get_lr(0, t), ms.float32), name="lr", requires_grad=False)
     if t.optimizer == "adamw":
-        opt = nn.AdamWeightDecay(decay_groups(net, t.weight_decay), learning_rate=lr, beta1=t.beta1,
-                                 beta2=t.beta2, eps=t.eps)
+        opt = nn.AdamWeightDecay(
+            decay_groups(net, t.weight_decay), learning_rate=lr, beta1=t.beta1, beta2=t.beta2, eps=t.eps
+        )
     else:
         opt = nn.Momentum(decay_groups(net, t.weight_decay), learning_rate=lr, momentum=t.beta1)
     scaler = None
     if compute == "fp16" and t.loss_scale != "none":
-        scaler = (ms.amp.DynamicLossScaler(t.loss_scale_init, 2, t.loss_scale_window) if t.loss_scale == "dynamic"
-                  else ms.amp.StaticLossScaler(t.loss_scale_init))
+        scaler = (
+            ms.amp.DynamicLossScaler(t.loss_scale_init, 2, t.loss_scale_window)
+            if t.loss_scale == "dynamic"
+            else ms.amp.StaticLossScaler(t.loss_scale_init)
+        )
     return opt, scaler
 
 
@@ -213,8 +241,10 @@ def unsupported(cfg: RunConfig) -> None:
     """Keys memory-fit understands but this trainer does not implement: refuse rather than ignore them."""
     out = []
     if cfg.train.param_dtype != "fp32":
-        out.append(f"train.param_dtype = {cfg.train.param_dtype}: this trainer keeps fp32 weights as the master "
-                   "copy; set param_dtype: fp32 (train.precision sets the compute dtype)")
+        out.append(
+            f"train.param_dtype = {cfg.train.param_dtype}: this trainer keeps fp32 weights as the master "
+            "copy; set param_dtype: fp32 (train.precision sets the compute dtype)"
+        )
     if cfg.parallel.virtual_pipeline_chunks > 1:
         out.append("parallel.virtual_pipeline_chunks > 1: interleaved pipelines are not implemented; set it to 1")
     if out:
@@ -231,8 +261,10 @@ def fit(run: Run, stop_at: Optional[int] = None) -> int:
     if peak:
         log.info(f"MFU estimate against {peak[0]:.3g} TFLOP/s per device ({peak[1]})")
     if run.start_step >= total:
-        log.info(f"nothing to do: the checkpoint is at step {run.start_step}, and the run ends at step {total} "
-                 f"(raise train.max_steps to train further)")
+        log.info(
+            f"nothing to do: the checkpoint is at step {run.start_step}, and the run ends at step {total} "
+            f"(raise train.max_steps to train further)"
+        )
         if metrics is not None:
             metrics.close()
         return 0
@@ -245,8 +277,9 @@ def fit(run: Run, stop_at: Optional[int] = None) -> int:
             metrics.close()
 
 
-def _loop(run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: Progress, per_token: float,
-          peak: Any) -> int:
+def _loop(
+    run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: Progress, per_token: float, peak: Any
+) -> int:
 
     c, log = run.cfg, run.log
     agree = _stop_agreement(run.world)
@@ -265,23 +298,34 @@ def _loop(run: Run, total: int, stop_at: Optional[int], metrics: Any, progress: 
         if step == run.start_step:
             log.info(f"step {done}: compiled and ran the first step in {elapsed:.2f} s")
         if not finite:
-            log.info(f"step {done}: gradients not finite (fp16 overflow or divergence): update skipped, "
-                     f"loss scale now {scale_value(run)}")
+            log.info(
+                f"step {done}: gradients not finite (fp16 overflow or divergence): update skipped, "
+                f"loss scale now {scale_value(run)}"
+            )
         tps = c.tokens_per_step / elapsed
         if step != run.start_step:  # the first step compiles the graph: it stands for itself only
             window_steps, window_time = window_steps + 1, window_time + elapsed
         mean_time = window_time / window_steps if window_steps else elapsed
         mean_tps = c.tokens_per_step / mean_time
-        row = {"step": done, "loss": loss, "lr": get_lr(step, c.train), "grad_norm": norm,
-               "loss_scale": scale_value(run), "tokens_per_s": mean_tps, "step_time": mean_time,
-               "mfu_estimate": mfu(mean_tps, per_token, run.world, peak[0] if peak else None)}
+        row = {
+            "step": done,
+            "loss": loss,
+            "lr": get_lr(step, c.train),
+            "grad_norm": norm,
+            "loss_scale": scale_value(run),
+            "tokens_per_s": mean_tps,
+            "step_time": mean_time,
+            "mfu_estimate": mfu(mean_tps, per_token, run.world, peak[0] if peak else None),
+        }
         if metrics is not None and (done % c.logging.every_steps == 0 or done == total or not finite):
             metrics.write(row)
             window_steps, window_time = 0, 0.0
             if not progress.active:
                 mfu_text = f"  MFU {row['mfu_estimate']:.1%}" if row["mfu_estimate"] is not None else ""
-                log.info(f"step {done}/{total}  loss {loss:.4f}  lr {row['lr']:.3g}  grad_norm {norm:.3f}  "
-                         f"{mean_tps:,.0f} tok/s  {mean_time * 1000:.0f} ms/step{mfu_text}")
+                log.info(
+                    f"step {done}/{total}  loss {loss:.4f}  lr {row['lr']:.3g}  grad_norm {norm:.3f}  "
+                    f"{mean_tps:,.0f} tok/s  {mean_time * 1000:.0f} ms/step{mfu_text}"
+                )
         progress.update(done, loss, tps)
         if run.val_sampler is not None and done % c.logging.eval_every_steps == 0:
             held_out = evaluate(run)
@@ -311,12 +355,14 @@ def diverged(run: Run, applied: int, done: int, loss: float) -> None:
         raise TrainerError(
             f"no optimizer step was finite: all {ran} steps ({run.start_step + 1}..{done}) had inf/nan gradients, "
             "so no update was applied; with fp16, lower train.loss_scale_init or use loss_scale: dynamic; otherwise "
-            "lower train.lr (no checkpoint was saved for these steps)")
+            "lower train.lr (no checkpoint was saved for these steps)"
+        )
     if ran and not math.isfinite(loss):
         raise TrainerError(
             f"training diverged: the loss is {loss} at step {done} ({applied} of {ran} steps were applied); "
             "lower train.lr or raise train.warmup_steps, and resume from an earlier checkpoint (no checkpoint was "
-            "saved for the last step)")
+            "saved for the last step)"
+        )
 
 
 EVAL_BATCHES = 8
@@ -419,8 +465,9 @@ def take_lock(run_dir: Path, cfg: RunConfig) -> Optional[runlock.RunLock]:
     try:
         lock = runlock.acquire(run_dir, "trainer")
     except runlock.RunDirLocked as exc:
-        raise TrainerError(f"{exc}: one writer per run directory; wait for it to end, or use another "
-                           "--run-dir") from None
+        raise TrainerError(
+            f"{exc}: one writer per run directory; wait for it to end, or use another --run-dir"
+        ) from None
     if lock.took_over:
         sys.stderr.write(lock.took_over + "\n")
     return lock

@@ -37,7 +37,9 @@ class DeviceFacts:
 
 
 def _cpu(plugins: Plugins) -> Verdict:
-    return Verdict("CPU", plugins.root is not None, "CPU: always available" if plugins.root else "CPU: MindSpore missing")
+    return Verdict(
+        "CPU", plugins.root is not None, "CPU: always available" if plugins.root else "CPU: MindSpore missing"
+    )
 
 
 def _unusable_hardware(v: Verdict) -> Finding:
@@ -46,7 +48,9 @@ def _unusable_hardware(v: Verdict) -> Finding:
         f"{v.target} hardware is present but not usable: {first.title}",
         detail=f"No device target was requested, so this is not fatal, but a run on {v.target} would fail or "
         f"fall back to CPU. {first.detail}",
-        fix=first.fix, evidence=dict(first.evidence), code=f"{v.target.lower()}-present-unusable",
+        fix=first.fix,
+        evidence=dict(first.evidence),
+        code=f"{v.target.lower()}-present-unusable",
     )
 
 
@@ -57,41 +61,63 @@ def _summary(verdicts: dict[str, Verdict], f: DeviceFacts) -> Finding:
         f"device targets: {'; '.join(v.target + (' usable' if v.usable else ' not usable') for v in verdicts.values())}"
         f" ({asked})",
         proved="read MindSpore's backend plugins, /dev device nodes, npu-smi, nvidia-smi, the CUDA libraries on the "
-        "loader path and the CANN environment of the target: " + "; ".join(lines)
+        "loader path and the CANN environment of the target: "
+        + "; ".join(lines)
         + ("" if f.live is not None else " (static evidence only: the live probe is skipped with --quick)"),
-        evidence={"plugins": {"root": f.plugins.root, "ascend": f.plugins.ascend, "gpu_cuda": f.plugins.gpu_cuda,
-                              "cpu": f.plugins.cpu},
-                  "requested": f.requested, "requested_from": f.requested_from},
+        evidence={
+            "plugins": {
+                "root": f.plugins.root,
+                "ascend": f.plugins.ascend,
+                "gpu_cuda": f.plugins.gpu_cuda,
+                "cpu": f.plugins.cpu,
+            },
+            "requested": f.requested,
+            "requested_from": f.requested_from,
+        },
     )
 
 
 def evaluate(f: DeviceFacts) -> list[Finding]:
     """All findings of the check, from gathered facts (pure)."""
     if f.requested is not None and f.requested not in TARGETS:
-        return [Finding.fail(
-            f"unknown device target {f.requested!r} (from {f.requested_from})",
-            detail="MindSpore accepts Ascend, GPU or CPU.", fix="set device_target to Ascend, GPU or CPU",
-            location=f.location, code="unknown-target",
-        )]
+        return [
+            Finding.fail(
+                f"unknown device target {f.requested!r} (from {f.requested_from})",
+                detail="MindSpore accepts Ascend, GPU or CPU.",
+                fix="set device_target to Ascend, GPU or CPU",
+                location=f.location,
+                code="unknown-target",
+            )
+        ]
     verdicts = {"Ascend": evaluate_ascend(f.ascend), "GPU": evaluate_gpu(f.gpu), "CPU": _cpu(f.plugins)}
-    hardware = {"Ascend": hardware_present(f.ascend),
-                "GPU": bool(f.gpu.nvidia and (f.gpu.nvidia.gpus or f.gpu.nvidia.device_nodes))}
+    hardware = {
+        "Ascend": hardware_present(f.ascend),
+        "GPU": bool(f.gpu.nvidia and (f.gpu.nvidia.gpus or f.gpu.nvidia.device_nodes)),
+    }
     out: list[Finding] = [_summary(verdicts, f)]
     if f.plugins.root is None and f.live is None:
         out.append(skipped_no_mindspore(f.python_cmd))
     if f.requested in ("Ascend", "GPU"):
-        out += [x if x.location or x.status is not Status.FAIL else _at(x, f.location)
-                for x in verdicts[f.requested].findings]
+        out += [
+            x if x.location or x.status is not Status.FAIL else _at(x, f.location)
+            for x in verdicts[f.requested].findings
+        ]
     elif f.requested is None:
         out += [_unusable_hardware(v) for t, v in verdicts.items() if hardware.get(t) and not v.usable]
     env = f.ascend.env
-    source = (env.source_command() if env.installed or env.sourced
-              else "install the CANN toolkit (https://www.mindspore.cn/install), then source its set_env.sh")
+    source = (
+        env.source_command()
+        if env.installed or env.sourced
+        else "install the CANN toolkit (https://www.mindspore.cn/install), then source its set_env.sh"
+    )
     lc = LiveContext(f.requested, f.python_cmd, source, hardware, f.ascend.wanted_devices)
     static_codes = {x.code for x in out}
     # the static count warning (npu-smi / nvidia-smi) already says it; keep one
-    out += [x for x in live_findings(f.live, lc)
-            if not (x.code == "too-few-devices" and static_codes & {"npu-too-few", "gpu-too-few"})]
+    out += [
+        x
+        for x in live_findings(f.live, lc)
+        if not (x.code == "too-few-devices" and static_codes & {"npu-too-few", "gpu-too-few"})
+    ]
     chosen = f.requested or (f.live.device_target if f.live else None) or "CPU"
     visible = verdicts[chosen].visible_devices if chosen in verdicts else None
     if visible is None and f.live is not None and f.live.device_count is not None:
@@ -99,11 +125,13 @@ def evaluate(f: DeviceFacts) -> list[Finding]:
     multi, present = multi_device_findings(f.env, visible)
     out += multi
     if present and not multi:
-        out.append(Finding.passed(
-            "multi-device variables are consistent: " + ", ".join(f"{k}={v}" for k, v in present.items()),
-            proved=f"checked {', '.join(present)} against each other and {visible if visible is not None else 'an unknown number of'} visible device(s)",
-            evidence=present,
-        ))
+        out.append(
+            Finding.passed(
+                "multi-device variables are consistent: " + ", ".join(f"{k}={v}" for k, v in present.items()),
+                proved=f"checked {', '.join(present)} against each other and {visible if visible is not None else 'an unknown number of'} visible device(s)",
+                evidence=present,
+            )
+        )
     return out
 
 
@@ -145,13 +173,25 @@ def gather(ctx: Context) -> DeviceFacts:
         smi, smi_error = None, exc
     spec = lambda m: (t.find_spec.get(m) or {}).get("found") if m in t.find_spec else None  # noqa: E731
     ascend = AscendFacts(
-        plugin=plugins.ascend, nodes=ctx.get(DEVICE_NODES), env=ctx.get(ASCEND_ENV), npu_smi=smi,
-        npu_smi_error=smi_error, te_found=spec("te"), hccl_found=spec("hccl"), python_cmd=t.python_cmd(),
-        ms_version=t.version_of("mindspore"), wanted_devices=wanted,
+        plugin=plugins.ascend,
+        nodes=ctx.get(DEVICE_NODES),
+        env=ctx.get(ASCEND_ENV),
+        npu_smi=smi,
+        npu_smi_error=smi_error,
+        te_found=spec("te"),
+        hccl_found=spec("hccl"),
+        python_cmd=t.python_cmd(),
+        ms_version=t.version_of("mindspore"),
+        wanted_devices=wanted,
     )
     nvidia = ctx.get(NVIDIA)
-    gpu = GpuFacts(plugin_cuda=plugins.gpu_cuda, nvidia=nvidia, python_cmd=t.python_cmd(), wanted_devices=wanted,
-                   driver=driver_version(nvidia, ctx.environ))
+    gpu = GpuFacts(
+        plugin_cuda=plugins.gpu_cuda,
+        nvidia=nvidia,
+        python_cmd=t.python_cmd(),
+        wanted_devices=wanted,
+        driver=driver_version(nvidia, ctx.environ),
+    )
     requested, source, location = _requested(ctx)
     live = None if ctx.quick else ctx.get(LIVE_DEVICE)
     return DeviceFacts(requested, source, plugins, ascend, gpu, live, dict(t.env), t.python_cmd(), location)
@@ -166,4 +206,3 @@ class DeviceTargetCheck:
 
     def run(self, ctx: Context) -> list[Finding]:
         return evaluate(gather(ctx))
-

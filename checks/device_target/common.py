@@ -52,6 +52,8 @@ def read_plugins(mindspore_dir: Optional[str]) -> Plugins:
         names = os.listdir(root)
     except OSError:
         return Plugins(root)
-    cuda = sorted({m.group(1) for m in (re.fullmatch(r"gpu(\d+\.\d+)", n) for n in names) if m},
-                  key=lambda v: tuple(int(x) for x in v.split(".")))
+    cuda = sorted(
+        {m.group(1) for m in (re.fullmatch(r"gpu(\d+\.\d+)", n) for n in names) if m},
+        key=lambda v: tuple(int(x) for x in v.split(".")),
+    )
     return Plugins(root, ascend="ascend" in names, gpu_cuda=cuda, cpu="cpu" in names)

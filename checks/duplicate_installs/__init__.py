@@ -18,8 +18,9 @@ from msdoctor.checks.duplicate_installs.shadowing import script_dir_shadows, sha
 
 
 @with_paths_memo
-def evaluate(t: TargetFacts, *, script_dirs: Sequence[str] = (), records: Optional[Records] = None,
-             project: Optional[str] = None) -> list[Finding]:
+def evaluate(
+    t: TargetFacts, *, script_dirs: Sequence[str] = (), records: Optional[Records] = None, project: Optional[str] = None
+) -> list[Finding]:
     """Every finding of the check for one target.
 
     Args:
@@ -67,16 +68,22 @@ def _healthy(t: TargetFacts, groups: Groups, stats: RecordStats) -> Finding:
     return Finding.passed(
         f"one copy of each of the {n_projects} installed projects, none shadowed or broken",
         proved="; ".join(checked),
-        evidence={"projects": n_projects, "sys_path_dirs": len(dirs), "record_files_checked": stats.files,
-                  "distributions_sampled": stats.dists},
+        evidence={
+            "projects": n_projects,
+            "sys_path_dirs": len(dirs),
+            "record_files_checked": stats.files,
+            "distributions_sampled": stats.dists,
+        },
     )
 
 
 class DuplicateInstallsCheck:
     id = "duplicate-installs"
     title = "Duplicate and broken installs"
-    description = ("A package installed twice, rival distributions, shadowed modules, broken installs, "
-                   "console scripts of another environment")
+    description = (
+        "A package installed twice, rival distributions, shadowed modules, broken installs, "
+        "console scripts of another environment"
+    )
     order = 30  # place in reports: environment first, then stack, devices, editors, project
 
     def run(self, ctx: Context) -> list[Finding]:

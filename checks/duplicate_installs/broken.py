@@ -66,22 +66,33 @@ def two_dist_infos(t: TargetFacts, projects: Groups, records: Records) -> tuple[
         keep = current[0]
         stale = [d for d in ds if d is not keep]
         stale_paths.update(d.path for d in stale)
-        proof = ("the files on disk match its RECORD (sha256 compared)" if verdict[keep.path]
-                 else "the newest version is kept: no RECORD hash could tell which files are installed")
-        out.append(Finding(
-            status_for(keep.name),
-            f"{keep.name} has {len(ds)} dist-info directories in {keep.location}: "
-            + ", ".join(d.version or "?" for d in ds),
-            detail=("importlib.metadata and pip each pick one of them, depending on directory order, so "
+        proof = (
+            "the files on disk match its RECORD (sha256 compared)"
+            if verdict[keep.path]
+            else "the newest version is kept: no RECORD hash could tell which files are installed"
+        )
+        out.append(
+            Finding(
+                status_for(keep.name),
+                f"{keep.name} has {len(ds)} dist-info directories in {keep.location}: "
+                + ", ".join(d.version or "?" for d in ds),
+                detail=(
+                    "importlib.metadata and pip each pick one of them, depending on directory order, so "
                     "`pip show`, `pip check` and version checks can report a version whose files are not "
                     f"installed. This happens after `pip install --ignore-installed` or a killed upgrade. "
-                    f"Keep {keep.version}: {proof}."),
-            fix=f"{rm_command(d.path for d in stale)} ; {reinstall(t, keep)}",
-            location=Location(keep.path),
-            evidence={"project": key, "dist_infos": [d.path for d in ds],
-                      "matches_disk": {os.path.basename(p): v for p, v in verdict.items()}, "keep": keep.path},
-            code="two-dist-infos",
-        ))
+                    f"Keep {keep.version}: {proof}."
+                ),
+                fix=f"{rm_command(d.path for d in stale)} ; {reinstall(t, keep)}",
+                location=Location(keep.path),
+                evidence={
+                    "project": key,
+                    "dist_infos": [d.path for d in ds],
+                    "matches_disk": {os.path.basename(p): v for p, v in verdict.items()},
+                    "keep": keep.path,
+                },
+                code="two-dist-infos",
+            )
+        )
     return out, stale_paths
 
 
@@ -98,27 +109,40 @@ def missing_files(t: TargetFacts, records: Records, skip: set[str], stats: Recor
         stats.dists += 1 if sampled else 0
         stats.files += sampled
         if gone:
-            out.append(Finding(
-                status_for(d.name),
-                f"{d.name} {d.version or ''} is partly deleted: {len(gone)} of {sampled} files checked are missing",
-                detail=(f"Its RECORD ({d.path}/RECORD) lists files that are not on disk, e.g. "
+            out.append(
+                Finding(
+                    status_for(d.name),
+                    f"{d.name} {d.version or ''} is partly deleted: {len(gone)} of {sampled} files checked are missing",
+                    detail=(
+                        f"Its RECORD ({d.path}/RECORD) lists files that are not on disk, e.g. "
                         f"{', '.join(gone[:4])}. Imports of {d.name} fail or load a mix of versions."
-                        + (" Checked: every __init__.py, native library and console script." if is_stack(d.name)
-                           else " Checked: its top-level modules and packages.")),
-                fix=reinstall(t, d),
-                location=Location(d.path),
-                evidence={"dist": d.name, "version": d.version, "missing": gone[:20], "checked": sampled},
-                code="record-missing-files",
-            ))
+                        + (
+                            " Checked: every __init__.py, native library and console script."
+                            if is_stack(d.name)
+                            else " Checked: its top-level modules and packages."
+                        )
+                    ),
+                    fix=reinstall(t, d),
+                    location=Location(d.path),
+                    evidence={"dist": d.name, "version": d.version, "missing": gone[:20], "checked": sampled},
+                    code="record-missing-files",
+                )
+            )
     return out
 
 
 def _incomplete(t: TargetFacts, d: Distribution) -> Finding:
     lacks = [f for f in ("METADATA", "RECORD") if f not in d.files]
-    why = ("Without METADATA, importlib.metadata.version() returns None and pip cannot read the project; "
-           if "METADATA" in lacks else "")
-    why += ("Without RECORD, pip cannot uninstall or upgrade it (PEP 627 lets only non-pip installers omit it)."
-            if "RECORD" in lacks else "")
+    why = (
+        "Without METADATA, importlib.metadata.version() returns None and pip cannot read the project; "
+        if "METADATA" in lacks
+        else ""
+    )
+    why += (
+        "Without RECORD, pip cannot uninstall or upgrade it (PEP 627 lets only non-pip installers omit it)."
+        if "RECORD" in lacks
+        else ""
+    )
     py = owner_python(t, d.location) or t.python_cmd()
     pin = f"=={d.version}" if d.version else ""
     return Finding(
@@ -176,15 +200,20 @@ def leftovers(t: TargetFacts) -> list[Finding]:
         by_key = {d.key: d for d in here}
         redo = [reinstall(t, by_key[p]) for p in projects if p in by_key]
         paths = [os.path.join(where, n) for n in names]
-        out.append(Finding(
-            Status.FAIL if is_stack(*projects) else Status.WARN,
-            f"{len(names)} leftover(s) of an interrupted pip run in {where}: {', '.join(names)}",
-            detail=("pip moves what it replaces to a '~'-prefixed name and deletes it when the run ends; these "
+        out.append(
+            Finding(
+                Status.FAIL if is_stack(*projects) else Status.WARN,
+                f"{len(names)} leftover(s) of an interrupted pip run in {where}: {', '.join(names)}",
+                detail=(
+                    "pip moves what it replaces to a '~'-prefixed name and deletes it when the run ends; these "
                     "survived a killed or failed run. pip warns 'Ignoring invalid distribution ~...' on every call"
-                    + (f", and {', '.join(projects)} may be half-replaced" if projects else "") + "."),
-            fix=" ; ".join([rm_command(paths)] + redo),
-            location=Location(where),
-            evidence={"directory": where, "leftovers": names, "projects": projects},
-            code="pip-leftover",
-        ))
+                    + (f", and {', '.join(projects)} may be half-replaced" if projects else "")
+                    + "."
+                ),
+                fix=" ; ".join([rm_command(paths)] + redo),
+                location=Location(where),
+                evidence={"directory": where, "leftovers": names, "projects": projects},
+                code="pip-leftover",
+            )
+        )
     return out

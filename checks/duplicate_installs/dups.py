@@ -12,7 +12,15 @@ from msdoctor.model import Finding, Location
 from msdoctor.checks.duplicate_installs.fixes import pip_can_remove, reinstall, removal_fix, where
 from msdoctor.checks.duplicate_installs.record import Records
 from msdoctor.checks.duplicate_installs.scan import (
-    Groups, editable_source, importable, is_leftover, owns, real, specs, status_for, under,
+    Groups,
+    editable_source,
+    importable,
+    is_leftover,
+    owns,
+    real,
+    specs,
+    status_for,
+    under,
 )
 
 _WHY_TWICE = (
@@ -91,13 +99,17 @@ def _twice(t: TargetFacts, placed: list[Distribution], sp: Mapping[str, Mapping[
     for i, c in enumerate(placed, 1):
         tags = ["imported"] if c is imported else []
         tags += ["pip and importlib.metadata read this one"] if c is first else []
-        rows.append(f"  {i}. {c.version or '?'} in {c.location} ({where(t, c.location)})"
-                    + (f"  <- {', '.join(tags)}" if tags else ""))
+        rows.append(
+            f"  {i}. {c.version or '?'} in {c.location} ({where(t, c.location)})"
+            + (f"  <- {', '.join(tags)}" if tags else "")
+        )
     pip_note = ""
     if not pip_can_remove(t, first.location):
-        pip_note = (f" `{t.python_cmd()} -m pip` cannot remove the first copy: it is outside the environment "
-                    f"{t.prefix} (pip logs 'Not uninstalling ..., outside environment'), and `pip install -U "
-                    f"{first.name}` installs into the environment while the outside copy stays first.")
+        pip_note = (
+            f" `{t.python_cmd()} -m pip` cannot remove the first copy: it is outside the environment "
+            f"{t.prefix} (pip logs 'Not uninstalling ..., outside environment'), and `pip install -U "
+            f"{first.name}` installs into the environment while the outside copy stays first."
+        )
     elif imported is None:
         pip_note = " The probe could not tell which copy the import loads; sys.path order says the first."
     versions = ", ".join(c.version or "?" for c in placed)
@@ -106,14 +118,21 @@ def _twice(t: TargetFacts, placed: list[Distribution], sp: Mapping[str, Mapping[
         status_for(first.name),
         f"{first.name} is installed {len(placed)} times on sys.path ({versions}); "
         f"the import uses {winner.version} from {where(t, winner.location)}",
-        detail="\n".join([_WHY_TWICE + pip_note, "Copies, in sys.path order:"] + rows
-                         + [f"Keep {keep.version} in {keep.location}; remove the others."]),
+        detail="\n".join(
+            [_WHY_TWICE + pip_note, "Copies, in sys.path order:"]
+            + rows
+            + [f"Keep {keep.version} in {keep.location}; remove the others."]
+        ),
         fix=" ; ".join(removal_fix(t, c, c is first) for c in placed if c is not keep),
         location=Location(winner.path),
-        evidence={"project": first.key, "copies": [_copy_row(c, t) for c in placed],
-                  "imported_from": imported.location if imported else None,
-                  "pip_acts_on": first.location, "pip_can_uninstall_it": pip_can_remove(t, first.location),
-                  "keep": keep.location},
+        evidence={
+            "project": first.key,
+            "copies": [_copy_row(c, t) for c in placed],
+            "imported_from": imported.location if imported else None,
+            "pip_acts_on": first.location,
+            "pip_can_uninstall_it": pip_can_remove(t, first.location),
+            "keep": keep.location,
+        },
         code="same-project-twice",
     )
 
@@ -138,8 +157,9 @@ def rival_distributions(t: TargetFacts, groups: Groups, records: Records) -> lis
     return out
 
 
-def _rival(t: TargetFacts, name: str, owners: list[Distribution], spec: Mapping[str, Any],
-           records: Records) -> Optional[Finding]:
+def _rival(
+    t: TargetFacts, name: str, owners: list[Distribution], spec: Mapping[str, Any], records: Records
+) -> Optional[Finding]:
     by_dir: dict[str, list[Distribution]] = {}
     for d in owners:
         by_dir.setdefault(real(d.location), []).append(d)
@@ -156,15 +176,21 @@ def _rival(t: TargetFacts, name: str, owners: list[Distribution], spec: Mapping[
     listing = ", ".join(f"{d.name} {d.version or '?'} ({d.location})" for d in owners)
     parts = [f"`import {name}` has {len(owners)} providers: {listing}."]
     if shared:
-        parts.append(f"Their RECORD files list the same {len(shared)} file(s) (e.g. {', '.join(shared[:3])}): "
-                     "the one installed last overwrote the other's files, and uninstalling either deletes "
-                     "files the other needs.")
+        parts.append(
+            f"Their RECORD files list the same {len(shared)} file(s) (e.g. {', '.join(shared[:3])}): "
+            "the one installed last overwrote the other's files, and uninstalling either deletes "
+            "files the other needs."
+        )
     if crossed and imported:
-        parts.append(f"The import loads {imported.name}'s copy from {imported.location}; the others are "
-                     "shadowed but still answer to pip and importlib.metadata.")
+        parts.append(
+            f"The import loads {imported.name}'s copy from {imported.location}; the others are "
+            "shadowed but still answer to pip and importlib.metadata."
+        )
     if any(d.key in LEGACY_MINDSPORE for d in owners):
-        parts.append("mindspore-ascend/-gpu/-cpu are the legacy per-device wheels; current releases ship one "
-                     "`mindspore` wheel since 2.3.0, so keep `mindspore` only.")
+        parts.append(
+            "mindspore-ascend/-gpu/-cpu are the legacy per-device wheels; current releases ship one "
+            "`mindspore` wheel since 2.3.0, so keep `mindspore` only."
+        )
     others = [d for d in owners if d is not keep]
     fix = [removal_fix(t, d, True) for d in others] + [reinstall(t, keep)]
     return Finding(
@@ -174,8 +200,13 @@ def _rival(t: TargetFacts, name: str, owners: list[Distribution], spec: Mapping[
         detail=" ".join(parts),
         fix=" ; ".join(fix),
         location=Location(owners[0].path),
-        evidence={"import_package": name, "projects": [{"name": d.name, **_copy_row(d, t)} for d in owners],
-                  "shared_files": len(shared), "shared_examples": shared[:10],
-                  "imported_from": imported.location if imported else None, "keep": keep.name},
+        evidence={
+            "import_package": name,
+            "projects": [{"name": d.name, **_copy_row(d, t)} for d in owners],
+            "shared_files": len(shared),
+            "shared_examples": shared[:10],
+            "imported_from": imported.location if imported else None,
+            "keep": keep.name,
+        },
         code="rival-distributions",
     )

@@ -120,12 +120,15 @@ def removal_fix(t: TargetFacts, d: Distribution, first_in_view: bool) -> str:
         uninstall = rm_command(installed_paths(d))
     pth = pth_adding(t, loc)
     if pth:
-        return (f"delete the line naming {loc} from {pth} (it adds that directory here), "
-                f"or remove that copy: {uninstall}")
+        return (
+            f"delete the line naming {loc} from {pth} (it adds that directory here), or remove that copy: {uninstall}"
+        )
     cfg = t.raw.get("pyvenv_cfg") or {}
     if t.in_venv and under(loc, t.base_prefix) and str(cfg.get("include-system-site-packages")).lower() == "true":
-        return (f"set include-system-site-packages = false in {os.path.join(t.prefix, 'pyvenv.cfg')} (the venv "
-                f"then stops seeing the base interpreter's packages), or remove the base copy: {uninstall}")
+        return (
+            f"set include-system-site-packages = false in {os.path.join(t.prefix, 'pyvenv.cfg')} (the venv "
+            f"then stops seeing the base interpreter's packages), or remove the base copy: {uninstall}"
+        )
     return uninstall
 
 

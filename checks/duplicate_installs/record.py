@@ -67,8 +67,11 @@ class Records:
         text = "\n" + text
         if is_stack(d.name):
             found = [p for needle in _STACK_NEEDLES for p in _paths_with(text, needle)]
-            paths = [p for p in found if (p.endswith("/__init__.py") and p.count("/") <= 2)
-                     or _NATIVE.search(p) or "/bin/" in p]
+            paths = [
+                p
+                for p in found
+                if (p.endswith("/__init__.py") and p.count("/") <= 2) or _NATIVE.search(p) or "/bin/" in p
+            ]
         else:
             needles = ["/__init__.py,", ".pth,"] + ["\n" + n + "." for n in d.top_level or [] if importable(n)]
             paths = [p for needle in needles for p in _paths_with(text, needle) if p.count("/") <= 1]
@@ -84,8 +87,11 @@ class Records:
         """
         if not is_stack(d.name):
             names = [n for n in d.top_level or [] if importable(n)]
-            if all(os.path.exists(os.path.join(d.location, n, "__init__.py"))
-                   or os.path.exists(os.path.join(d.location, n + ".py")) for n in names):
+            if all(
+                os.path.exists(os.path.join(d.location, n, "__init__.py"))
+                or os.path.exists(os.path.join(d.location, n + ".py"))
+                for n in names
+            ):
                 return [], len(names)
         sample = self.sample(d)
         gone = [p for p in sample if not os.path.exists(os.path.join(d.location, p))]
@@ -94,9 +100,11 @@ class Records:
     def owned(self, d: Distribution, name: str) -> set[str]:
         """Files of import package ``name`` that RECORD of ``d`` lists (no bytecode)."""
         pre = name + "/"
-        return {p for p, _ in self.rows(d)
-                if (p.startswith(pre) or p.split(".", 1)[0] == name) and "__pycache__" not in p
-                and not p.endswith(".pyc")}
+        return {
+            p
+            for p, _ in self.rows(d)
+            if (p.startswith(pre) or p.split(".", 1)[0] == name) and "__pycache__" not in p and not p.endswith(".pyc")
+        }
 
 
 def _paths_with(text: str, needle: str) -> Iterator[str]:

@@ -17,6 +17,7 @@ from msdoctor.model import Status
 #: Every copy of every project, by canonical name, in sys.path order.
 Groups = dict[str, list[Distribution]]
 
+
 def is_stack(*names: Optional[str]) -> bool:
     """Whether a package is in the training stack (compat_matrix/stack.toml): a problem with one of them fails."""
     return in_stack(*names)
@@ -30,8 +31,9 @@ def status_for(*names: Optional[str]) -> Status:
 T = TypeVar("T")
 
 #: realpath answers of the evaluation running in this thread (evaluate() opens one with :func:`paths_memo`)
-_REAL: contextvars.ContextVar[Optional[dict[str, str]]] = contextvars.ContextVar("duplicate_installs_real",
-                                                                                 default=None)
+_REAL: contextvars.ContextVar[Optional[dict[str, str]]] = contextvars.ContextVar(
+    "duplicate_installs_real", default=None
+)
 
 
 @contextlib.contextmanager

@@ -79,23 +79,30 @@ def foreign_on_path(t: TargetFacts, groups: Groups) -> list[Finding]:
         else:
             status = Status.WARN
             why = f"this environment is not on PATH, and `{name}` there belongs to another installation"
-        use = (f"{t.python_cmd()} -m pip" if name.startswith("pip") else own if os.path.exists(own) else None)
+        use = f"{t.python_cmd()} -m pip" if name.startswith("pip") else own if os.path.exists(own) else None
         fix = f"put {bindir} first on PATH (export PATH={bindir}:$PATH)"
         if use:
             fix += f", or call it by its path: {use}"
         elif launcher:
             fix += f"; {bindir} has no {name}: {reinstall(t, launchers[name])}"
-        out.append(Finding(
-            status,
-            f"`{name}` on PATH is {found}, not this environment's",
-            detail=(f"{why}, so typing `{name}` runs another environment"
-                    + (" and starts the training workers with its interpreter and its MindSpore." if launcher
-                       else "; packages installed with it land in that environment.")),
-            fix=fix,
-            location=Location(found),
-            evidence={"command": name, "resolves_to": found, "expected_dir": bindir, "env_on_path": activated},
-            code="foreign-console-script",
-        ))
+        out.append(
+            Finding(
+                status,
+                f"`{name}` on PATH is {found}, not this environment's",
+                detail=(
+                    f"{why}, so typing `{name}` runs another environment"
+                    + (
+                        " and starts the training workers with its interpreter and its MindSpore."
+                        if launcher
+                        else "; packages installed with it land in that environment."
+                    )
+                ),
+                fix=fix,
+                location=Location(found),
+                evidence={"command": name, "resolves_to": found, "expected_dir": bindir, "env_on_path": activated},
+                code="foreign-console-script",
+            )
+        )
     return out
 
 
@@ -129,15 +136,24 @@ def foreign_shebangs(t: TargetFacts, groups: Groups) -> list[Finding]:
         exists = os.path.exists(interp)
         d = launchers.get(name) or next(iter(groups.get("pip", [])), None)
         fix = reinstall(t, d) if d is not None else f"{t.python_cmd()} -m pip install --force-reinstall pip"
-        out.append(Finding(
-            status_for(d.name) if d is not None and name in launchers else Status.WARN,
-            f"{path} runs {interp}" + (", which does not exist" if not exists else ", another environment's python"),
-            detail=("Console scripts hard-code the interpreter that installed them. This environment was copied, "
-                    f"moved or renamed, so `{name}` " + ("fails with 'bad interpreter'." if not exists else
-                                                         f"runs {interp} and that environment's packages.")),
-            fix=fix + " (reinstalling rewrites the script for this interpreter)",
-            location=Location(path),
-            evidence={"script": path, "interpreter": interp, "interpreter_exists": exists},
-            code="foreign-shebang",
-        ))
+        out.append(
+            Finding(
+                status_for(d.name) if d is not None and name in launchers else Status.WARN,
+                f"{path} runs {interp}"
+                + (", which does not exist" if not exists else ", another environment's python"),
+                detail=(
+                    "Console scripts hard-code the interpreter that installed them. This environment was copied, "
+                    f"moved or renamed, so `{name}` "
+                    + (
+                        "fails with 'bad interpreter'."
+                        if not exists
+                        else f"runs {interp} and that environment's packages."
+                    )
+                ),
+                fix=fix + " (reinstalling rewrites the script for this interpreter)",
+                location=Location(path),
+                evidence={"script": path, "interpreter": interp, "interpreter_exists": exists},
+                code="foreign-shebang",
+            )
+        )
     return out

@@ -11,7 +11,17 @@ from msdoctor.model import Finding, Location, Status
 from msdoctor.checks.duplicate_installs.fixes import owner_python, pth_adding, pythonpath, where
 from msdoctor.checks.duplicate_installs.record import Records
 from msdoctor.checks.duplicate_installs.scan import (
-    Groups, editable_source, importable, is_leftover, module_file, owns, provider_dirs, q, real, specs, status_for,
+    Groups,
+    editable_source,
+    importable,
+    is_leftover,
+    module_file,
+    owns,
+    provider_dirs,
+    q,
+    real,
+    specs,
+    status_for,
     under,
 )
 
@@ -59,17 +69,21 @@ def shadowed_modules(t: TargetFacts) -> list[Finding]:
         if not path or not dirs or real(dirs[0]) in stdlib:
             continue  # built-in, or the standard library winning over an installed backport: harmless
         d = owners[0]
-        out.append(Finding(
-            status_for(name, d.name),
-            f"{path} shadows the installed {d.name} {d.version or ''}".rstrip(),
-            detail=(f"`import {name}` loads {path}, found in {where(t, dirs[0])} before {d.location} on sys.path, "
+        out.append(
+            Finding(
+                status_for(name, d.name),
+                f"{path} shadows the installed {d.name} {d.version or ''}".rstrip(),
+                detail=(
+                    f"`import {name}` loads {path}, found in {where(t, dirs[0])} before {d.location} on sys.path, "
                     f"not the {d.name} {d.version or ''} that pip installed. Code then runs another {name} "
-                    "than the one pip, `pip list` and importlib.metadata report."),
-            fix=_fix_for(t, path, dirs[0]),
-            location=Location(path),
-            evidence={"module": name, "origin": spec.get("origin"), "found_in": dirs[0], **_shadowed(d)},
-            code="shadowed-module",
-        ))
+                    "than the one pip, `pip list` and importlib.metadata report."
+                ),
+                fix=_fix_for(t, path, dirs[0]),
+                location=Location(path),
+                evidence={"module": name, "origin": spec.get("origin"), "found_in": dirs[0], **_shadowed(d)},
+                code="shadowed-module",
+            )
+        )
     return out
 
 
@@ -106,8 +120,9 @@ def stdlib_names(t: TargetFacts) -> set[str]:
     return {n for n in names if n.isidentifier() and not n.startswith("_")}
 
 
-def script_dir_shadows(t: TargetFacts, groups: Groups, directories: Sequence[str],
-                       project: Optional[str] = None) -> list[Finding]:
+def script_dir_shadows(
+    t: TargetFacts, groups: Groups, directories: Sequence[str], project: Optional[str] = None
+) -> list[Finding]:
     """Modules in the project directory and the training script's / config's directory: `python train.py`
     puts the script's directory first on sys.path, so what is found there wins over the installed module.
 
@@ -149,9 +164,11 @@ def _shadows_stdlib(full: str, lib: str, directory: str) -> Finding:
     return Finding(
         Status.WARN,
         f"{full} would shadow the standard library's {lib} for scripts in {directory}",
-        detail=(f"`python {directory}/<script>.py` puts {directory} first on sys.path (Python docs, "
-                f"sys.path[0]), so `import {lib}` there, and in every library that imports it, would "
-                f"load {full} instead of the standard {lib} module. Found on disk; nothing was imported."),
+        detail=(
+            f"`python {directory}/<script>.py` puts {directory} first on sys.path (Python docs, "
+            f"sys.path[0]), so `import {lib}` there, and in every library that imports it, would "
+            f"load {full} instead of the standard {lib} module. Found on disk; nothing was imported."
+        ),
         fix=f"rename it: mv {q(full)} {q(full + '_local')} (and update your imports)",
         location=Location(full),
         evidence={"module": lib, "path": full, "directory": directory, "shadowed": "stdlib"},
@@ -167,12 +184,16 @@ def _shadows_dist(full: str, stem: str, d: Distribution, directory: str, in_proj
         return Finding(
             status_for(stem, d.name),
             f"{full} shadows the installed {d.name} {d.version or ''}".rstrip(),
-            detail=(f"`import {stem}` in a script, `python -m` or a notebook started in the current (project) "
-                    f"directory {directory} loads {full}: that directory comes first on sys.path (Python "
-                    f"docs, sys.path[0]), before {d.location} where pip installed {d.name} "
-                    f"{d.version or ''}. Found on disk, as find_spec would; nothing was imported."),
-            fix=(f"rename it (mv {q(full)} {q(full + '_local')}) and update your imports, or start Python "
-                 "from another directory"),
+            detail=(
+                f"`import {stem}` in a script, `python -m` or a notebook started in the current (project) "
+                f"directory {directory} loads {full}: that directory comes first on sys.path (Python "
+                f"docs, sys.path[0]), before {d.location} where pip installed {d.name} "
+                f"{d.version or ''}. Found on disk, as find_spec would; nothing was imported."
+            ),
+            fix=(
+                f"rename it (mv {q(full)} {q(full + '_local')}) and update your imports, or start Python "
+                "from another directory"
+            ),
             location=Location(full),
             evidence=evidence,
             code="shadowed-module",
@@ -180,9 +201,11 @@ def _shadows_dist(full: str, stem: str, d: Distribution, directory: str, in_proj
     return Finding(
         status_for(stem, d.name),
         f"{full} would shadow the installed {d.name} {d.version or ''} for scripts in {directory}".rstrip(),
-        detail=(f"`python {directory}/<script>.py` puts {directory} first on sys.path (Python docs, "
-                f"sys.path[0]), so `import {stem}` would load {full} instead of {d.name} from {d.location}. "
-                "Found on disk; nothing was imported."),
+        detail=(
+            f"`python {directory}/<script>.py` puts {directory} first on sys.path (Python docs, "
+            f"sys.path[0]), so `import {stem}` would load {full} instead of {d.name} from {d.location}. "
+            "Found on disk; nothing was imported."
+        ),
         fix=f"rename it: mv {q(full)} {q(full + '_local')} (and update your imports)",
         location=Location(full),
         evidence=evidence,
@@ -203,17 +226,23 @@ def stale_paths(t: TargetFacts, records: Records) -> list[Finding]:
         if src and not is_leftover(d) and not os.path.exists(src):
             gone.append(src)
             py = owner_python(t, d.location) or t.python_cmd()
-            out.append(Finding(
-                status_for(d.name),
-                f"the editable install of {d.name} {d.version or ''} points at {src}, which no longer exists",
-                detail=(f"{d.name} was installed with `pip install -e {src}`; that tree was moved or deleted, so "
-                        f"`import` of its modules fails while pip still lists {d.name} as installed."),
-                fix=(f"{py} -m pip uninstall -y {d.name} ; then {py} -m pip install -e /new/path/of/{d.name} "
-                     f"(or {py} -m pip install {d.name}{'==' + d.version if d.version else ''})"),
-                location=Location(d.path),
-                evidence={"dist": d.name, "source": src, "direct_url": d.direct_url},
-                code="editable-missing-source",
-            ))
+            out.append(
+                Finding(
+                    status_for(d.name),
+                    f"the editable install of {d.name} {d.version or ''} points at {src}, which no longer exists",
+                    detail=(
+                        f"{d.name} was installed with `pip install -e {src}`; that tree was moved or deleted, so "
+                        f"`import` of its modules fails while pip still lists {d.name} as installed."
+                    ),
+                    fix=(
+                        f"{py} -m pip uninstall -y {d.name} ; then {py} -m pip install -e /new/path/of/{d.name} "
+                        f"(or {py} -m pip install {d.name}{'==' + d.version if d.version else ''})"
+                    ),
+                    location=Location(d.path),
+                    evidence={"dist": d.name, "source": src, "direct_url": d.direct_url},
+                    code="editable-missing-source",
+                )
+            )
     for pth in t.pth_files:
         for line in pth.get("lines") or []:
             target = line.get("resolved") or ""
@@ -235,12 +264,18 @@ def _stale_pth(t: TargetFacts, pth: str, line: Mapping[str, Any], records: Recor
     return Finding(
         status_for(owner.name) if owner else Status.WARN,
         f"{pth} adds {line.get('resolved')}, which does not exist",
-        detail=("Python's site module adds each path line of a .pth file to sys.path at start-up. This one names "
-                "a directory that was moved or deleted, so whatever was imported from it (often an editable "
-                "install or a source checkout) is gone."),
+        detail=(
+            "Python's site module adds each path line of a .pth file to sys.path at start-up. This one names "
+            "a directory that was moved or deleted, so whatever was imported from it (often an editable "
+            "install or a source checkout) is gone."
+        ),
         fix=fix,
         location=Location(pth),
-        evidence={"pth": pth, "line": line.get("line"), "resolved": line.get("resolved"),
-                  "owner": owner.name if owner else None},
+        evidence={
+            "pth": pth,
+            "line": line.get("line"),
+            "resolved": line.get("resolved"),
+            "owner": owner.name if owner else None,
+        },
         code="pth-missing-path",
     )

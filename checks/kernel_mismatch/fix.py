@@ -133,8 +133,10 @@ def default_display_name(t: TargetSummary, name: str) -> str:
 def check_kernel_name(name: str) -> Optional[str]:
     """Why ``name`` cannot be a kernel name, or None."""
     if not KERNEL_NAME_RE.match(name):
-        return (f"kernel name {name!r} may only hold letters, digits, '.', '_' and '-' "
-                f"(jupyter_client's rule); for example --name {safe_kernel_name(name)}")
+        return (
+            f"kernel name {name!r} may only hold letters, digits, '.', '_' and '-' "
+            f"(jupyter_client's rule); for example --name {safe_kernel_name(name)}"
+        )
     return None
 
 
@@ -144,12 +146,18 @@ def _ipykernel_step(t: TargetSummary) -> Step:
         version = t.info.versions.get("ipykernel") or ""
         return Step("ipykernel", f"ipykernel {version} is importable by {t.python}".replace("  ", " "), False)
     cmd = [t.python, "-m", "pip", "install", "ipykernel"]
-    step = Step("ipykernel", f"install ipykernel into {t.python}", True, command=cmd,
-                details=["Jupyter starts a Python kernel with `-m ipykernel_launcher`: it must be importable there."])
+    step = Step(
+        "ipykernel",
+        f"install ipykernel into {t.python}",
+        True,
+        command=cmd,
+        details=["Jupyter starts a Python kernel with `-m ipykernel_launcher`: it must be importable there."],
+    )
     if not t.info.module("pip").importable:
         step.blocked = f"{t.python} has no pip"
-        step.blocked_fix = (f"{t.python} -m ensurepip --upgrade, then rerun fix-kernel"
-                            + (f" (or: conda install -n {t.env_name} ipykernel)" if t.env_kind == "conda" else ""))
+        step.blocked_fix = f"{t.python} -m ensurepip --upgrade, then rerun fix-kernel" + (
+            f" (or: conda install -n {t.env_name} ipykernel)" if t.env_kind == "conda" else ""
+        )
     return step
 
 
@@ -158,28 +166,55 @@ def _argv0_runs_target(spec: KernelSpec, target: str) -> bool:
     return bool(argv) and os.path.isabs(str(argv[0])) and same_bin_dir(str(argv[0]), target)
 
 
-def _kernel_step(t: TargetSummary, jf: JupyterFacts, req: KernelRequest, name: str, display: str,
-                 kernels_dir: str) -> Step:
+def _kernel_step(
+    t: TargetSummary, jf: JupyterFacts, req: KernelRequest, name: str, display: str, kernels_dir: str
+) -> Step:
     if req.name is None and req.display_name is None:
         for k in jf.visible():
             if k.error is None and k.is_python and _argv0_runs_target(k, t.python):
-                return Step("kernel", f"{k.label} already runs {t.python} ({k.resource_dir})", False,
-                            data={"name": k.name, "resource_dir": k.resource_dir})
+                return Step(
+                    "kernel",
+                    f"{k.label} already runs {t.python} ({k.resource_dir})",
+                    False,
+                    data={"name": k.name, "resource_dir": k.resource_dir},
+                )
     dest = os.path.join(kernels_dir, name)
-    cmd = [t.python, "-m", "ipykernel", "install", "--user" if req.scope == "user" else "--sys-prefix",
-           "--name", name, "--display-name", display]
+    cmd = [
+        t.python,
+        "-m",
+        "ipykernel",
+        "install",
+        "--user" if req.scope == "user" else "--sys-prefix",
+        "--name",
+        name,
+        "--display-name",
+        display,
+    ]
     existing = next((k for k in jf.kernels if os.path.normpath(k.resource_dir) == os.path.normpath(dest)), None)
     if existing is None and os.path.isfile(os.path.join(dest, "kernel.json")):
         from msdoctor.facts.jupyter import read_kernel_dir
 
         existing = read_kernel_dir(dest, name, kernels_dir, -1)
-    step = Step("kernel", f"register Jupyter kernel '{name}' (\"{display}\") in {dest}", True, command=cmd,
-                details=[f"its argv[0] will be {t.python}"], data={"name": name, "resource_dir": dest})
+    step = Step(
+        "kernel",
+        f"register Jupyter kernel '{name}' (\"{display}\") in {dest}",
+        True,
+        command=cmd,
+        details=[f"its argv[0] will be {t.python}"],
+        data={"name": name, "resource_dir": dest},
+    )
     if existing is not None:
-        if existing.error is None and _argv0_runs_target(existing, t.python) and (
-                req.display_name is None or existing.display_name == display):
-            return Step("kernel", f"{existing.label} already runs {t.python} ({dest})", False,
-                        data={"name": name, "resource_dir": dest})
+        if (
+            existing.error is None
+            and _argv0_runs_target(existing, t.python)
+            and (req.display_name is None or existing.display_name == display)
+        ):
+            return Step(
+                "kernel",
+                f"{existing.label} already runs {t.python} ({dest})",
+                False,
+                data={"name": name, "resource_dir": dest},
+            )
         now = existing.error or f"it runs {existing.argv[0] if existing.argv else '?'}"
         step.title = f"replace Jupyter kernel '{name}' in {dest} ({now})"
         step.details.append(f"the old kernel.json is kept as {dest}/kernel.json.bak")
@@ -187,10 +222,14 @@ def _kernel_step(t: TargetSummary, jf: JupyterFacts, req: KernelRequest, name: s
     first = jf.find(name)
     if first is not None and os.path.normpath(first.resource_dir) != os.path.normpath(dest):
         if _order_of(jf, os.path.dirname(first.resource_dir)) < _order_of(jf, kernels_dir):
-            step.blocked = (f"a kernel named '{name}' in {first.resource_dir} comes earlier on Jupyter's search "
-                            f"path and would hide the new one")
-            step.blocked_fix = (f"choose another name (--name {name}-2), or register with "
-                                f"{'--sys-prefix' if req.scope == 'user' else '--user'}")
+            step.blocked = (
+                f"a kernel named '{name}' in {first.resource_dir} comes earlier on Jupyter's search "
+                f"path and would hide the new one"
+            )
+            step.blocked_fix = (
+                f"choose another name (--name {name}-2), or register with "
+                f"{'--sys-prefix' if req.scope == 'user' else '--user'}"
+            )
     return step
 
 
@@ -211,25 +250,45 @@ def _vscode_step(t: TargetSummary, project: Path, environ: Mapping[str, str], no
     path = project / ".vscode" / "settings.json"
     if not path.exists():
         text = "{\n    " + json.dumps(DEFAULT_KEY) + ": " + json.dumps(t.python) + "\n}\n"
-        return Step("vscode", f"create {path} with {DEFAULT_KEY} = {t.python}", True,
-                    data={"path": str(path), "old": None, "new": text})
+        return Step(
+            "vscode",
+            f"create {path} with {DEFAULT_KEY} = {t.python}",
+            True,
+            data={"path": str(path), "old": None, "new": text},
+        )
     try:
         old, nl = read_text_newlines(path)
         doc = jsonc.loads(old)
     except jsonc.JSONCError as exc:
-        return Step("vscode", f"set {DEFAULT_KEY} in {path}", True,
-                    blocked=f"{path}:{exc.line}:{exc.column}: {exc.message}: msdoctor edits only a file it can parse",
-                    blocked_fix=f"repair {path} line {exc.line}, or rerun with --no-vscode")
+        return Step(
+            "vscode",
+            f"set {DEFAULT_KEY} in {path}",
+            True,
+            blocked=f"{path}:{exc.line}:{exc.column}: {exc.message}: msdoctor edits only a file it can parse",
+            blocked_fix=f"repair {path} line {exc.line}, or rerun with --no-vscode",
+        )
     except (OSError, UnicodeDecodeError) as exc:
-        return Step("vscode", f"set {DEFAULT_KEY} in {path}", True, blocked=f"cannot read {path}: {exc}",
-                    blocked_fix="fix the file's permissions, or rerun with --no-vscode")
+        return Step(
+            "vscode",
+            f"set {DEFAULT_KEY} in {path}",
+            True,
+            blocked=f"cannot read {path}: {exc}",
+            blocked_fix="fix the file's permissions, or rerun with --no-vscode",
+        )
     if not isinstance(doc, dict):
-        return Step("vscode", f"set {DEFAULT_KEY} in {path}", True, blocked=f"{path} does not hold a JSON object",
-                    blocked_fix=f"make {path} an object ({{ ... }}), or rerun with --no-vscode")
+        return Step(
+            "vscode",
+            f"set {DEFAULT_KEY} in {path}",
+            True,
+            blocked=f"{path} does not hold a JSON object",
+            blocked_fix=f"make {path} an object ({{ ... }}), or rerun with --no-vscode",
+        )
     legacy = doc.get(LEGACY_KEY)
     if isinstance(legacy, str):
-        notes.append(f"{path} still has the legacy {LEGACY_KEY} = {legacy!r}; the Python extension ignores it. "
-                     "msdoctor leaves it alone; remove it by hand.")
+        notes.append(
+            f"{path} still has the legacy {LEGACY_KEY} = {legacy!r}; the Python extension ignores it. "
+            "msdoctor leaves it alone; remove it by hand."
+        )
     current = doc.get(DEFAULT_KEY)
     if isinstance(current, str):
         resolved, _ = resolve(current, project, environ)
@@ -239,18 +298,30 @@ def _vscode_step(t: TargetSummary, project: Path, environ: Mapping[str, str], no
     expected = dict(doc)
     expected[DEFAULT_KEY] = t.python
     if jsonc.loads(new) != expected:  # never write an edit that changed anything else
-        return Step("vscode", f"set {DEFAULT_KEY} in {path}", True, blocked="the edit would change other settings",
-                    blocked_fix=f"set \"{DEFAULT_KEY}\": \"{t.python}\" by hand")
+        return Step(
+            "vscode",
+            f"set {DEFAULT_KEY} in {path}",
+            True,
+            blocked="the edit would change other settings",
+            blocked_fix=f'set "{DEFAULT_KEY}": "{t.python}" by hand',
+        )
     was = f"from {current!r} " if isinstance(current, str) else ""
-    return Step("vscode", f"set {DEFAULT_KEY} in {path} {was}to {t.python}", True,
-                details=["every other key and every comment is kept; the original is kept as a .bak file"],
-                data={"path": str(path), "old": with_newlines(old, nl), "new": with_newlines(new, nl)})
+    return Step(
+        "vscode",
+        f"set {DEFAULT_KEY} in {path} {was}to {t.python}",
+        True,
+        details=["every other key and every comment is kept; the original is kept as a .bak file"],
+        data={"path": str(path), "old": with_newlines(old, nl), "new": with_newlines(new, nl)},
+    )
 
 
 def stale_kernels(jf: JupyterFacts) -> list:
     """Kernelspecs whose argv[0] is an absolute path that no longer exists."""
-    return [k for k in jf.kernels if k.error is None and k.argv and os.path.isabs(str(k.argv[0]))
-            and not os.path.exists(str(k.argv[0]))]
+    return [
+        k
+        for k in jf.kernels
+        if k.error is None and k.argv and os.path.isabs(str(k.argv[0])) and not os.path.exists(str(k.argv[0]))
+    ]
 
 
 def _stale_steps(jf: JupyterFacts, req: KernelRequest, notes: list) -> list:
@@ -258,15 +329,21 @@ def _stale_steps(jf: JupyterFacts, req: KernelRequest, notes: list) -> list:
     if not stale:
         return []
     if not req.remove_stale:
-        notes.append(f"{len(stale)} stale kernel(s) ({', '.join(k.name for k in stale)}) point at deleted "
-                     "interpreters; rerun with --remove-stale to remove them")
+        notes.append(
+            f"{len(stale)} stale kernel(s) ({', '.join(k.name for k in stale)}) point at deleted "
+            "interpreters; rerun with --remove-stale to remove them"
+        )
         return []
     steps = []
     for k in stale:
         backup = os.path.join(os.path.dirname(k.search_dir), "kernels.msdoctor-backup")
-        step = Step("stale", f"remove stale kernel '{k.name}' ({k.resource_dir}): {k.argv[0]} no longer exists",
-                    True, details=[f"moved to {backup}/ (not deleted)"],
-                    data={"resource_dir": k.resource_dir, "backup_dir": backup})
+        step = Step(
+            "stale",
+            f"remove stale kernel '{k.name}' ({k.resource_dir}): {k.argv[0]} no longer exists",
+            True,
+            details=[f"moved to {backup}/ (not deleted)"],
+            data={"resource_dir": k.resource_dir, "backup_dir": backup},
+        )
         if not os.access(k.search_dir, os.W_OK):
             step.blocked = f"no write access to {k.search_dir}"
             step.blocked_fix = f"remove it as its owner: sudo rm -r {k.resource_dir}; or rerun without --remove-stale"
@@ -274,31 +351,40 @@ def _stale_steps(jf: JupyterFacts, req: KernelRequest, notes: list) -> list:
     return steps
 
 
-def build_plan(t: TargetSummary, jf: JupyterFacts, req: KernelRequest, project: Path,
-               environ: Mapping[str, str]) -> KernelPlan:
+def build_plan(
+    t: TargetSummary, jf: JupyterFacts, req: KernelRequest, project: Path, environ: Mapping[str, str]
+) -> KernelPlan:
     """Everything fix-kernel would do, and what is already done. Reads, never writes."""
     name = req.name.lower() if req.name else default_kernel_name(t)
     display = req.display_name or default_display_name(t, name)
     kernels_dir = user_kernels_dir(jf) if req.scope == "user" else jf.sys_prefix_kernels
     ms = t.info.mindspore
-    about = (f"Python {t.info.python_version}, {t.env_kind}" + (f" '{t.env_name}'" if t.env_name else "")
-             + (f", mindspore {t.info.versions.get('mindspore') or '?'}" if ms.importable else ", NO mindspore"))
+    about = (
+        f"Python {t.info.python_version}, {t.env_kind}"
+        + (f" '{t.env_name}'" if t.env_name else "")
+        + (f", mindspore {t.info.versions.get('mindspore') or '?'}" if ms.importable else ", NO mindspore")
+    )
     plan = KernelPlan(t.python, about, name, display, kernels_dir)
     if not ms.importable:
-        plan.notes.append(f"{t.python} cannot import mindspore: a kernel for it will not either. Install MindSpore "
-                          "there first, or pass --python the interpreter that has it.")
+        plan.notes.append(
+            f"{t.python} cannot import mindspore: a kernel for it will not either. Install MindSpore "
+            "there first, or pass --python the interpreter that has it."
+        )
     plan.steps.append(_ipykernel_step(t))
     plan.steps.append(_kernel_step(t, jf, req, name, display, kernels_dir))
     if vscode_wanted(req, project, jf):
         plan.steps.append(_vscode_step(t, project, environ, plan.notes))
     else:
-        plan.notes.append(f"VS Code: no .vscode/ folder or notebook in {project}; pass --vscode to write "
-                          f".vscode/settings.json there")
+        plan.notes.append(
+            f"VS Code: no .vscode/ folder or notebook in {project}; pass --vscode to write .vscode/settings.json there"
+        )
     plan.steps.extend(_stale_steps(jf, req, plan.notes))
     if any(s.kind == "vscode" and s.change for s in plan.steps):
-        plan.notes.append("VS Code reads python.defaultInterpreterPath only while no interpreter has been chosen for "
-                          "the workspace; if the status bar still shows another one, run 'Python: Select "
-                          "Interpreter' (source: microsoft/vscode-python wiki, 'Setting descriptions').")
+        plan.notes.append(
+            "VS Code reads python.defaultInterpreterPath only while no interpreter has been chosen for "
+            "the workspace; if the status bar still shows another one, run 'Python: Select "
+            "Interpreter' (source: microsoft/vscode-python wiki, 'Setting descriptions')."
+        )
     return plan
 
 
@@ -350,11 +436,20 @@ def apply_plan(plan: KernelPlan, environ: Mapping[str, str], echo: Callable[[str
 def _apply_ipykernel(step: Step, env: Mapping[str, str], echo: Callable[[str], None]) -> str:
     echo(f"$ {' '.join(step.command or [])}")
     with scratch_dir() as cwd:
-        res = proc.run_live(step.command or [], timeout=PIP_TIMEOUT_S, on_line=lambda line: echo("  " + line),
-                            env=env, cwd=cwd, finish_s=120.0, finish_from="Installing collected packages")
+        res = proc.run_live(
+            step.command or [],
+            timeout=PIP_TIMEOUT_S,
+            on_line=lambda line: echo("  " + line),
+            env=env,
+            cwd=cwd,
+            finish_s=120.0,
+            finish_from="Installing collected packages",
+        )
     if not res.ok:
-        raise FixFailed(f"installing ipykernel failed: {res.describe_failure()}",
-                        "read pip's output above; fix the cause and rerun fix-kernel")
+        raise FixFailed(
+            f"installing ipykernel failed: {res.describe_failure()}",
+            "read pip's output above; fix the cause and rerun fix-kernel",
+        )
     return "installed ipykernel"
 
 
@@ -366,13 +461,17 @@ def _apply_kernel(step: Step, env: Mapping[str, str], echo: Callable[[str], None
     with scratch_dir() as cwd:
         res = proc.run(step.command or [], timeout=INSTALL_TIMEOUT_S, env=env, cwd=cwd)
     if not res.ok:
-        raise FixFailed(f"registering the kernel failed: {res.describe_failure()}",
-                        f"run the command yourself to see the whole error: {' '.join(step.command or [])}")
+        raise FixFailed(
+            f"registering the kernel failed: {res.describe_failure()}",
+            f"run the command yourself to see the whole error: {' '.join(step.command or [])}",
+        )
     m = re.search(r"Installed kernelspec \S+ in (.+)$", res.stdout + res.stderr, re.MULTILINE)
     written = m.group(1).strip() if m else dest
     if os.path.normpath(os.path.realpath(written)) != os.path.normpath(os.path.realpath(dest)):
-        raise FixFailed(f"ipykernel wrote the kernel to {written}, not to {dest} as planned",
-                        "check JUPYTER_DATA_DIR / JUPYTER_PREFER_ENV_PATH in this shell and rerun")
+        raise FixFailed(
+            f"ipykernel wrote the kernel to {written}, not to {dest} as planned",
+            "check JUPYTER_DATA_DIR / JUPYTER_PREFER_ENV_PATH in this shell and rerun",
+        )
     try:
         argv0 = json.loads(Path(kernel_json).read_text(encoding="utf-8"))["argv"][0]
     except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
@@ -393,8 +492,7 @@ def _apply_vscode(step: Step, env: Mapping[str, str], echo: Callable[[str], None
     except (OSError, UnicodeDecodeError) as exc:
         raise FixFailed(f"cannot read {path} again: {exc}", "rerun fix-kernel") from None
     if now != old:
-        raise FixFailed(f"{path} changed while fix-kernel was running; nothing was written to it",
-                        "rerun fix-kernel")
+        raise FixFailed(f"{path} changed while fix-kernel was running; nothing was written to it", "rerun fix-kernel")
     try:
         make_dirs(path.parent)
         backup = atomic_write(path, step.data["new"], backup=True)
@@ -414,8 +512,9 @@ def _apply_stale(step: Step, env: Mapping[str, str], echo: Callable[[str], None]
     try:
         shutil.move(src, dest)
     except OSError as exc:
-        raise FixFailed(f"could not move {src} to {dest}: {exc.strerror or exc}",
-                        f"remove it by hand: rm -r {src}") from None
+        raise FixFailed(
+            f"could not move {src} to {dest}: {exc.strerror or exc}", f"remove it by hand: rm -r {src}"
+        ) from None
     return f"removed stale kernel {src} (kept in {dest})"
 
 
@@ -433,5 +532,10 @@ def summary_of(plan: KernelPlan) -> str:
 
 
 def describe_request(req: KernelRequest) -> dict[str, Any]:
-    return {"name": req.name, "display_name": req.display_name, "scope": req.scope, "vscode": req.vscode,
-            "remove_stale": req.remove_stale}
+    return {
+        "name": req.name,
+        "display_name": req.display_name,
+        "scope": req.scope,
+        "vscode": req.vscode,
+        "remove_stale": req.remove_stale,
+    }

@@ -63,13 +63,22 @@ def jupyter_after(plan: KernelPlan, jf: JupyterFacts) -> tuple[JupyterFacts, set
         named.add(dest)
         if step.change:
             search_dir = os.path.dirname(dest)
-            order = next((i for i, d in enumerate(jf.kernel_dirs) if _norm(d) == _norm(search_dir)),
-                         len(jf.kernel_dirs))
+            order = next(
+                (i for i, d in enumerate(jf.kernel_dirs) if _norm(d) == _norm(search_dir)), len(jf.kernel_dirs)
+            )
             argv0 = (step.command or [plan.target])[0]
             kernels = [k for k in kernels if _norm(k.resource_dir) != dest]
-            kernels.append(KernelSpec(step.data["name"], dest, search_dir, order,
-                                      argv=[argv0, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                                      display_name=plan.display_name, language="python"))
+            kernels.append(
+                KernelSpec(
+                    step.data["name"],
+                    dest,
+                    search_dir,
+                    order,
+                    argv=[argv0, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                    display_name=plan.display_name,
+                    language="python",
+                )
+            )
     removed = {_norm(s.data["resource_dir"]) for s in plan.changes if s.kind == "stale" and not s.blocked}
     first: dict[str, str] = {}
     after = []
@@ -109,8 +118,9 @@ def _with_ipykernel(info: InterpInfo, into: list[str]) -> InterpInfo:
     return info
 
 
-def verify_plan(plan: KernelPlan, jf: JupyterFacts, target: InterpInfo, probe: Probe, environ: Mapping[str, str],
-                project: Path) -> list[Finding]:
+def verify_plan(
+    plan: KernelPlan, jf: JupyterFacts, target: InterpInfo, probe: Probe, environ: Mapping[str, str], project: Path
+) -> list[Finding]:
     """The check's warns and fails on what ``plan`` touches, on the facts as they would be after it."""
     into = [s.command[0] for s in plan.changes if s.kind == "ipykernel" and s.command and not s.blocked]
     after_jf, named = jupyter_after(plan, jf)
@@ -123,8 +133,12 @@ def verify_plan(plan: KernelPlan, jf: JupyterFacts, target: InterpInfo, probe: P
         if r.interpreter in infos:
             r.info = infos[r.interpreter]
     target_after = _with_ipykernel(target, into)
-    view = KernelView(plan.target, target_after, [Row("target", "the target interpreter", plan.target,
-                                                      info=target_after)] + every, jupyter=after_jf)
+    view = KernelView(
+        plan.target,
+        target_after,
+        [Row("target", "the target interpreter", plan.target, info=target_after)] + every,
+        jupyter=after_jf,
+    )
     verdicts = Verdicts(view)
     touched = [r for r in rows if r.kernel is not None and _norm(r.kernel.resource_dir) in named]
     touched += [vs_row] if vs_row is not None else []

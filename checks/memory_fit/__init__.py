@@ -15,8 +15,17 @@ from msdoctor.context import Context
 from msdoctor.facts.config import CONFIG
 from msdoctor.model import Finding, Location
 
-SUMMARY_KEYS = ("parameters", "gathered_parameters", "gradients", "master_weights", "optimizer_states",
-                "accumulation", "activations", "recompute_working_set", "logits")
+SUMMARY_KEYS = (
+    "parameters",
+    "gathered_parameters",
+    "gradients",
+    "master_weights",
+    "optimizer_states",
+    "accumulation",
+    "activations",
+    "recompute_working_set",
+    "logits",
+)
 
 
 def _breakdown(plan: Any) -> str:
@@ -64,59 +73,92 @@ def evaluate(plan: Any, config_arg: str) -> list[Finding]:
     est, src = plan.estimate, plan.source
     out: list[Finding] = []
     evidence = {
-        "total_bytes": est.total, "capacity_bytes": est.capacity, "capacity_source": est.device.source,
-        "verdict": est.verdict, "stage": est.stage, "params_total": est.params_total,
+        "total_bytes": est.total,
+        "capacity_bytes": est.capacity,
+        "capacity_source": est.device.source,
+        "verdict": est.verdict,
+        "stage": est.stage,
+        "params_total": est.params_total,
         "components": {c.key: c.bytes for c in est.components},
     }
     notes = list(src.notes) + list(est.notes) + list(plan.notes)
     detail = _breakdown(plan) + (". " + "; ".join(notes) if notes else "")
     more = f"details and every formula: msdoctor memory --config {config_arg} -v"
     if est.capacity is None:
-        out.append(Finding.skipped(
-            f"device memory unknown: the estimate is {fmt_gib(est.total)} per device",
-            reason=f"{'; '.join(est.device.notes) or 'no device memory found'}. {detail}. Set "
-            + ("runtime.device_memory" if src.kind == "msdoctor" else "context.max_device_memory")
-            + " (e.g. 58GB on a 64 GB 910B), or run where the devices are",
-            evidence=evidence,
-        ))
+        out.append(
+            Finding.skipped(
+                f"device memory unknown: the estimate is {fmt_gib(est.total)} per device",
+                reason=f"{'; '.join(est.device.notes) or 'no device memory found'}. {detail}. Set "
+                + ("runtime.device_memory" if src.kind == "msdoctor" else "context.max_device_memory")
+                + " (e.g. 58GB on a 64 GB 910B), or run where the devices are",
+                evidence=evidence,
+            )
+        )
     elif est.verdict == "fits":
-        out.append(Finding.passed(
-            f"fits: {fmt_gib(est.total)} of {fmt_gib(est.capacity)} per device "
-            f"({est.headroom_fraction:.0%} headroom)",
-            proved=f"estimated {fmt_gib(est.total)} per device ({detail}) against {fmt_gib(est.capacity)} "
-            f"from {est.device.source}: at least 10% headroom",
-            evidence=evidence,
-        ))
+        out.append(
+            Finding.passed(
+                f"fits: {fmt_gib(est.total)} of {fmt_gib(est.capacity)} per device "
+                f"({est.headroom_fraction:.0%} headroom)",
+                proved=f"estimated {fmt_gib(est.total)} per device ({detail}) against {fmt_gib(est.capacity)} "
+                f"from {est.device.source}: at least 10% headroom",
+                evidence=evidence,
+            )
+        )
     else:
         tight = est.verdict == "tight"
-        title = (f"tight: may not fit: {fmt_gib(est.total)} of {fmt_gib(est.capacity)} per device, "
-                 f"{fmt_gib(est.low)} without the terms not confirmed on hardware" if est.may_not_fit else
-                 f"tight: {fmt_gib(est.total)} of {fmt_gib(est.capacity)} per device "
-                 f"({est.headroom_fraction:.1%} headroom, under 10%)" if tight else
-                 f"does not fit: needs {fmt_gib(est.total)} per device, {fmt_gib(est.capacity)} available "
-                 f"({est.device.source})")
-        band = ("Not confirmed on hardware: " + "; ".join(f"{lab} {fmt_gib(b)} ({w})"
-                                                          for _k, lab, b, w in est.unconfirmed) + ". ")
-        why = (band + ("These terms decide it; " + MEASURE_HINT + "." if est.may_not_fit else
-                       "A longer sequence, allocator fragmentation or a runtime update can tip it into an "
-                       "out-of-memory error hours into the queue.") if tight else band +
-               "The run will stop with an out-of-memory error when it starts training, after the job was queued.")
+        title = (
+            f"tight: may not fit: {fmt_gib(est.total)} of {fmt_gib(est.capacity)} per device, "
+            f"{fmt_gib(est.low)} without the terms not confirmed on hardware"
+            if est.may_not_fit
+            else f"tight: {fmt_gib(est.total)} of {fmt_gib(est.capacity)} per device "
+            f"({est.headroom_fraction:.1%} headroom, under 10%)"
+            if tight
+            else f"does not fit: needs {fmt_gib(est.total)} per device, {fmt_gib(est.capacity)} available "
+            f"({est.device.source})"
+        )
+        band = (
+            "Not confirmed on hardware: "
+            + "; ".join(f"{lab} {fmt_gib(b)} ({w})" for _k, lab, b, w in est.unconfirmed)
+            + ". "
+        )
+        why = (
+            band
+            + (
+                "These terms decide it; " + MEASURE_HINT + "."
+                if est.may_not_fit
+                else "A longer sequence, allocator fragmentation or a runtime update can tip it into an "
+                "out-of-memory error hours into the queue."
+            )
+            if tight
+            else band
+            + "The run will stop with an out-of-memory error when it starts training, after the job was queued."
+        )
         fix = _suggestions(plan) or ("no change within reach fits: more devices are needed" if not tight else None)
         if fix:
             fix = f"smallest changes that fit:\n{fix}\n({more})"
         maker = Finding.warn if tight else Finding.fail
-        out.append(maker(title, detail=f"{detail}. {_drivers(plan)}{why}", fix=fix or more, location=_location(plan),
-                         evidence=evidence, code="tight" if tight else "does-not-fit"))
+        out.append(
+            maker(
+                title,
+                detail=f"{detail}. {_drivers(plan)}{why}",
+                fix=fix or more,
+                location=_location(plan),
+                evidence=evidence,
+                code="tight" if tight else "does-not-fit",
+            )
+        )
     for p in src.relevant_unknown:
         keys = ".".join(str(k) for k in p.keys)
-        out.append(Finding.warn(
-            f"unknown key {keys} in {src.path.name if src.path else 'the config'}",
-            detail=f"{p.message}. A misspelt key is ignored by the framework too, so the setting it was meant to "
-            "change is not applied and the estimate above uses the default.",
-            fix=f"correct or remove {keys}",
-            location=Location(str(src.path), p.line) if src.path else None,
-            code="unknown-key",
-        ))
+        out.append(
+            Finding.warn(
+                f"unknown key {keys} in {src.path.name if src.path else 'the config'}",
+                detail=f"{p.message}. A misspelt key is ignored by the framework too, so the setting it was meant to "
+                "change is not applied and the estimate above uses the default.",
+                fix=f"correct or remove {keys}",
+                location=Location(str(src.path), p.line) if src.path else None,
+                code="unknown-key",
+            )
+        )
     return out
 
 
@@ -130,14 +172,18 @@ class MemoryFitCheck:
     def run(self, ctx: Context) -> list[Finding]:
         cfg = ctx.get(CONFIG)
         if cfg is None:
-            return [Finding.skipped("no training config", reason="pass --config FILE to estimate its memory per device")]
+            return [
+                Finding.skipped("no training config", reason="pass --config FILE to estimate its memory per device")
+            ]
         from msdoctor.domain.training_setup import TRAINING_SETUP
         from msdoctor.memory.plan import make_plan
         from msdoctor.memory.units import SizeError
 
         setup = ctx.get(TRAINING_SETUP)  # read once per run, shared with training-config
         if setup is None:
-            return [Finding.skipped("no training config", reason="pass --config FILE to estimate its memory per device")]
+            return [
+                Finding.skipped("no training config", reason="pass --config FILE to estimate its memory per device")
+            ]
         if not setup.ok:
             return [
                 Finding.error(

@@ -11,16 +11,21 @@ from msdoctor.model import Finding
 
 def nothing_to_collide(target: str) -> list[Finding]:
     """The skip when the target can import none of the libraries with a registry."""
-    return [Finding.skipped(
-        "no model registry to collide with: transformers, MindNLP and MindFormers are not installed",
-        reason=f"{target} cannot import transformers, mindnlp or mindformers, so no name "
-               "can be taken yet (registrations fail with ImportError instead).")]
+    return [
+        Finding.skipped(
+            "no model registry to collide with: transformers, MindNLP and MindFormers are not installed",
+            reason=f"{target} cannot import transformers, mindnlp or mindformers, so no name "
+            "can be taken yet (registrations fail with ImportError instead).",
+        )
+    ]
 
 
 class RegistryCollisionsCheck:
     id = "registry-collisions"
     title = "Model registry collisions"
-    description = "Model names registered by your project or installed packages that transformers/MindNLP/MindFormers already own"
+    description = (
+        "Model names registered by your project or installed packages that transformers/MindNLP/MindFormers already own"
+    )
     order = 60  # place in reports: environment first, then stack, devices, editors, project
 
     def run(self, ctx: Context) -> list[Finding]:
@@ -33,5 +38,12 @@ class RegistryCollisionsCheck:
 
         added, baseline = added_versions()
         installed = ctx.get(INSTALLED_REGISTRATIONS)
-        return evaluate(builtins, ctx.get(PROJECT_REGISTRATIONS), installed, t.python_cmd(),
-                        target=t.executable, added=added, baseline=baseline)
+        return evaluate(
+            builtins,
+            ctx.get(PROJECT_REGISTRATIONS),
+            installed,
+            t.python_cmd(),
+            target=t.executable,
+            added=added,
+            baseline=baseline,
+        )

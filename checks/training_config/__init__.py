@@ -24,20 +24,29 @@ from msdoctor.model import Finding, Location
 class TrainingConfigCheck:
     id = "training-config"
     title = "Training config pitfalls"
-    description = ("Global batch, optimizer steps, lr vs batch, warmup, precision, parallel layout, checkpoints and "
-                   "data of the --config training run")
+    description = (
+        "Global batch, optimizer steps, lr vs batch, warmup, precision, parallel layout, checkpoints and "
+        "data of the --config training run"
+    )
     order = 75  # after memory-fit
     needs_config = True
 
     def run(self, ctx: Context) -> list[Finding]:
         cfg = ctx.get(CONFIG)
         if cfg is None:
-            return [Finding.skipped("no training config",
-                                    reason="pass --config FILE (msdoctor or MindFormers YAML) to check it")]
+            return [
+                Finding.skipped(
+                    "no training config", reason="pass --config FILE (msdoctor or MindFormers YAML) to check it"
+                )
+            ]
         if cfg.kind not in ("msdoctor", "mindformers"):
-            return [Finding.skipped(f"{Path(cfg.path).name} is a {cfg.kind} config",
-                                    reason="a model config.json has no training setup to check; pass the training "
-                                    "YAML (msdoctor or MindFormers)")]
+            return [
+                Finding.skipped(
+                    f"{Path(cfg.path).name} is a {cfg.kind} config",
+                    reason="a model config.json has no training setup to check; pass the training "
+                    "YAML (msdoctor or MindFormers)",
+                )
+            ]
         # the readers and rules load here, not when the check registers (every msdoctor run registers it)
         from msdoctor.domain.training_setup import TRAINING_SETUP
 
@@ -48,10 +57,14 @@ class TrainingConfigCheck:
         res = setup.run if setup is not None else None
         if res is None:
             problems = setup.problems if setup is not None else []
-            return [Finding.error(f"{Path(cfg.path).name}: the training setup could not be read",
-                                  detail="; ".join(p.render(cfg.path) for p in problems) or "no readable layout",
-                                  fix=f"correct the keys named in {cfg.path}",
-                                  location=Location(str(cfg.path), problems[0].line) if problems else None)]
+            return [
+                Finding.error(
+                    f"{Path(cfg.path).name}: the training setup could not be read",
+                    detail="; ".join(p.render(cfg.path) for p in problems) or "no readable layout",
+                    fix=f"correct the keys named in {cfg.path}",
+                    location=Location(str(cfg.path), problems[0].line) if problems else None,
+                )
+            ]
         absurd = out_of_bounds(res)
         if absurd:
             return absurd

@@ -69,15 +69,25 @@ def gather_env(ctx: Context, cfg: Any, res: Resolved, setup: Any = None) -> Env:
     local = None if stated else _local_devices(ctx)
     layout = None
     if res.kind == "msdoctor" and res.devices is not None and res.num_nodes is not None:
-        layout = Fact(int(res.devices.value) // max(1, int(res.num_nodes.value)),
-                      f"runtime.device_num / runtime.num_nodes in {res.path}")
-    env.devices_per_node = _first(_opt(ctx, "devices_per_node", "--devices-per-node"),
-                                  _directive(res, "devices_per_node"), cluster_node, local, layout)
+        layout = Fact(
+            int(res.devices.value) // max(1, int(res.num_nodes.value)),
+            f"runtime.device_num / runtime.num_nodes in {res.path}",
+        )
+    env.devices_per_node = _first(
+        _opt(ctx, "devices_per_node", "--devices-per-node"),
+        _directive(res, "devices_per_node"),
+        cluster_node,
+        local,
+        layout,
+    )
     if ctx.options.device_target:
         env.device_target = Fact(requested_device_target(ctx), "--device-target")
     env.base_global_batch = _opt(ctx, "base_global_batch", "--base-global-batch")
-    env.max_lost_hours = _first(_opt(ctx, "max_lost_hours", "--max-lost-hours"), _directive(res, "max_lost_hours"),
-                                Fact(DEFAULT_MAX_LOST_HOURS, "msdoctor's default"))  # type: ignore[assignment]
+    env.max_lost_hours = _first(
+        _opt(ctx, "max_lost_hours", "--max-lost-hours"),
+        _directive(res, "max_lost_hours"),
+        Fact(DEFAULT_MAX_LOST_HOURS, "msdoctor's default"),
+    )  # type: ignore[assignment]
     max_files = int(getattr(getattr(cfg.run, "data", None), "max_files", 400)) if cfg.run is not None else 400
     env.data = gather.inspect_data(res, base, max_files)
     ckpt_dir = gather.resolve_path(str(res.ckpt_dir.value), base)
@@ -98,27 +108,40 @@ def gather_env(ctx: Context, cfg: Any, res: Resolved, setup: Any = None) -> Env:
         ranks = min(total, int(dpn.value)) if dpn is not None else total
         env.ckpt_size = gather.checkpoint_size(res, source, ranks)
         if dpn is None and res.kind == "mindformers" and total > 1:
-            env.ckpt_size = type(env.ckpt_size)(env.ckpt_size.bytes, env.ckpt_size.why
-                                                + " (devices per node unknown: all ranks counted on one disk)")
+            env.ckpt_size = type(env.ckpt_size)(
+                env.ckpt_size.bytes, env.ckpt_size.why + " (devices per node unknown: all ranks counted on one disk)"
+            )
     except Exception as exc:  # noqa: BLE001 - the memory-fit check reports config problems with their lines
         env.ckpt_size_problem = f"the model shape could not be read ({str(exc).splitlines()[0]}); see memory-fit"
     tps = _first(_opt(ctx, "tokens_per_second", "--tokens-per-second"), _directive(res, "tokens_per_second"))
     if tps is not None and float(tps.value) > 0:
         tokens = res.global_batch * int(res.seq_length.value or 0)
-        env.step_time = Fact(tokens / float(tps.value), f"{tokens:,} tokens per step at {float(tps.value):g} "
-                             f"tokens/s ({tps.source})")
+        env.step_time = Fact(
+            tokens / float(tps.value), f"{tokens:,} tokens per step at {float(tps.value):g} tokens/s ({tps.source})"
+        )
     else:
         env.step_time = gather.measured_step_time(res, base)
     return env
 
 
 #: Resolved field -> the estimator's LIMITS name (the same bounds of physical sense for both checks)
-_BOUNDED = {"micro_batch": "micro_batch_size", "data_parallel": "data_parallel", "tensor_parallel": "tensor_parallel",
-            "pipeline_stages": "pipeline_stages", "context_parallel": "context_parallel",
-            "micro_batch_num": "micro_batch_num", "grad_accumulation": "grad_accumulation",
-            "interleave": "micro_batch_num", "num_heads": "num_heads", "num_kv_heads": "num_kv_heads",
-            "num_layers": "num_layers", "seq_length": "seq_length", "vpp": "virtual_pipeline_chunks",
-            "devices": "devices", "mtp_depth": "mtp_layers"}
+_BOUNDED = {
+    "micro_batch": "micro_batch_size",
+    "data_parallel": "data_parallel",
+    "tensor_parallel": "tensor_parallel",
+    "pipeline_stages": "pipeline_stages",
+    "context_parallel": "context_parallel",
+    "micro_batch_num": "micro_batch_num",
+    "grad_accumulation": "grad_accumulation",
+    "interleave": "micro_batch_num",
+    "num_heads": "num_heads",
+    "num_kv_heads": "num_kv_heads",
+    "num_layers": "num_layers",
+    "seq_length": "seq_length",
+    "vpp": "virtual_pipeline_chunks",
+    "devices": "devices",
+    "mtp_depth": "mtp_layers",
+}
 
 
 def out_of_bounds(res: Resolved) -> list[Finding]:
@@ -133,9 +156,12 @@ def out_of_bounds(res: Resolved) -> list[Finding]:
         limit = LIMITS[limit_name]
         if val is not None and isinstance(value, int) and not isinstance(value, bool) and value > limit:
             key = ".".join(str(k) for k in val.keys)
-            out.append(Finding.error(
-                f"impossible value: {key} = {value:,} is past any real training run (at most {limit:,})",
-                detail="a typo or a corrupted file; the training-config rules are not run on it",
-                fix=f"correct {key} in {res.path}",
-                location=Location(str(res.path), val.line) if res.path else None))
+            out.append(
+                Finding.error(
+                    f"impossible value: {key} = {value:,} is past any real training run (at most {limit:,})",
+                    detail="a typo or a corrupted file; the training-config rules are not run on it",
+                    fix=f"correct {key} in {res.path}",
+                    location=Location(str(res.path), val.line) if res.path else None,
+                )
+            )
     return out

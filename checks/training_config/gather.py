@@ -104,8 +104,9 @@ def inspect_mindrecord(val: Val, base: Path) -> DataFacts:
             return d
         if not files:
             d.exists = False
-            d.note = ("a directory with no *.mindrecord* / *.tfrecord file: MindFormers raises 'No dataset file is "
-                      "found'")
+            d.note = (
+                "a directory with no *.mindrecord* / *.tfrecord file: MindFormers raises 'No dataset file is found'"
+            )
             return d
     else:
         files = _shard_group(p)
@@ -180,8 +181,10 @@ def inspect_hf_datasets(val: Val, base: Path) -> DataFacts:
         return d
     if HUB_NAME_RE.match(raw) or "/" not in raw:
         d.resolved = raw
-        d.note = (f"not a local path: datasets.load_dataset reads {raw!r} as a Hugging Face Hub dataset or a "
-                  "builder name (downloaded when the job starts; not checked here)")
+        d.note = (
+            f"not a local path: datasets.load_dataset reads {raw!r} as a Hugging Face Hub dataset or a "
+            "builder name (downloaded when the job starts; not checked here)"
+        )
         return d
     d.exists = False
     d.note = "datasets.load_dataset fails on a missing local path"
@@ -209,14 +212,15 @@ def inspect_text(vals: list, base: Path, max_files: int, tokenizer: Optional[str
             d.note = f"{len(bad)} of {len(files)} files are not readable, e.g. {bad[0]}"
             out.append(d)
             continue
-        fresh = [f for f in files if os.path.realpath(f) not in seen][:max(0, budget)]
+        fresh = [f for f in files if os.path.realpath(f) not in seen][: max(0, budget)]
         seen.update(os.path.realpath(f) for f in fresh)
         budget -= len(fresh)
         size = sum(os.path.getsize(f) for f in fresh)
         d.files = len(fresh)
         d.tokens = size
-        d.note = (f"{len(fresh)} files, {size:,} bytes" + (" = tokens (byte tokenizer)" if tokenizer in (None, "byte")
-                                                          else " (an upper bound of the tokens)"))
+        d.note = f"{len(fresh)} files, {size:,} bytes" + (
+            " = tokens (byte tokenizer)" if tokenizer in (None, "byte") else " (an upper bound of the tokens)"
+        )
         out.append(d)
     return out
 
@@ -225,15 +229,25 @@ def inspect_data(res: Resolved, base: Path, max_files: int = 400) -> list[DataFa
     out = []
     if res.kind == "msdoctor":
         text = [v for v in res.data_paths if not is_placeholder(v.value)]
-        out += [DataFacts(v, str(v.value), placeholder=True, kind="text-glob") for v in res.data_paths
-                if is_placeholder(v.value)]
+        out += [
+            DataFacts(v, str(v.value), placeholder=True, kind="text-glob")
+            for v in res.data_paths
+            if is_placeholder(v.value)
+        ]
         return out + inspect_text(text, base, max_files, res.data_tokenizer)
     for v in res.data_paths:
         if is_placeholder(v.value):
             out.append(DataFacts(v, str(v.value), placeholder=True, kind=res.data_kind))
         elif URL_RE.match(str(v.value)):  # a remote dataset: not a path under base; its credentials masked
-            out.append(DataFacts(v, mask_userinfo(str(v.value)), kind=res.data_kind, readable=True,
-                                 note="a URL, not a local path: not checked (msdoctor does not reach the network)"))
+            out.append(
+                DataFacts(
+                    v,
+                    mask_userinfo(str(v.value)),
+                    kind=res.data_kind,
+                    readable=True,
+                    note="a URL, not a local path: not checked (msdoctor does not reach the network)",
+                )
+            )
         elif res.data_kind == "megatron":
             out.append(inspect_megatron(v, base))
         elif res.data_kind == "hf-datasets":
@@ -295,8 +309,14 @@ def checkpoint_size(res: Resolved, source: Any, ranks_here: int) -> CheckpointSi
     keys = ("parameters", "master_weights", "optimizer_states")
     if res.kind == "msdoctor":
         s = source.setup
-        whole = Setup(seq_length=s.seq_length, param_dtype=s.param_dtype, precision=s.precision,
-                      optimizer=s.optimizer, optimizer_state_dtype=s.optimizer_state_dtype, framework=s.framework)
+        whole = Setup(
+            seq_length=s.seq_length,
+            param_dtype=s.param_dtype,
+            precision=s.precision,
+            optimizer=s.optimizer,
+            optimizer_state_dtype=s.optimizer_state_dtype,
+            framework=s.framework,
+        )
         est = estimate(source.model, whole)
         n = sum(est.bytes_of(k) for k in keys)
         return CheckpointSize(n, f"{est.params_total:,} parameters: weights + optimizer states, written by rank 0")
@@ -304,8 +324,10 @@ def checkpoint_size(res: Resolved, source: Any, ranks_here: int) -> CheckpointSi
     per = sum(est.bytes_of(k) for k in keys)
     weights = est.bytes_of("parameters")
     n = per * ranks_here
-    why = (f"{ranks_here} rank(s) on this node x {per / 2**30:.2f} GiB each (weights + optimizer states of "
-           f"{est.params_on_device:,} parameters on the most loaded device)")
+    why = (
+        f"{ranks_here} rank(s) on this node x {per / 2**30:.2f} GiB each (weights + optimizer states of "
+        f"{est.params_on_device:,} parameters on the most loaded device)"
+    )
     if res.ckpt_dedup:
         dp = int(res.data_parallel.value)
         n //= max(1, dp)

@@ -26,24 +26,55 @@ from .schedule import rule_batch, rule_batch_range, rule_lr, rule_warmup, total_
 from .storage import rule_checkpoint_disk, rule_checkpoint_interval, rule_data
 
 __all__ = [
-    "DEFAULT_MAX_LOST_HOURS", "RULES", "CheckpointSize", "DataFacts", "Env", "Fact", "evaluate", "rule_batch",
-    "rule_batch_range", "rule_checkpoint_disk", "rule_checkpoint_interval", "rule_data", "rule_directives",
-    "rule_layout", "rule_lr", "rule_precision", "rule_warmup", "stage_layers", "total_steps", "warmup_steps",
+    "DEFAULT_MAX_LOST_HOURS",
+    "RULES",
+    "CheckpointSize",
+    "DataFacts",
+    "Env",
+    "Fact",
+    "evaluate",
+    "rule_batch",
+    "rule_batch_range",
+    "rule_checkpoint_disk",
+    "rule_checkpoint_interval",
+    "rule_data",
+    "rule_directives",
+    "rule_layout",
+    "rule_lr",
+    "rule_precision",
+    "rule_warmup",
+    "stage_layers",
+    "total_steps",
+    "warmup_steps",
 ]
 
 
 def rule_directives(res: Resolved, env: Env) -> list[Finding]:
     from msdoctor.shipped import path as shipped
 
-    return [Finding.warn(msg, detail=f"msdoctor reads `# msdoctor: key=value` comments ({shipped('docs/training-config-check.md')})",
-                         fix=f"{res.path}:{line}: correct or remove the comment",
-                         location=Location(str(res.path), line), code="directive")
-            for line, msg in res.directive_problems]
+    return [
+        Finding.warn(
+            msg,
+            detail=f"msdoctor reads `# msdoctor: key=value` comments ({shipped('docs/training-config-check.md')})",
+            fix=f"{res.path}:{line}: correct or remove the comment",
+            location=Location(str(res.path), line),
+            code="directive",
+        )
+        for line, msg in res.directive_problems
+    ]
 
 
 RULES: tuple[Callable[[Resolved, Env], list[Finding]], ...] = (
-    rule_batch, rule_lr, rule_warmup, rule_batch_range, rule_precision, rule_layout,
-    rule_checkpoint_disk, rule_checkpoint_interval, rule_data, rule_directives,
+    rule_batch,
+    rule_lr,
+    rule_warmup,
+    rule_batch_range,
+    rule_precision,
+    rule_layout,
+    rule_checkpoint_disk,
+    rule_checkpoint_interval,
+    rule_data,
+    rule_directives,
 )
 
 

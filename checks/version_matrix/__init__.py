@@ -77,8 +77,11 @@ def fold_skips(findings: list[Finding]) -> list[Finding]:
     if first is None:
         return rest
     note = "Not compared: " + "; ".join(f"{f.title} ({f.detail})" for f in skips)
-    rest[first] = replace(rest[first], detail=(rest[first].detail + " " + note).strip(),
-                          evidence={**rest[first].evidence, "not_compared": [f.title for f in skips]})
+    rest[first] = replace(
+        rest[first],
+        detail=(rest[first].detail + " " + note).strip(),
+        evidence={**rest[first].evidence, "not_compared": [f.title for f in skips]},
+    )
     return rest
 
 
@@ -123,8 +126,12 @@ class VersionMatrixCheck:
         try:
             m = ctx.get(MATRIX)
         except MatrixError as exc:
-            return [Finding.error(f"msdoctor's compatibility matrix is broken: {exc}",
-                                  fix="reinstall msdoctor; if it persists, report it")]
+            return [
+                Finding.error(
+                    f"msdoctor's compatibility matrix is broken: {exc}",
+                    fix="reinstall msdoctor; if it persists, report it",
+                )
+            ]
         from msdoctor.facts.nvidia import NVIDIA
 
         gpu = read_gpu(ctx.environ, t.env.get("LD_LIBRARY_PATH", ""), mindspore_dir(t), lambda: ctx.get(NVIDIA))
@@ -135,8 +142,9 @@ class VersionMatrixCheck:
         return fold_skips(_ground_truth_and_plan(ctx, t, smoke, inputs.requested, findings))
 
 
-def _ground_truth_and_plan(ctx: Context, t: "TargetFacts", smoke: Any, requested: Optional[str],
-                           findings: list[Finding]) -> list[Finding]:
+def _ground_truth_and_plan(
+    ctx: Context, t: "TargetFacts", smoke: Any, requested: Optional[str], findings: list[Finding]
+) -> list[Finding]:
     """Metadata-only conflicts the live probe disproved become warnings; every pip fix becomes ONE checked command."""
     from msdoctor.checks.version_matrix.truth import demote, proof
     from msdoctor.checks.version_matrix.fix import STACK_PLAN, apply_to_findings, pip_fixable, quick_plan

@@ -42,8 +42,7 @@ def wants_of(evidence: Mapping[str, Any]) -> list[Want]:
             pkg, spec, owner = item
         except (TypeError, ValueError):
             continue
-        out.append(Want(canonicalize_name(str(pkg)), str(spec or ""),
-                        canonicalize_name(str(owner)) if owner else None))
+        out.append(Want(canonicalize_name(str(pkg)), str(spec or ""), canonicalize_name(str(owner)) if owner else None))
     return out
 
 

@@ -45,18 +45,26 @@ if TYPE_CHECKING:  # pragma: no cover
     from msdoctor.matrix import Matrix
 
 
-
 def _debug(msg: str, *args: object) -> None:
     """A debug line of the plan search (logging loads only when a search runs)."""
     import logging
 
     logging.getLogger(__name__).debug(msg, *args)
 
+
 #: finding codes whose evidence carries ``wants`` a pip install can meet
-PIP_CODES = frozenset({
-    "known-breakage", "mindspore-numpy", "mindspore-protobuf", "mindnlp-mindspore", "mindformers-mindspore",
-    "mindformers-transformers", "requirement-conflict", "requirement-missing",
-})
+PIP_CODES = frozenset(
+    {
+        "known-breakage",
+        "mindspore-numpy",
+        "mindspore-protobuf",
+        "mindnlp-mindspore",
+        "mindformers-mindspore",
+        "mindformers-transformers",
+        "requirement-conflict",
+        "requirement-missing",
+    }
+)
 MAX_ROUNDS = 24
 MAX_CANDIDATES = 10
 #: pip's own pick of a moving owner (one resolve) is a shortcut: past this, the search steps down instead
@@ -87,10 +95,23 @@ def overlay(t: "TargetFacts", planned: Sequence[Planned]) -> "TargetFacts":
     from msdoctor.facts.target import Distribution, TargetFacts
 
     keys = {p.key for p in planned}
-    new = [Distribution(name=p.name, version=p.version, path=f"(planned) {p.name}-{p.version}",
-                        location="(planned by pip)", kind="dist-info", files=[], requires=list(p.requires),
-                        requires_python=p.requires_python, top_level=None, installer="pip", direct_url=None,
-                        editable=False) for p in planned]
+    new = [
+        Distribution(
+            name=p.name,
+            version=p.version,
+            path=f"(planned) {p.name}-{p.version}",
+            location="(planned by pip)",
+            kind="dist-info",
+            files=[],
+            requires=list(p.requires),
+            requires_python=p.requires_python,
+            top_level=None,
+            installer="pip",
+            direct_url=None,
+            editable=False,
+        )
+        for p in planned
+    ]
     raw = dict(t.raw)
     raw["find_spec"] = {k: v for k, v in (t.find_spec or {}).items() if _canon(k) not in keys}
     return TargetFacts(raw=raw, distributions=new + [d for d in t.distributions if d.key not in keys])
@@ -142,9 +163,11 @@ class StackPlan:
     def summary(self) -> str:
         """One paragraph: what the plan rests on."""
         if self.state == "found":
-            return (f"checked: the target's pip ({self.pip_calls} dry run(s), nothing installed) has every version on "
-                    f"its index, and with them every Requires-Dist and compat-matrix rule msdoctor knows holds "
-                    f"({len(self.before)} problem(s) now, none after)")
+            return (
+                f"checked: the target's pip ({self.pip_calls} dry run(s), nothing installed) has every version on "
+                f"its index, and with them every Requires-Dist and compat-matrix rule msdoctor knows holds "
+                f"({len(self.before)} problem(s) now, none after)"
+            )
         if self.state == "unverified":
             return f"UNVERIFIED: {self.reason}"
         if self.state == "none":
@@ -152,11 +175,19 @@ class StackPlan:
         return "nothing to change"
 
     def to_json(self) -> dict[str, Any]:
-        return {"state": self.state, "command": self.command_text, "changes": [str(c) for c in self.changes],
-                "left_alone": self.left_alone,
-                "reason": self.reason, "before": self.before, "blocking": self.blocking,
-                "remaining": self.remaining, "tried": self.tried, "pip_calls": self.pip_calls,
-                "seconds": round(self.seconds, 1)}
+        return {
+            "state": self.state,
+            "command": self.command_text,
+            "changes": [str(c) for c in self.changes],
+            "left_alone": self.left_alone,
+            "reason": self.reason,
+            "before": self.before,
+            "blocking": self.blocking,
+            "remaining": self.remaining,
+            "tried": self.tried,
+            "pip_calls": self.pip_calls,
+            "seconds": round(self.seconds, 1),
+        }
 
 
 def _key(f: Finding) -> tuple:
@@ -215,9 +246,13 @@ class _Search:
                 have = ", ".join(versions[:6]) + (" ..." if len(versions) > 6 else "") if versions else "none"
                 from msdoctor.fix.resolver import DryRun
 
-                dr = DryRun(argv=[self.r.python, "-m", "pip", "index", "versions", package], state="unsatisfiable",
-                            missing=f"{package}{spec}", available=versions,
-                            error=f"the index has no {package}{spec} (it has: {have})")
+                dr = DryRun(
+                    argv=[self.r.python, "-m", "pip", "index", "versions", package],
+                    state="unsatisfiable",
+                    missing=f"{package}{spec}",
+                    available=versions,
+                    error=f"the index has no {package}{spec} (it has: {have})",
+                )
                 self.answers[package] = dr
                 return dr
             dr = self.r.dry_run([f"{package}=={fits[0]}"], no_deps=True)
@@ -243,8 +278,14 @@ class _Search:
 
         have = self.current(owner)
         wanted = _merged(self.pins.get(owner, {}))
-        ok = [v for v in versions if v != have and v not in self.tried_for.get(owner, [])
-              and self._installable(owner, v) and (not wanted or _holds(wanted, v))]
+        ok = [
+            v
+            for v in versions
+            if v != have
+            and v not in self.tried_for.get(owner, [])
+            and self._installable(owner, v)
+            and (not wanted or _holds(wanted, v))
+        ]
         try:
             hv = Version(have) if have else None
             older = [v for v in ok if hv is None or Version(v) < hv]
@@ -354,8 +395,11 @@ class _Search:
         roots = sorted(self.roots)
         specs = [f"{r}=={self.current(r)}" for r in roots if self.current(r)]
         constraints = [f"{p.name}=={p.version}" for k, p in sorted(self.chosen.items()) if k not in self.roots]
-        constraints += [f"{p}{_merged(sp)}" for p, sp in sorted(self.pins.items())
-                        if _merged(sp) and p not in self.chosen and p not in self.roots]
+        constraints += [
+            f"{p}{_merged(sp)}"
+            for p, sp in sorted(self.pins.items())
+            if _merged(sp) and p not in self.chosen and p not in self.roots
+        ]
         dr = self.r.dry_run(specs, no_deps=False, constraints=constraints)
         for r in roots:
             self.answers[r] = dr
@@ -382,16 +426,22 @@ def plan_stack(t: "TargetFacts", m: "Matrix", resolver: Resolver, *, max_rounds:
     if not base:
         return plan
     # already missing, only warned about: not pulled in (see the module docstring)
-    left_alone = {w.package for f in base if f.status is Status.WARN and f.code == "requirement-missing"
-                  for w in wants_of(f)}
+    left_alone = {
+        w.package for f in base if f.status is Status.WARN and f.code == "requirement-missing" for w in wants_of(f)
+    }
     plan.left_alone = sorted(left_alone)
     s = _Search(t, m, resolver)
     current = t
     outcome: Optional[str] = None
     for _ in range(max_rounds):
         relevant = _relevant(problems(current, m), left_alone)
-        _debug("round: %d problem(s): %s | pins %s | moved %s", len(relevant),
-                   "; ".join(f.title for f in relevant)[:600], {k: _merged(v) for k, v in s.pins.items()}, s.moved)
+        _debug(
+            "round: %d problem(s): %s | pins %s | moved %s",
+            len(relevant),
+            "; ".join(f.title for f in relevant)[:600],
+            {k: _merged(v) for k, v in s.pins.items()},
+            s.moved,
+        )
         if not relevant:
             outcome = "found"
             break
@@ -419,8 +469,15 @@ def plan_stack(t: "TargetFacts", m: "Matrix", resolver: Resolver, *, max_rounds:
 
 def _relevant(probs: list[Finding], left_alone: set[str]) -> list[Finding]:
     """The problems the search repairs: all but dependencies that are missing, only warned about and left alone."""
-    return [f for f in probs if not (f.code == "requirement-missing" and f.status is Status.WARN
-                                     and all(w.package in left_alone for w in wants_of(f)))]
+    return [
+        f
+        for f in probs
+        if not (
+            f.code == "requirement-missing"
+            and f.status is Status.WARN
+            and all(w.package in left_alone for w in wants_of(f))
+        )
+    ]
 
 
 def _add_wants(s: _Search, relevant: list[Finding], left_alone: set[str]) -> bool:
@@ -472,14 +529,16 @@ def _settle_pins(s: _Search, plan: StackPlan, base: list[Finding]) -> bool:
         owners = sorted((o for o in s.pins.get(package, {}) if o), key=_rank, reverse=True)
         if not owners and (package in s.moved or package in s.roots):
             owners = [package]
-        s.tried.append(f"{package}{spec}: " + ("no such version on the index" if dr.state == "unsatisfiable"
-                                                else (dr.error or dr.state)[:300]))
+        s.tried.append(
+            f"{package}{spec}: "
+            + ("no such version on the index" if dr.state == "unsatisfiable" else (dr.error or dr.state)[:300])
+        )
         movable = [o for o in owners if o in s.moved or s.current(o)]
         why = f"nothing to move: {package}{spec} is wanted by {', '.join(owners) or 'the rules'}"
         # the highest-ranked owner moves; when it has no other version, the next one does
         for i, mover in enumerate(movable):
             # those after it may still move; those before it could not, so their wants hold
-            others = [o for o in movable[i + 1:] if _rank(o) >= _rank(mover)]
+            others = [o for o in movable[i + 1 :] if _rank(o) >= _rank(mover)]
             why_not = s.move(mover, others)
             if why_not is None:
                 why = ""
@@ -498,8 +557,10 @@ def _settle_pins(s: _Search, plan: StackPlan, base: list[Finding]) -> bool:
 def _unverified(plan: StackPlan, s: _Search, base: list[Finding], dr: DryRun) -> None:
     """pip could not reach its index: msdoctor's rules applied without it, left to pip's own resolver."""
     plan.state = "unverified"
-    plan.reason = (f"the target's pip could not check it ({dr.error}); the versions are msdoctor's "
-                   "rules applied without the index, so they may not exist there")
+    plan.reason = (
+        f"the target's pip could not check it ({dr.error}); the versions are msdoctor's "
+        "rules applied without the index, so they may not exist there"
+    )
     guess = {p: dict(sp) for p, sp in s.pins.items()}
     for f in base:  # the missing dependencies pip would have resolved (closure roots) too
         if f.status is Status.FAIL:
@@ -558,8 +619,12 @@ def apply_to_findings(findings: list[Finding], plan: StackPlan) -> list[Finding]
     """
     left = set(plan.remaining)
     alone = set(plan.left_alone)
-    targets = [f for f in pip_fixable(findings) if f.title not in left
-               and not (f.code == "requirement-missing" and all(w.package in alone for w in wants_of(f)))]
+    targets = [
+        f
+        for f in pip_fixable(findings)
+        if f.title not in left
+        and not (f.code == "requirement-missing" and all(w.package in alone for w in wants_of(f)))
+    ]
     if not targets or plan.state == "ok":
         return findings
     first = targets[0]
@@ -581,9 +646,13 @@ def apply_to_findings(findings: list[Finding], plan: StackPlan) -> list[Finding]
         elif f in targets:
             out.append(replace(f, fix=other))
         elif f.code in ("import-fails", "import-crash") and plan.state == "found":
-            out.append(replace(f, fix=f"first run the one command under “{head}” (it repairs the version rules "
-                                       f"above, known causes of import failures), then rerun msdoctor; {f.fix or ''}"
-                                      .rstrip("; ")))
+            out.append(
+                replace(
+                    f,
+                    fix=f"first run the one command under “{head}” (it repairs the version rules "
+                    f"above, known causes of import failures), then rerun msdoctor; {f.fix or ''}".rstrip("; "),
+                )
+            )
         else:
             out.append(f)
     return out
@@ -597,10 +666,13 @@ def quick_plan(t: "TargetFacts", findings: Sequence[Finding]) -> StackPlan:
             continue
         for w in wants_of(f):
             pins.setdefault(w.package, {})[w.owner or ""] = w.spec
-    return StackPlan(python=t.python_cmd(), state="unverified", command=_guess_command(t, pins),
-                     before=[f.title for f in pip_fixable(findings)],
-                     reason="--quick does not ask the target's pip; run `msdoctor fix-stack --dry-run` for a checked "
-                            "command")
+    return StackPlan(
+        python=t.python_cmd(),
+        state="unverified",
+        command=_guess_command(t, pins),
+        before=[f.title for f in pip_fixable(findings)],
+        reason="--quick does not ask the target's pip; run `msdoctor fix-stack --dry-run` for a checked command",
+    )
 
 
 #: budget for asking pip during `msdoctor check` (one MindSpore wheel is ~780 MB to read)
@@ -616,8 +688,9 @@ def _compute(ctx: "Context") -> StackPlan:
 
 
 #: The repair plan of the installed stack (asks the target's pip; computed once per run).
-STACK_PLAN: FactSpec[StackPlan] = FactSpec("stack-plan", _compute, slow=True,
-                                           description="one pip command that repairs the stack, checked by pip")
+STACK_PLAN: FactSpec[StackPlan] = FactSpec(
+    "stack-plan", _compute, slow=True, description="one pip command that repairs the stack, checked by pip"
+)
 
 
 # -- the fixer of the version-matrix check (msdoctor/fix/__init__.py: plan, verify, apply) ---------------------
@@ -672,9 +745,15 @@ class StackFixer:
         if plan.state != "found" or not plan.command:
             return Applied(False, "the plan has no checked command")
         with tempfile.TemporaryDirectory(prefix="msdoctor-fix-stack-") as scratch:
-            res = proc.run_live(plan.command, timeout=PIP_TIMEOUT_S, on_line=on_line,
-                                env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"},
-                                cwd=scratch, finish_s=PIP_FINISH_S, finish_from=PIP_INSTALLING)
+            res = proc.run_live(
+                plan.command,
+                timeout=PIP_TIMEOUT_S,
+                on_line=on_line,
+                env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"},
+                cwd=scratch,
+                finish_s=PIP_FINISH_S,
+                finish_from=PIP_INSTALLING,
+            )
         if not res.ok:
             return Applied(False, f"pip did not finish: {res.describe_failure()}")
         return Applied(True, f"installed {len(plan.changes)} package(s)")

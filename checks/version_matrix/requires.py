@@ -73,7 +73,9 @@ def _satisfies(spec: str, version: str) -> bool:
     try:
         return SpecifierSet(spec).contains(version, prereleases=True)
     except (InvalidSpecifier, InvalidVersion):
-        return False  # a non-PEP 440 version breaks pip's resolver too (https://github.com/candle-org/MindAct/issues/1869)
+        return (
+            False  # a non-PEP 440 version breaks pip's resolver too (https://github.com/candle-org/MindAct/issues/1869)
+        )
 
 
 def broken_requirements(t: "TargetFacts") -> tuple[list[tuple], list[tuple], int]:
@@ -112,36 +114,54 @@ def evaluate_requirements(t: "TargetFacts", reported: set) -> list[Finding]:
             continue
         reported.add(key)
         make = Finding.fail if d.key in training_stack() else Finding.warn
-        out.append(make(
-            f"{d.name} {d.version} requires {_spec(req)}, but {have.name} {have.version} is installed",
-            detail=(f"{d.name}'s metadata (Requires-Dist) excludes the installed {have.name}; pip would report "
+        out.append(
+            make(
+                f"{d.name} {d.version} requires {_spec(req)}, but {have.name} {have.version} is installed",
+                detail=(
+                    f"{d.name}'s metadata (Requires-Dist) excludes the installed {have.name}; pip would report "
                     "this in `pip check`. Packages run against dependency versions they were not built or "
-                    "tested with can fail at import or, worse, later during training."),
-            fix=pip_install(t, _spec(req)),
-            evidence={"pair": sorted(key), "requirement": req.raw, "required_by": d.name,
-                      "installed": have.version, "location": have.location,
-                      "wants": wants_evidence(Want(req.key, req.spec, d.key))},
-            code="requirement-conflict",
-        ))
+                    "tested with can fail at import or, worse, later during training."
+                ),
+                fix=pip_install(t, _spec(req)),
+                evidence={
+                    "pair": sorted(key),
+                    "requirement": req.raw,
+                    "required_by": d.name,
+                    "installed": have.version,
+                    "location": have.location,
+                    "wants": wants_evidence(Want(req.key, req.spec, d.key)),
+                },
+                code="requirement-conflict",
+            )
+        )
     by_dist: dict[str, list] = {}
     for d, req in missing:
         by_dist.setdefault(d.key, [d]).append(req)
     for dist_key, (d, *reqs) in by_dist.items():
         make = Finding.fail if dist_key in training_stack() else Finding.warn
         names = ", ".join(r.name for r in reqs)
-        out.append(make(
-            f"{d.name} {d.version} requires {names}, {'which is' if len(reqs) == 1 else 'which are'} not installed",
-            detail=f"{d.name}'s metadata lists them as dependencies; importing {d.name} may fail without them.",
-            fix=pip_install(t, *(_spec(r) for r in reqs)),
-            evidence={"required_by": d.name, "missing": [r.raw for r in reqs],
-                      "wants": wants_evidence(*(Want(r.key, r.spec, d.key) for r in reqs))},
-            code="requirement-missing",
-        ))
+        out.append(
+            make(
+                f"{d.name} {d.version} requires {names}, {'which is' if len(reqs) == 1 else 'which are'} not installed",
+                detail=f"{d.name}'s metadata lists them as dependencies; importing {d.name} may fail without them.",
+                fix=pip_install(t, *(_spec(r) for r in reqs)),
+                evidence={
+                    "required_by": d.name,
+                    "missing": [r.raw for r in reqs],
+                    "wants": wants_evidence(*(Want(r.key, r.spec, d.key) for r in reqs)),
+                },
+                code="requirement-missing",
+            )
+        )
     if not (conflicts or missing):
-        out.append(Finding.passed(
-            f"the requirements of all {count} installed distributions are satisfied",
-            proved=(f"every Requires-Dist of the {count} distributions that win on sys.path is met by the installed "
-                    "versions, evaluated with this interpreter's environment markers (pip check semantics)"),
-            evidence={"distributions": count},
-        ))
+        out.append(
+            Finding.passed(
+                f"the requirements of all {count} installed distributions are satisfied",
+                proved=(
+                    f"every Requires-Dist of the {count} distributions that win on sys.path is met by the installed "
+                    "versions, evaluated with this interpreter's environment markers (pip check semantics)"
+                ),
+                evidence={"distributions": count},
+            )
+        )
     return out

@@ -17,10 +17,17 @@ from typing import Any, Optional
 from msdoctor.model import Finding, Status
 
 #: findings that come from metadata alone (Requires-Dist, the matrix's copies of it)
-METADATA_CODES = frozenset({
-    "requirement-conflict", "requirement-missing", "mindspore-numpy", "mindspore-protobuf", "mindnlp-mindspore",
-    "mindformers-mindspore", "mindformers-transformers",
-})
+METADATA_CODES = frozenset(
+    {
+        "requirement-conflict",
+        "requirement-missing",
+        "mindspore-numpy",
+        "mindspore-protobuf",
+        "mindnlp-mindspore",
+        "mindformers-mindspore",
+        "mindformers-transformers",
+    }
+)
 
 
 def proof(live: Any, smoke: Any, requested: Optional[str]) -> Optional[dict[str, Any]]:
@@ -41,12 +48,18 @@ def proof(live: Any, smoke: Any, requested: Optional[str]) -> Optional[dict[str,
     others = [d for d in ("Ascend", "GPU", "CPU") if d != device]
     imported = [f"{s['module']} {s.get('version') or ''}".strip() for s in smoke.steps if s.get("ok")]
     return {
-        "python": live.python, "device": f"{device}:{live.device_id}", "device_target": device,
-        "requested": requested, "imported": imported, "order": list(smoke.planned),
+        "python": live.python,
+        "device": f"{device}:{live.device_id}",
+        "device_target": device,
+        "requested": requested,
+        "imported": imported,
+        "order": list(smoke.planned),
         "matmul_max_rel_err": rel,
-        "said": (f"in a fresh {live.python} process the stack imported in training-script order "
-                 f"({', '.join(imported)}) and a 64x64 float32 matmul on {device}:{live.device_id} matched NumPy "
-                 f"(relative error {rel:.1e}); this proves nothing about {' or '.join(others)}"),
+        "said": (
+            f"in a fresh {live.python} process the stack imported in training-script order "
+            f"({', '.join(imported)}) and a 64x64 float32 matmul on {device}:{live.device_id} matched NumPy "
+            f"(relative error {rel:.1e}); this proves nothing about {' or '.join(others)}"
+        ),
     }
 
 
@@ -57,14 +70,19 @@ def demote(findings: list[Finding], proved: Optional[dict[str, Any]]) -> list[Fi
     out = []
     for f in findings:
         if f.status is Status.FAIL and f.code in METADATA_CODES:
-            out.append(replace(
-                f, status=Status.WARN,
-                title=f.title + f" (metadata only: the stack works on {proved['device_target']})",
-                detail=(f"{f.detail} Ground truth outranks the metadata here: {proved['said']}. pip check still "
+            out.append(
+                replace(
+                    f,
+                    status=Status.WARN,
+                    title=f.title + f" (metadata only: the stack works on {proved['device_target']})",
+                    detail=(
+                        f"{f.detail} Ground truth outranks the metadata here: {proved['said']}. pip check still "
                         "reports the conflict; matching the metadata is the safe choice before a run on "
-                        "another device.").strip(),
-                evidence={**f.evidence, "ground_truth": proved, "metadata_status": "fail"},
-            ))
+                        "another device."
+                    ).strip(),
+                    evidence={**f.evidence, "ground_truth": proved, "metadata_status": "fail"},
+                )
+            )
         else:
             out.append(f)
     return out

@@ -11,8 +11,16 @@ from typing import TYPE_CHECKING, Any, Optional
 import click
 
 from msdoctor import options
-from msdoctor.commands.common import (ensure_writable, project_option, report_stack, resolve_target, split_ids,
-                                      target_options, timeout_options, write_output)
+from msdoctor.commands.common import (
+    ensure_writable,
+    project_option,
+    report_stack,
+    resolve_target,
+    split_ids,
+    target_options,
+    timeout_options,
+    write_output,
+)
 from msdoctor.doctor import build_options, invocation_facts, make_context
 from msdoctor.model import ExitCode, Status
 from msdoctor.render import prepare
@@ -36,15 +44,24 @@ REPORT_FORMATS = output_formats()
 
 def training_config_options(fn: Any) -> Any:
     """The training-config check's options (docs/training-config-check.md); also `# msdoctor: key=value` comments."""
-    for flag, kind, what in reversed((
-        ("--devices", click.IntRange(min=1), "Devices in the whole job (checks data x model x pipeline parallel)."),
-        ("--devices-per-node", click.IntRange(min=1), "Devices of one node (default: npu-smi / nvidia-smi here)."),
-        ("--base-global-batch", click.IntRange(min=1), "Global batch the config's learning rate was tuned for."),
-        ("--tokens-per-second", click.FloatRange(min=0, min_open=True), "Throughput of the whole job, for the "
-         "time between checkpoints (default: measured from an earlier run in the output directory)."),
-        ("--max-lost-hours", click.FloatRange(min=0, min_open=True), "Most training time a crash may lose "
-         "(default 2)."),
-    )):
+    for flag, kind, what in reversed(
+        (
+            ("--devices", click.IntRange(min=1), "Devices in the whole job (checks data x model x pipeline parallel)."),
+            ("--devices-per-node", click.IntRange(min=1), "Devices of one node (default: npu-smi / nvidia-smi here)."),
+            ("--base-global-batch", click.IntRange(min=1), "Global batch the config's learning rate was tuned for."),
+            (
+                "--tokens-per-second",
+                click.FloatRange(min=0, min_open=True),
+                "Throughput of the whole job, for the "
+                "time between checkpoints (default: measured from an earlier run in the output directory).",
+            ),
+            (
+                "--max-lost-hours",
+                click.FloatRange(min=0, min_open=True),
+                "Most training time a crash may lose (default 2).",
+            ),
+        )
+    ):
         name = flag.lstrip("-").replace("-", "_")
         fn = click.option(flag, name, type=kind, default=None, metavar="N", help=what)(fn)
     return fn
@@ -52,16 +69,30 @@ def training_config_options(fn: Any) -> Any:
 
 @click.command("check")
 @target_options
-@click.option("--config", "config", type=click.Path(path_type=Path), metavar="FILE",
-              help="Training config (msdoctor YAML, MindFormers YAML, or HF config.json) to check against.")
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="Training config (msdoctor YAML, MindFormers YAML, or HF config.json) to check against.",
+)
 @project_option()
 @options.device_target()
 @options.selection
 @options.output_format(REPORT_FORMATS, "Output format.")
-@click.option("--output", type=click.Path(path_type=Path), metavar="FILE",
-              help="Write the report in --format to FILE; the terminal still shows the human view.")
-@click.option("--fail-on", "fail_on", type=click.Choice(["warn", "fail"], case_sensitive=False), default=None,
-              help="The lowest status that makes the exit code 1 (default: fail; warn also fails on warnings).")
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="Write the report in --format to FILE; the terminal still shows the human view.",
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    type=click.Choice(["warn", "fail"], case_sensitive=False),
+    default=None,
+    help="The lowest status that makes the exit code 1 (default: fail; warn also fails on warnings).",
+)
 @click.option("--strict", is_flag=True, help="Warnings count as problems (exit 1); the same as --fail-on warn.")
 @options.no_redact()
 @options.quick()
@@ -107,9 +138,17 @@ def check(
     if output is not None:
         output = ensure_writable(output)
     python_path = resolve_target(python, conda_env)
-    options = build_options(python_path, project, config, device_target, quick, verbose, probe_timeout,
-                            live_timeout=live_timeout,
-                            extra={"training_config": {k: v for k, v in training.items() if v is not None}})
+    options = build_options(
+        python_path,
+        project,
+        config,
+        device_target,
+        quick,
+        verbose,
+        probe_timeout,
+        live_timeout=live_timeout,
+        extra={"training_config": {k: v for k, v in training.items() if v is not None}},
+    )
     ctx = make_context(options)
     plugins = not (no_plugins or autoload_disabled())
     selection = Selection(only=split_ids(only), skip=split_ids(skip), plugins=plugins)
@@ -118,9 +157,13 @@ def check(
     threshold = resolve_fail_on(fail_on, strict)
     report = _diagnose(ctx, selection, registry, fmt)
     report.facts["invocation"] = invocation_facts(options, ctx)
-    opts = RenderOptions(verbose=verbose, color=color, fail_on=threshold,
-                         workspace=os.environ.get("GITHUB_WORKSPACE") if fmt == "github" else None,
-                         stack=report_stack())
+    opts = RenderOptions(
+        verbose=verbose,
+        color=color,
+        fail_on=threshold,
+        workspace=os.environ.get("GITHUB_WORKSPACE") if fmt == "github" else None,
+        stack=report_stack(),
+    )
     _emit(report, fmt, output, opts, redact=not no_redact)
     return int(report.exit_code(threshold))
 
@@ -175,8 +218,9 @@ def _append_step_summary(target: str, report: "Report", opts: "RenderOptions") -
 def resolve_fail_on(fail_on: Optional[str], strict: bool) -> Status:
     """--fail-on warn|fail, with --strict as an alias of --fail-on warn."""
     if strict and fail_on is not None and fail_on.lower() != "warn":
-        raise click.BadParameter(f"--strict means --fail-on warn, but --fail-on {fail_on} was given too",
-                                 param_hint="--strict / --fail-on")
+        raise click.BadParameter(
+            f"--strict means --fail-on warn, but --fail-on {fail_on} was given too", param_hint="--strict / --fail-on"
+        )
     if strict or (fail_on or "").lower() == "warn":
         return Status.WARN
     return Status.FAIL
@@ -184,8 +228,9 @@ def resolve_fail_on(fail_on: Optional[str], strict: bool) -> Status:
 
 @click.command("list-checks")
 @options.no_plugins("List only msdoctor's own checks.")
-@options.output_format(["terminal", "json"], "json: each check's id, title, description and provider, and the plugins "
-                       "that failed to load.")
+@options.output_format(
+    ["terminal", "json"], "json: each check's id, title, description and provider, and the plugins that failed to load."
+)
 def list_checks(no_plugins: bool, fmt: str) -> int:
     """List the checks msdoctor can run (their ids are what --only and --skip take)."""
     import json

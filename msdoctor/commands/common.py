@@ -16,8 +16,11 @@ class WholeSummaryGroup(click.Group):
     """A command group whose --help lists each subcommand's summary whole (click cuts it at the line's width)."""
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, cmd.get_short_help_str(limit=1000)) for name in self.list_commands(ctx)
-                if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden]
+        rows = [
+            (name, cmd.get_short_help_str(limit=1000))
+            for name in self.list_commands(ctx)
+            if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden
+        ]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -51,8 +54,9 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def project_option(help: str = "The project directory (default: the current directory).") -> Callable[..., Any]:
     """--project DIR: an existing directory (click refuses anything else with exit 2)."""
-    return click.option("--project", type=click.Path(path_type=Path, file_okay=False, exists=True), metavar="DIR",
-                        help=help)
+    return click.option(
+        "--project", type=click.Path(path_type=Path, file_okay=False, exists=True), metavar="DIR", help=help
+    )
 
 
 class Seconds(click.ParamType):
@@ -75,11 +79,22 @@ class Seconds(click.ParamType):
 def timeout_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--probe-timeout / --live-timeout: how long the target's probes may take (check, train)."""
 
-    @click.option("--probe-timeout", type=Seconds(), default=30.0, show_default=True, metavar="SECONDS",
-                  help="The most the interpreter probe may take.")
-    @click.option("--live-timeout", type=Seconds(), default=120.0, show_default=True, metavar="SECONDS",
-                  help="The most the live probe (imports, device init, matmul) may take; device init can hang on a "
-                       "busy NPU.")
+    @click.option(
+        "--probe-timeout",
+        type=Seconds(),
+        default=30.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="The most the interpreter probe may take.",
+    )
+    @click.option(
+        "--live-timeout",
+        type=Seconds(),
+        default=120.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="The most the live probe (imports, device init, matmul) may take; device init can hang on a busy NPU.",
+    )
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)

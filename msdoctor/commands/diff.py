@@ -47,8 +47,10 @@ def _print(diffs: list[Difference], a_path: Path, b_path: Path, a: dict, b: dict
     skipped = not_compared(a, b)
     if skipped:
         lacking = " and ".join(n for n, r in (("A", a), ("B", b)) if not set(skipped) <= collected(r))
-        click.echo(f"Compared only what both collected: {lacking} did not collect {', '.join(skipped)} "
-                   f"({PART_WORDS}); those parts are not compared.")
+        click.echo(
+            f"Compared only what both collected: {lacking} did not collect {', '.join(skipped)} "
+            f"({PART_WORDS}); those parts are not compared."
+        )
     important = [d for d in diffs if d.matters]
     minor = [d for d in diffs if not d.matters and not d.not_run]
     not_run = [d for d in diffs if d.not_run]
@@ -56,9 +58,11 @@ def _print(diffs: list[Difference], a_path: Path, b_path: Path, a: dict, b: dict
         click.echo("\nNo differences: same versions, environment variables and check results.")
         return
     width = min(max([len(d.key) for d in diffs] + [8]), 48)
-    for title, group in (("Differences that matter", important),
-                         ("Differences that usually do not matter (per-node identity, paths, finding wording)", minor),
-                         ("Not compared: one report is from `check --quick`, which does not collect these", not_run)):
+    for title, group in (
+        ("Differences that matter", important),
+        ("Differences that usually do not matter (per-node identity, paths, finding wording)", minor),
+        ("Not compared: one report is from `check --quick`, which does not collect these", not_run),
+    ):
         if not group:
             continue
         click.echo(f"\n{title}:")
@@ -92,13 +96,32 @@ def diff(report_a: Path, report_b: Path, fmt: str) -> int:
     diffs = compare(a, b)
     matters = any(d.matters for d in diffs)
     if fmt == "json":
-        click.echo(json.dumps({
-            "a": str(report_a), "b": str(report_b), "differ": matters, "not_compared": not_compared(a, b),
-            "differences": [{"section": d.section, "key": d.key, "a": None if d.a is MISSING else d.a,
-                             "b": None if d.b is MISSING else d.b, "a_present": d.a is not MISSING,
-                             "b_present": d.b is not MISSING, "matters": d.matters, "not_run": d.not_run}
-                            for d in diffs],
-        }, indent=2, default=str, ensure_ascii=False))
+        click.echo(
+            json.dumps(
+                {
+                    "a": str(report_a),
+                    "b": str(report_b),
+                    "differ": matters,
+                    "not_compared": not_compared(a, b),
+                    "differences": [
+                        {
+                            "section": d.section,
+                            "key": d.key,
+                            "a": None if d.a is MISSING else d.a,
+                            "b": None if d.b is MISSING else d.b,
+                            "a_present": d.a is not MISSING,
+                            "b_present": d.b is not MISSING,
+                            "matters": d.matters,
+                            "not_run": d.not_run,
+                        }
+                        for d in diffs
+                    ],
+                },
+                indent=2,
+                default=str,
+                ensure_ascii=False,
+            )
+        )
     else:
         _print(diffs, report_a, report_b, a, b)
     return int(ExitCode.PROBLEMS if matters else ExitCode.OK)

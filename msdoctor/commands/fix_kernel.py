@@ -17,13 +17,25 @@ from msdoctor.model import ExitCode
 @target_options
 @click.option("--name", metavar="NAME", help="Kernel name (default: from the env name; lowercase, no spaces).")
 @click.option("--display-name", metavar="TEXT", help="Name shown in Jupyter's and VS Code's kernel pickers.")
-@click.option("--user", "scope", flag_value="user", default=True,
-              help="Register the kernel for this user (JUPYTER_DATA_DIR/kernels); the default.")
-@click.option("--sys-prefix", "scope", flag_value="sys-prefix",
-              help="Register the kernel inside the target environment (<prefix>/share/jupyter/kernels).")
-@click.option("--vscode/--no-vscode", default=None,
-              help="Set python.defaultInterpreterPath in .vscode/settings.json "
-              "(default: when the project has a .vscode/ folder or a notebook).")
+@click.option(
+    "--user",
+    "scope",
+    flag_value="user",
+    default=True,
+    help="Register the kernel for this user (JUPYTER_DATA_DIR/kernels); the default.",
+)
+@click.option(
+    "--sys-prefix",
+    "scope",
+    flag_value="sys-prefix",
+    help="Register the kernel inside the target environment (<prefix>/share/jupyter/kernels).",
+)
+@click.option(
+    "--vscode/--no-vscode",
+    default=None,
+    help="Set python.defaultInterpreterPath in .vscode/settings.json "
+    "(default: when the project has a .vscode/ folder or a notebook).",
+)
 @click.option("--remove-stale", is_flag=True, help="Also remove kernels whose interpreter no longer exists.")
 @project_option()
 @click.option("--dry-run", is_flag=True, help="Show the plan and change nothing.")
@@ -79,12 +91,19 @@ def fix_kernel(
     if still:
         from msdoctor.redact import clean_text
 
-        click.echo(clean_text("the plan does not verify: after it, kernel-mismatch would still find:\n"
-                              + "\n".join(f"  [{f.status.value}] {f.title}" for f in still)
-                              + "\nnothing was changed"), err=True)
+        click.echo(
+            clean_text(
+                "the plan does not verify: after it, kernel-mismatch would still find:\n"
+                + "\n".join(f"  [{f.status.value}] {f.title}" for f in still)
+                + "\nnothing was changed"
+            ),
+            err=True,
+        )
         return int(ExitCode.PROBLEMS)
-    click.echo("verified: kernel-mismatch's verdicts, run on the kernels and settings as the plan would leave them, "
-               "find no problem with what it changes")
+    click.echo(
+        "verified: kernel-mismatch's verdicts, run on the kernels and settings as the plan would leave them, "
+        "find no problem with what it changes"
+    )
     if dry_run:
         click.echo(f"dry run: {n} change(s) planned, nothing was changed")
         return int(ExitCode.OK)
@@ -106,8 +125,10 @@ def fix_kernel(
 def _confirmed(n: int) -> bool:
     """Whether the user at the terminal agrees to apply n changes; a UserError when nobody can be asked."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UserError(f"not applying {n} change(s): not on a terminal and --yes was not given",
-                        "rerun with --yes to apply the plan above, or with --dry-run to only show it")
+        raise UserError(
+            f"not applying {n} change(s): not on a terminal and --yes was not given",
+            "rerun with --yes to apply the plan above, or with --dry-run to only show it",
+        )
     return bool(click.confirm(f"Apply {n} change(s)?", default=False))
 
 

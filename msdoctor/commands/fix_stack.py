@@ -13,13 +13,15 @@ from msdoctor.commands.common import resolve_target, target_options
 from msdoctor.errors import UserError
 from msdoctor.model import ExitCode, Status
 
+
 @click.command("fix-stack")
 @target_options
 @options.device_target("The device the live probe must compute on (default: MindSpore's default).")
 @click.option("--dry-run", is_flag=True, help="Show the plan and change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Apply without asking (needed when not on a terminal).")
-def fix_stack(python: Optional[str], conda_env: Optional[str], device_target: Optional[str], dry_run: bool,
-              yes: bool) -> int:
+def fix_stack(
+    python: Optional[str], conda_env: Optional[str], device_target: Optional[str], dry_run: bool, yes: bool
+) -> int:
     """Repair MindSpore / MindNLP / MindFormers / transformers versions with one checked pip command.
 
     \b
@@ -48,18 +50,26 @@ def fix_stack(python: Optional[str], conda_env: Optional[str], device_target: Op
         return int(ExitCode.PROBLEMS)
     still = FIXER.verify(plan, ctx)
     if still:
-        click.echo("the plan does not verify: with its versions version-matrix would still find:\n"
-                   + "\n".join(_line(f) for f in still) + "\nnothing was changed", err=True)
+        click.echo(
+            "the plan does not verify: with its versions version-matrix would still find:\n"
+            + "\n".join(_line(f) for f in still)
+            + "\nnothing was changed",
+            err=True,
+        )
         return int(ExitCode.PROBLEMS)
-    click.echo("verified: version-matrix's rules, run on the target as it would be after the command, find none of "
-               "the problems above")
+    click.echo(
+        "verified: version-matrix's rules, run on the target as it would be after the command, find none of "
+        "the problems above"
+    )
     if dry_run:
         click.echo(f"dry run: {len(plan.changes)} package(s) would change, nothing was changed")
         return int(ExitCode.OK)
     if not yes:
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
-            raise UserError(f"not installing {len(plan.changes)} package(s): not on a terminal and --yes was not given",
-                            "rerun with --yes to run the command above, or with --dry-run to only show it")
+            raise UserError(
+                f"not installing {len(plan.changes)} package(s): not on a terminal and --yes was not given",
+                "rerun with --yes to run the command above, or with --dry-run to only show it",
+            )
         if not click.confirm(f"Install {len(plan.changes)} package(s) with {target} -m pip?", default=False):
             click.echo("aborted: nothing was changed")
             return int(ExitCode.PROBLEMS)

@@ -18,17 +18,36 @@ _PYVER_RE = re.compile(r"^3\.\d+(\.\d+)?$")
 
 #: section field -> label in the terminal table
 LABELS = {
-    "python": "Python", "numpy": "numpy", "protobuf": "protobuf", "cann": "CANN (docs / MindFormers)",
-    "cann_internal_accepted": "CANN internal versions accepted", "cann_list_verified": "accepted list is MindSpore's own",
-    "driver": "Ascend driver (preferred)", "cuda": "CUDA (GPU plugins)", "mindformers": "MindFormers built for it",
-    "mindnlp_allowing": "MindNLP allowing it (metadata)", "on_pypi": "on PyPI", "internal_prefix": "internal version",
-    "internal": "internal version seen in files", "innerversion": "innerversion", "mindspore_accepting": "MindSpore accepting it",
-    "mindspore_wheels": "MindSpore with wheels", "mindnlp_documented": "MindNLP documenting it",
-    "mindformers_requires_python": "MindFormers allowing it", "mindspore_metadata": "mindspore (metadata)",
-    "mindspore_documented": "mindspore (docs)", "mindspore_in_matrix": "MindSpore releases it allows",
-    "transformers_metadata": "transformers (metadata)", "transformers_works": "transformers seen working",
-    "python_documented": "Python (docs)", "known_breakages": "breaks with", "version_attr": "__version__ says",
-    "note": "note", "newest_known": "newest in the matrix", "known_cann": "CANN in the matrix", "source": "source",
+    "python": "Python",
+    "numpy": "numpy",
+    "protobuf": "protobuf",
+    "cann": "CANN (docs / MindFormers)",
+    "cann_internal_accepted": "CANN internal versions accepted",
+    "cann_list_verified": "accepted list is MindSpore's own",
+    "driver": "Ascend driver (preferred)",
+    "cuda": "CUDA (GPU plugins)",
+    "mindformers": "MindFormers built for it",
+    "mindnlp_allowing": "MindNLP allowing it (metadata)",
+    "on_pypi": "on PyPI",
+    "internal_prefix": "internal version",
+    "internal": "internal version seen in files",
+    "innerversion": "innerversion",
+    "mindspore_accepting": "MindSpore accepting it",
+    "mindspore_wheels": "MindSpore with wheels",
+    "mindnlp_documented": "MindNLP documenting it",
+    "mindformers_requires_python": "MindFormers allowing it",
+    "mindspore_metadata": "mindspore (metadata)",
+    "mindspore_documented": "mindspore (docs)",
+    "mindspore_in_matrix": "MindSpore releases it allows",
+    "transformers_metadata": "transformers (metadata)",
+    "transformers_works": "transformers seen working",
+    "python_documented": "Python (docs)",
+    "known_breakages": "breaks with",
+    "version_attr": "__version__ says",
+    "note": "note",
+    "newest_known": "newest in the matrix",
+    "known_cann": "CANN in the matrix",
+    "source": "source",
 }
 
 
@@ -51,12 +70,15 @@ def _dict_line(d: dict) -> str:
             why.append("paired by the docs")
         return f"{d['mindspore']} ({', '.join(why)})"
     if "package" in d:
-        return f"{d['package']}{d['bad']}: {d['symptom']}" + (f" -> use {d['package']}{d['good']}" if d.get("good") else "")
+        return f"{d['package']}{d['bad']}: {d['symptom']}" + (
+            f" -> use {d['package']}{d['good']}" if d.get("good") else ""
+        )
     return ", ".join(f"{k}={v}" for k, v in d.items())
 
 
-def _sections(m: Any, mindspore: Optional[str], cann: Optional[str], python: Optional[str],
-              mindnlp: Optional[str]) -> list[dict[str, Any]]:
+def _sections(
+    m: Any, mindspore: Optional[str], cann: Optional[str], python: Optional[str], mindnlp: Optional[str]
+) -> list[dict[str, Any]]:
     from msdoctor import matrix
 
     out = []
@@ -83,8 +105,12 @@ def installed_query(python_path: str) -> dict[str, Optional[str]]:
         raise UserError(exc.message, exc.fix, exit_code=ExitCode.NO_VERDICT) from None
     cann = read_cann(os.environ)
     inst = cann.active or cann.default
-    return {"mindspore": t.version_of("mindspore"), "cann": inst.commercial if inst else None,
-            "python": t.python_version, "mindnlp": t.version_of("mindnlp")}
+    return {
+        "mindspore": t.version_of("mindspore"),
+        "cann": inst.commercial if inst else None,
+        "python": t.python_version,
+        "mindnlp": t.version_of("mindnlp"),
+    }
 
 
 def _render(sections: list[dict[str, Any]], verdicts: list[dict[str, Any]], date: str, header: str) -> None:
@@ -101,8 +127,9 @@ def _render(sections: list[dict[str, Any]], verdicts: list[dict[str, Any]], date
         if sec.get("known") is False:
             table.add_row("in the matrix", f"no (matrix dated {date})")
         for key, value in sec.items():
-            if key in ("query", "known", "matrix_date", "mindspore", "cann", "mindnlp", "source") \
-                    and not isinstance(value, list):
+            if key in ("query", "known", "matrix_date", "mindspore", "cann", "mindnlp", "source") and not isinstance(
+                value, list
+            ):
                 continue  # sources are long: --format json carries them
             table.add_row(LABELS.get(key, key), _text(value))
         console.print(table)
@@ -117,15 +144,25 @@ def _render(sections: list[dict[str, Any]], verdicts: list[dict[str, Any]], date
 
 
 @click.command("matrix")
-@click.option("--python", "python", metavar="VERSION|PATH",
-              help="A Python version (3.12) to plan for, or the interpreter whose installed stack is shown.")
+@click.option(
+    "--python",
+    "python",
+    metavar="VERSION|PATH",
+    help="A Python version (3.12) to plan for, or the interpreter whose installed stack is shown.",
+)
 @click.option("--conda-env", "conda_env", metavar="NAME", help="Show the stack installed in conda env NAME.")
 @click.option("--mindspore", metavar="VERSION", help="What goes with this MindSpore (e.g. 2.7.0).")
 @click.option("--cann", metavar="VERSION", help="What goes with this CANN (e.g. 8.2.RC1).")
 @click.option("--mindnlp", metavar="VERSION", help="What goes with this MindNLP (e.g. 0.5.1).")
 @options.output_format(["terminal", "json"], "json: the query, the matrix rows that go with it and the verdicts.")
-def matrix_cmd(python: Optional[str], conda_env: Optional[str], mindspore: Optional[str], cann: Optional[str],
-               mindnlp: Optional[str], fmt: str) -> int:
+def matrix_cmd(
+    python: Optional[str],
+    conda_env: Optional[str],
+    mindspore: Optional[str],
+    cann: Optional[str],
+    mindnlp: Optional[str],
+    fmt: str,
+) -> int:
     """Show the version matrix: for the installed stack, or for versions you plan to install.
 
     \b
@@ -145,13 +182,17 @@ def matrix_cmd(python: Optional[str], conda_env: Optional[str], mindspore: Optio
     try:
         m = matrix.load()
     except matrix.MatrixError as exc:
-        raise UserError(f"the packaged matrix is broken: {exc}", "reinstall msdoctor",
-                        exit_code=ExitCode.NO_VERDICT) from None
+        raise UserError(
+            f"the packaged matrix is broken: {exc}", "reinstall msdoctor", exit_code=ExitCode.NO_VERDICT
+        ) from None
     py_query = python if python and _PYVER_RE.match(python) else None
     planning = any((mindspore, cann, mindnlp, py_query))
     if planning:
-        header = "planned: " + ", ".join(f"{k} {v}" for k, v in (("mindspore", mindspore), ("cann", cann),
-                                                                   ("python", py_query), ("mindnlp", mindnlp)) if v)
+        header = "planned: " + ", ".join(
+            f"{k} {v}"
+            for k, v in (("mindspore", mindspore), ("cann", cann), ("python", py_query), ("mindnlp", mindnlp))
+            if v
+        )
         q = {"mindspore": mindspore, "cann": cann, "python": py_query, "mindnlp": mindnlp}
     else:
         target = resolve_target(python or os.environ.get("MSDOCTOR_PYTHON"), conda_env)
@@ -160,8 +201,18 @@ def matrix_cmd(python: Optional[str], conda_env: Optional[str], mindspore: Optio
     sections = _sections(m, q["mindspore"], q["cann"], q["python"], q["mindnlp"])
     verdicts = matrix.fits(m, **q)
     if fmt == "json":
-        click.echo(json.dumps({"matrix_date": m.date, "mode": "planned" if planning else "installed",
-                               "query": q, "sections": sections, "fits": verdicts}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "matrix_date": m.date,
+                    "mode": "planned" if planning else "installed",
+                    "query": q,
+                    "sections": sections,
+                    "fits": verdicts,
+                },
+                indent=2,
+            )
+        )
     else:
         _render(sections, verdicts, m.date, header)
     return int(ExitCode.PROBLEMS if any(v["ok"] is False for v in verdicts) else ExitCode.OK)

@@ -41,8 +41,15 @@ def _size(text: Optional[str]) -> Optional[int]:
         raise UserError(f"not a size: {text!r}", "write it like 4KiB, 16MiB or 1GiB") from None
 
 
-def msrun_args(cfg: Any, worker_num: Optional[int], local_worker_num: Optional[int], master_addr: Optional[str],
-               master_port: Optional[int], node_rank: Optional[int], cluster_time_out: Optional[int]) -> Any:
+def msrun_args(
+    cfg: Any,
+    worker_num: Optional[int],
+    local_worker_num: Optional[int],
+    master_addr: Optional[str],
+    master_port: Optional[int],
+    node_rank: Optional[int],
+    cluster_time_out: Optional[int],
+) -> Any:
     """The msrun arguments from the options, else the training config's runtime section."""
     from msdoctor.preflight.plan import MsrunArgs
 
@@ -53,20 +60,28 @@ def msrun_args(cfg: Any, worker_num: Optional[int], local_worker_num: Optional[i
     addr = master_addr or (rt.master_addr if rt else None)
     missing = [n for n, v in (("--worker-num", wn), ("--local-worker-num", lwn), ("--master-addr", addr)) if v is None]
     if missing:
-        raise UserError(f"{', '.join(missing)} needed (or a --config whose runtime section has them)",
-                        "msdoctor preflight plan --worker-num 4 --local-worker-num 2 --master-addr 10.0.0.1 "
-                        "--master-port 18118 --node-rank 0")
+        raise UserError(
+            f"{', '.join(missing)} needed (or a --config whose runtime section has them)",
+            "msdoctor preflight plan --worker-num 4 --local-worker-num 2 --master-addr 10.0.0.1 "
+            "--master-port 18118 --node-rank 0",
+        )
     from msdoctor.training.config import host_problem
 
     why = host_problem(str(addr))
     if why:
-        raise UserError(f"--master-addr {str(addr)[:80]}{'…' if len(str(addr)) > 80 else ''}: {why}",
-                        "give node_rank 0's host name or IP address, e.g. --master-addr 10.0.0.1")
-    return MsrunArgs(worker_num=int(wn), local_worker_num=int(lwn), master_addr=str(addr),  # type: ignore[arg-type]
-                     master_port=master_port if master_port is not None else (rt.master_port if rt else 8118),
-                     node_rank=node_rank if node_rank is not None else (rt.node_rank if rt else 0),
-                     cluster_time_out=cluster_time_out if cluster_time_out is not None else
-                     (rt.cluster_time_out if rt else 600))
+        raise UserError(
+            f"--master-addr {str(addr)[:80]}{'…' if len(str(addr)) > 80 else ''}: {why}",
+            "give node_rank 0's host name or IP address, e.g. --master-addr 10.0.0.1",
+        )
+    assert wn is not None and lwn is not None  # both are in `missing` otherwise
+    return MsrunArgs(
+        worker_num=int(wn),
+        local_worker_num=int(lwn),
+        master_addr=str(addr),
+        master_port=master_port if master_port is not None else (rt.master_port if rt else 8118),
+        node_rank=node_rank if node_rank is not None else (rt.node_rank if rt else 0),
+        cluster_time_out=cluster_time_out if cluster_time_out is not None else (rt.cluster_time_out if rt else 600),
+    )
 
 
 def _load_cfg(config: Optional[Path]) -> Any:
@@ -80,6 +95,7 @@ def _load_cfg(config: Optional[Path]) -> Any:
 
 def _stack(*decorators: Decorator) -> Decorator:
     """Several click options as one decorator (applied in the order listed, as a stack of @ lines reads)."""
+
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         for d in reversed(decorators):
             fn = d(fn)
@@ -91,35 +107,64 @@ def _stack(*decorators: Decorator) -> Decorator:
 def _common_options(formats: list[str], format_help: str) -> Decorator:
     """--config, --device-target, --format and --python: every way of running the preflight takes them."""
     return _stack(
-        click.option("--config", type=click.Path(path_type=Path, exists=True, dir_okay=False), metavar="FILE",
-                     help="The training config: its precision and sharding decide which collectives and dtypes are "
-                     "needed (and, without the msrun options, its runtime section gives them)."),
+        click.option(
+            "--config",
+            type=click.Path(path_type=Path, exists=True, dir_okay=False),
+            metavar="FILE",
+            help="The training config: its precision and sharding decide which collectives and dtypes are "
+            "needed (and, without the msrun options, its runtime section gives them).",
+        ),
         options.device_target("Default: MindSpore's choice."),
         options.output_format(formats, format_help),
-        click.option("--python", "python", metavar="PATH", help="The job's interpreter: every rank must run it "
-                     "(and in a plan: `python` on PATH must be it). Default: this one."),
+        click.option(
+            "--python",
+            "python",
+            metavar="PATH",
+            help="The job's interpreter: every rank must run it "
+            "(and in a plan: `python` on PATH must be it). Default: this one.",
+        ),
     )
 
 
 #: the options of the msrun task (each rank's measurements); `preflight` itself and `preflight launch` take them
 TASK_OPTIONS = _stack(
-    click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("preflight-out"),
-                 show_default=True, metavar="DIR", help="Where rank 0 (and the first rank of each node) writes "
-                 "preflight-report.json."),
+    click.option(
+        "--out",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=Path("preflight-out"),
+        show_default=True,
+        metavar="DIR",
+        help="Where rank 0 (and the first rank of each node) writes preflight-report.json.",
+    ),
     click.option("--min-bytes", metavar="SIZE", help="Smallest size of the bandwidth sweep (CPU 4KiB, devices 1MiB)."),
     click.option("--max-bytes", metavar="SIZE", help="Largest size of the sweep (CPU 4MiB, devices 1GiB)."),
-    click.option("--iters", type=click.IntRange(1, 1000), default=3, show_default=True, help="Timed iterations per size."),
-    click.option("--warmup", type=click.IntRange(0, 100), default=1, show_default=True, help="Untimed iterations first."),
+    click.option(
+        "--iters", type=click.IntRange(1, 1000), default=3, show_default=True, help="Timed iterations per size."
+    ),
+    click.option(
+        "--warmup", type=click.IntRange(0, 100), default=1, show_default=True, help="Untimed iterations first."
+    ),
     click.option("--matmul-size", type=click.IntRange(16, 32768), help="Matmul probe size n (CPU 512, devices 4096)."),
-    click.option("--straggler-ratio", type=click.FloatRange(0.05, 1.0), default=0.7, show_default=True,
-                 help="A rank below this fraction of the median matmul GFLOP/s is a straggler."),
-    click.option("--baseline", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
-                 help="busbw baseline (JSON, or an earlier preflight-report.json) for pass/warn/fail."),
+    click.option(
+        "--straggler-ratio",
+        type=click.FloatRange(0.05, 1.0),
+        default=0.7,
+        show_default=True,
+        help="A rank below this fraction of the median matmul GFLOP/s is a straggler.",
+    ),
+    click.option(
+        "--baseline",
+        type=click.Path(path_type=Path, dir_okay=False),
+        metavar="FILE",
+        help="busbw baseline (JSON, or an earlier preflight-report.json) for pass/warn/fail.",
+    ),
     click.option("--no-node-check", is_flag=True, help="Skip `msdoctor check --quick` on the first rank of each node."),
 )
 TASK_FORMATS = ["terminal", "json", "junit", "github"]
-TASK_FORMAT_HELP = ("junit, github: also write the cluster result as JUnit XML or GitHub annotations (into --out); "
-                    "the msrun task always writes OUT/preflight-report.json.")
+TASK_FORMAT_HELP = (
+    "junit, github: also write the cluster result as JUnit XML or GitHub annotations (into --out); "
+    "the msrun task always writes OUT/preflight-report.json."
+)
 
 
 def _msrun_options(hidden: bool = False) -> Decorator:
@@ -130,13 +175,18 @@ def _msrun_options(hidden: bool = False) -> Decorator:
         click.option("--master-addr", metavar="ADDR", hidden=hidden, help="The master node's address."),
         click.option("--master-port", type=click.IntRange(1, 65535), hidden=hidden, help="The scheduler's port."),
         click.option("--node-rank", type=click.IntRange(0), hidden=hidden, help="This node's rank."),
-        click.option("--cluster-time-out", type=click.IntRange(1), hidden=hidden,
-                     help="msrun --cluster_time_out seconds."),
+        click.option(
+            "--cluster-time-out", type=click.IntRange(1), hidden=hidden, help="msrun --cluster_time_out seconds."
+        ),
     )
 
 
-LOG_DIR = click.option("--log-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
-                       help="msrun --log_dir (default OUT/msrun_log).")
+LOG_DIR = click.option(
+    "--log-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    metavar="DIR",
+    help="msrun --log_dir (default OUT/msrun_log).",
+)
 
 
 @click.group("preflight", cls=WholeSummaryGroup, invoke_without_command=True)
@@ -145,18 +195,50 @@ LOG_DIR = click.option("--log-dir", type=click.Path(path_type=Path, file_okay=Fa
 @_msrun_options(hidden=True)
 @click.option("--plan", is_flag=True, hidden=True, help="The same as `msdoctor preflight plan`.")
 @click.option("--launch", is_flag=True, hidden=True, help="The same as `msdoctor preflight launch`.")
-@click.option("--log-dir", type=click.Path(path_type=Path, file_okay=False), hidden=True,
-              help="The same as `preflight launch --log-dir`.")
+@click.option(
+    "--log-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    hidden=True,
+    help="The same as `preflight launch --log-dir`.",
+)
 @click.option("--json", "as_json", is_flag=True, hidden=True, help="Deprecated: the same as --format json.")
-@click.option("--compare-plans", "compare_plans", multiple=True, hidden=True, type=click.Path(
-    path_type=Path, dir_okay=False, exists=True), metavar="PLAN.json", help="The same as `msdoctor preflight compare`.")
+@click.option(
+    "--compare-plans",
+    "compare_plans",
+    multiple=True,
+    hidden=True,
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    metavar="PLAN.json",
+    help="The same as `msdoctor preflight compare`.",
+)
 @click.pass_context
-def preflight(ctx: click.Context, out: Path, config: Optional[Path], device_target: Optional[str], fmt: str,
-              min_bytes: Optional[str], max_bytes: Optional[str], iters: int, warmup: int, matmul_size: Optional[int],
-              straggler_ratio: float, baseline: Optional[Path], python: Optional[str], no_node_check: bool, plan: bool,
-              launch: bool, worker_num: Optional[int], local_worker_num: Optional[int], master_addr: Optional[str],
-              master_port: Optional[int], node_rank: Optional[int], cluster_time_out: Optional[int],
-              log_dir: Optional[Path], as_json: bool, compare_plans: tuple[Path, ...]) -> int:
+def preflight(
+    ctx: click.Context,
+    out: Path,
+    config: Optional[Path],
+    device_target: Optional[str],
+    fmt: str,
+    min_bytes: Optional[str],
+    max_bytes: Optional[str],
+    iters: int,
+    warmup: int,
+    matmul_size: Optional[int],
+    straggler_ratio: float,
+    baseline: Optional[Path],
+    python: Optional[str],
+    no_node_check: bool,
+    plan: bool,
+    launch: bool,
+    worker_num: Optional[int],
+    local_worker_num: Optional[int],
+    master_addr: Optional[str],
+    master_port: Optional[int],
+    node_rank: Optional[int],
+    cluster_time_out: Optional[int],
+    log_dir: Optional[Path],
+    as_json: bool,
+    compare_plans: tuple[Path, ...],
+) -> int:
     """Check every rank of a multi-node job through msrun: versions, env, HCCL timeouts, collectives, bandwidth.
 
     \b
@@ -181,15 +263,30 @@ def preflight(ctx: click.Context, out: Path, config: Optional[Path], device_targ
     if compare_plans:
         return _compare_plans(list(compare_plans))
     msrun = (worker_num, local_worker_num, master_addr, master_port, node_rank, cluster_time_out)
-    task = (out, config, device_target, fmt, min_bytes, max_bytes, iters, warmup, matmul_size, straggler_ratio,
-            baseline, python, no_node_check)
+    task = (
+        out,
+        config,
+        device_target,
+        fmt,
+        min_bytes,
+        max_bytes,
+        iters,
+        warmup,
+        matmul_size,
+        straggler_ratio,
+        baseline,
+        python,
+        no_node_check,
+    )
     if os.environ.get("MS_ROLE") in ("MS_WORKER", "MS_SCHED") and not (plan or launch):
         return _task(*task)
     if not (plan or launch):
-        raise UserError("msdoctor preflight runs under msrun (the same line on every node), or as preflight plan / "
-                        "preflight launch",
-                        "msrun --worker_num 4 --local_worker_num 2 --master_addr A --master_port P --node_rank R "
-                        "--join True --log_dir LOGS python -m msdoctor preflight --out OUT   (see msdoctor preflight -h)")
+        raise UserError(
+            "msdoctor preflight runs under msrun (the same line on every node), or as preflight plan / "
+            "preflight launch",
+            "msrun --worker_num 4 --local_worker_num 2 --master_addr A --master_port P --node_rank R "
+            "--join True --log_dir LOGS python -m msdoctor preflight --out OUT   (see msdoctor preflight -h)",
+        )
     if plan:
         return _plan_mode(config, device_target, python, msrun, as_json)
     return _launch_mode(task, msrun, log_dir)
@@ -198,9 +295,18 @@ def preflight(ctx: click.Context, out: Path, config: Optional[Path], device_targ
 @preflight.command("plan")
 @_common_options(["terminal", "json"], "json: the plan's findings as JSON (what `preflight compare` reads).")
 @_msrun_options()
-def plan_cmd(config: Optional[Path], device_target: Optional[str], fmt: str, python: Optional[str],
-             worker_num: Optional[int], local_worker_num: Optional[int], master_addr: Optional[str],
-             master_port: Optional[int], node_rank: Optional[int], cluster_time_out: Optional[int]) -> int:
+def plan_cmd(
+    config: Optional[Path],
+    device_target: Optional[str],
+    fmt: str,
+    python: Optional[str],
+    worker_num: Optional[int],
+    local_worker_num: Optional[int],
+    master_addr: Optional[str],
+    master_port: Optional[int],
+    node_rank: Optional[int],
+    cluster_time_out: Optional[int],
+) -> int:
     """Before msrun, on this node: arguments, master address, port, devices, interpreter. No collectives.
 
     \b
@@ -217,21 +323,56 @@ def plan_cmd(config: Optional[Path], device_target: Optional[str], fmt: str, pyt
 @_common_options(TASK_FORMATS, TASK_FORMAT_HELP)
 @_msrun_options()
 @LOG_DIR
-def launch_cmd(out: Path, config: Optional[Path], device_target: Optional[str], fmt: str, min_bytes: Optional[str],
-               max_bytes: Optional[str], iters: int, warmup: int, matmul_size: Optional[int], straggler_ratio: float,
-               baseline: Optional[Path], python: Optional[str], no_node_check: bool, worker_num: Optional[int],
-               local_worker_num: Optional[int], master_addr: Optional[str], master_port: Optional[int],
-               node_rank: Optional[int], cluster_time_out: Optional[int], log_dir: Optional[Path]) -> int:
+def launch_cmd(
+    out: Path,
+    config: Optional[Path],
+    device_target: Optional[str],
+    fmt: str,
+    min_bytes: Optional[str],
+    max_bytes: Optional[str],
+    iters: int,
+    warmup: int,
+    matmul_size: Optional[int],
+    straggler_ratio: float,
+    baseline: Optional[Path],
+    python: Optional[str],
+    no_node_check: bool,
+    worker_num: Optional[int],
+    local_worker_num: Optional[int],
+    master_addr: Optional[str],
+    master_port: Optional[int],
+    node_rank: Optional[int],
+    cluster_time_out: Optional[int],
+    log_dir: Optional[Path],
+) -> int:
     """The plan, then the msrun line with msdoctor's task on this node (bounded); prints the cluster's verdict."""
-    task = (out, config, device_target, fmt, min_bytes, max_bytes, iters, warmup, matmul_size, straggler_ratio,
-            baseline, python, no_node_check)
+    task = (
+        out,
+        config,
+        device_target,
+        fmt,
+        min_bytes,
+        max_bytes,
+        iters,
+        warmup,
+        matmul_size,
+        straggler_ratio,
+        baseline,
+        python,
+        no_node_check,
+    )
     msrun = (worker_num, local_worker_num, master_addr, master_port, node_rank, cluster_time_out)
     return _launch_mode(task, msrun, log_dir)
 
 
 @preflight.command("compare")
-@click.argument("plans", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False, exists=True),
-                metavar="PLAN.json...")
+@click.argument(
+    "plans",
+    nargs=-1,
+    required=True,
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    metavar="PLAN.json...",
+)
 def compare_cmd(plans: tuple[Path, ...]) -> int:
     """Compare every node's `preflight plan --format json` output (give each file)."""
     return _compare_plans(list(plans))
@@ -240,8 +381,9 @@ def compare_cmd(plans: tuple[Path, ...]) -> int:
 MsrunValues = tuple[Optional[int], Optional[int], Optional[str], Optional[int], Optional[int], Optional[int]]
 
 
-def _plan_mode(config: Optional[Path], device_target: Optional[str], python: Optional[str], msrun: MsrunValues,
-               as_json: bool) -> int:
+def _plan_mode(
+    config: Optional[Path], device_target: Optional[str], python: Optional[str], msrun: MsrunValues, as_json: bool
+) -> int:
     cfg = _load_cfg(config)
     target = resolve_target(python, None)
     args = msrun_args(cfg, *msrun)
@@ -253,8 +395,21 @@ def _launch_mode(task: tuple[Any, ...], msrun: MsrunValues, log_dir: Optional[Pa
     """The plan first, then msrun (``task``: the msrun task's options, in _task's order)."""
     from msdoctor.preflight.plan import check
 
-    out, config, device_target, fmt, min_bytes, max_bytes, iters, warmup, matmul_size, straggler_ratio, baseline, \
-        python, no_node_check = task
+    (
+        out,
+        config,
+        device_target,
+        fmt,
+        min_bytes,
+        max_bytes,
+        iters,
+        warmup,
+        matmul_size,
+        straggler_ratio,
+        baseline,
+        python,
+        no_node_check,
+    ) = task
     cfg = _load_cfg(config)
     target = resolve_target(python, None)
     args = msrun_args(cfg, *msrun)
@@ -264,8 +419,20 @@ def _launch_mode(task: tuple[Any, ...], msrun: MsrunValues, log_dir: Optional[Pa
         _plan_print(args, planned, 0.0)
         click.echo("msdoctor preflight: msrun not started: the plan above has problems", err=True)
         return int(ExitCode.PROBLEMS)
-    task_args = _task_args(config, device_target, fmt, min_bytes, max_bytes, iters, warmup, matmul_size,
-                           straggler_ratio, baseline, target, no_node_check)
+    task_args = _task_args(
+        config,
+        device_target,
+        fmt,
+        min_bytes,
+        max_bytes,
+        iters,
+        warmup,
+        matmul_size,
+        straggler_ratio,
+        baseline,
+        target,
+        no_node_check,
+    )
     return run_launch(target, args, out, log_dir or out / "msrun_log", task_args)
 
 
@@ -285,23 +452,54 @@ def _guess_target() -> str:
     return "CPU"
 
 
-def _task_args(config: Optional[Path], device_target: Optional[str], fmt: str, min_bytes: Optional[str],
-               max_bytes: Optional[str], iters: int, warmup: int, matmul_size: Optional[int], straggler_ratio: float,
-               baseline: Optional[Path], python: Optional[str], no_node_check: bool) -> list[str]:
+def _task_args(
+    config: Optional[Path],
+    device_target: Optional[str],
+    fmt: str,
+    min_bytes: Optional[str],
+    max_bytes: Optional[str],
+    iters: int,
+    warmup: int,
+    matmul_size: Optional[int],
+    straggler_ratio: float,
+    baseline: Optional[Path],
+    python: Optional[str],
+    no_node_check: bool,
+) -> list[str]:
     out: list[str] = []
-    for flag, value in (("--config", config and Path(config).resolve()), ("--device-target", device_target),
-                        ("--format", fmt), ("--min-bytes", min_bytes), ("--max-bytes", max_bytes),
-                        ("--iters", iters), ("--warmup", warmup), ("--matmul-size", matmul_size),
-                        ("--straggler-ratio", straggler_ratio), ("--baseline", baseline and Path(baseline).resolve()),
-                        ("--python", python)):
+    for flag, value in (
+        ("--config", config and Path(config).resolve()),
+        ("--device-target", device_target),
+        ("--format", fmt),
+        ("--min-bytes", min_bytes),
+        ("--max-bytes", max_bytes),
+        ("--iters", iters),
+        ("--warmup", warmup),
+        ("--matmul-size", matmul_size),
+        ("--straggler-ratio", straggler_ratio),
+        ("--baseline", baseline and Path(baseline).resolve()),
+        ("--python", python),
+    ):
         if value is not None:
             out += [flag, str(value)]
     return out + (["--no-node-check"] if no_node_check else [])
 
 
-def _task(out: Path, config: Optional[Path], device_target: Optional[str], fmt: str, min_bytes: Optional[str],
-          max_bytes: Optional[str], iters: int, warmup: int, matmul_size: Optional[int], straggler_ratio: float,
-          baseline: Optional[Path], python: Optional[str], no_node_check: bool) -> int:
+def _task(
+    out: Path,
+    config: Optional[Path],
+    device_target: Optional[str],
+    fmt: str,
+    min_bytes: Optional[str],
+    max_bytes: Optional[str],
+    iters: int,
+    warmup: int,
+    matmul_size: Optional[int],
+    straggler_ratio: float,
+    baseline: Optional[Path],
+    python: Optional[str],
+    no_node_check: bool,
+) -> int:
     from msdoctor.preflight.bandwidth import BaselineError, load_baseline
     from msdoctor.preflight.ranktask import TaskOptions, main
 
@@ -309,12 +507,25 @@ def _task(out: Path, config: Optional[Path], device_target: Optional[str], fmt: 
         try:
             load_baseline(baseline)  # a bad baseline is exit 2 on every rank before init, not a hang
         except BaselineError as exc:
-            raise UserError(str(exc), "pass a JSON file {\"busbw_gbs\": {\"world/AllReduce/1048576\": 12.3}} or an "
-                                      "earlier preflight-report.json") from None
-    opts = TaskOptions(out=out.resolve(), config=config.resolve() if config else None, device_target=device_target,
-                       fmt=fmt, min_bytes=_size(min_bytes), max_bytes=_size(max_bytes), iters=iters, warmup=warmup,
-                       matmul_size=matmul_size, straggler_ratio=straggler_ratio, baseline=baseline,
-                       expected_python=python, node_check=not no_node_check)
+            raise UserError(
+                str(exc),
+                'pass a JSON file {"busbw_gbs": {"world/AllReduce/1048576": 12.3}} or an earlier preflight-report.json',
+            ) from None
+    opts = TaskOptions(
+        out=out.resolve(),
+        config=config.resolve() if config else None,
+        device_target=device_target,
+        fmt=fmt,
+        min_bytes=_size(min_bytes),
+        max_bytes=_size(max_bytes),
+        iters=iters,
+        warmup=warmup,
+        matmul_size=matmul_size,
+        straggler_ratio=straggler_ratio,
+        baseline=baseline,
+        expected_python=python,
+        node_check=not no_node_check,
+    )
     # a normal exit: a worker that skips MindSpore's teardown (os._exit) is "timed out" for the scheduler, which
     # then fails and makes msrun on node 0 exit 1 (observed on MindSpore 2.7.0)
     return main(opts)
@@ -331,9 +542,19 @@ def _plan(args: Any, device_target: str, python: str, as_json: bool) -> int:
     if as_json:
         from msdoctor.render.json_report import finding_dict
 
-        click.echo(json.dumps({"args": args.as_dict(), "device_target": device_target, "status": res.status.value,
-                               "seconds": round(took, 3), "findings": [finding_dict(f) for f in res.findings]},
-                              indent=1, default=str))
+        click.echo(
+            json.dumps(
+                {
+                    "args": args.as_dict(),
+                    "device_target": device_target,
+                    "status": res.status.value,
+                    "seconds": round(took, 3),
+                    "findings": [finding_dict(f) for f in res.findings],
+                },
+                indent=1,
+                default=str,
+            )
+        )
     else:
         _plan_print(args, res, took)
     return int(ExitCode.PROBLEMS if res.status >= Status.FAIL else ExitCode.OK)
@@ -347,8 +568,14 @@ def _compare_plans(paths: list[Path]) -> int:
     plans = []
     for p in paths:
         doc = load_json_file(p, "plan")  # a FIFO, /dev/zero, a flood or deep nesting: exit 2, never a hang
-        plans.append(require(doc, PLAN, what="the output of `msdoctor preflight plan --format json`",
-                             fix="write it on each node with: msdoctor preflight plan --format json ... > nodeR.json"))
+        plans.append(
+            require(
+                doc,
+                PLAN,
+                what="the output of `msdoctor preflight plan --format json`",
+                fix="write it on each node with: msdoctor preflight plan --format json ... > nodeR.json",
+            )
+        )
     findings = compare(plans)
     click.echo(f"msdoctor preflight compare: {len(plans)} plans")
     for f in findings:
@@ -360,8 +587,10 @@ def _compare_plans(paths: list[Path]) -> int:
 
 
 def _plan_print(args: Any, res: Any, took: float) -> None:
-    click.echo(f"msdoctor preflight plan: node_rank {args.node_rank}, {args.local_worker_num} of "
-               f"{args.worker_num} workers, master {args.master_addr}:{args.master_port} ({took:.2f} s)")
+    click.echo(
+        f"msdoctor preflight plan: node_rank {args.node_rank}, {args.local_worker_num} of "
+        f"{args.worker_num} workers, master {args.master_addr}:{args.master_port} ({took:.2f} s)"
+    )
     for f in res.findings:
         click.echo(f"  [{f.status.value:^5}] {f.title}")
         if f.status is not Status.PASS:

@@ -28,8 +28,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from msdoctor.training.config import RunConfig
 
 
-def resolve_config(path: Path, max_steps: Optional[int], data: tuple[str, ...], output_dir: Optional[Path],
-                   runtime: Optional[dict[str, Any]] = None) -> Any:
+def resolve_config(
+    path: Path,
+    max_steps: Optional[int],
+    data: tuple[str, ...],
+    output_dir: Optional[Path],
+    runtime: Optional[dict[str, Any]] = None,
+) -> Any:
     """The config file with the command-line overrides applied, validated as a whole (exit 2 lists every problem)."""
     from msdoctor.facts.config import ConfigFacts, load_config
     from msdoctor.shipped import path as shipped
@@ -37,13 +42,18 @@ def resolve_config(path: Path, max_steps: Optional[int], data: tuple[str, ...], 
 
     facts = load_config(path)
     if facts.kind != "msdoctor":
-        raise UserError(f"{facts.path} looks like a {facts.kind} config; msdoctor train runs msdoctor training YAML",
-                        f"start from {shipped('training/configs/tiny-cpu.yaml')} ({shipped('docs/training-config.md')} lists every "
-                        f"key); `msdoctor check --config {facts.path}` still checks this file")
+        raise UserError(
+            f"{facts.path} looks like a {facts.kind} config; msdoctor train runs msdoctor training YAML",
+            f"start from {shipped('training/configs/tiny-cpu.yaml')} ({shipped('docs/training-config.md')} lists every "
+            f"key); `msdoctor check --config {facts.path}` still checks this file",
+        )
     raw = copy.deepcopy(facts.doc.data) or {}
-    for section, key, value in (("train", "max_steps", max_steps), ("data", "paths", list(data) or None),
-                                ("runtime", "output_dir", str(output_dir) if output_dir else None),
-                                *(("runtime", k, v) for k, v in (runtime or {}).items())):
+    for section, key, value in (
+        ("train", "max_steps", max_steps),
+        ("data", "paths", list(data) or None),
+        ("runtime", "output_dir", str(output_dir) if output_dir else None),
+        *(("runtime", k, v) for k, v in (runtime or {}).items()),
+    ):
         if value is not None:
             if not isinstance(raw.get(section), dict):
                 raw[section] = {}
@@ -52,8 +62,10 @@ def resolve_config(path: Path, max_steps: Optional[int], data: tuple[str, ...], 
         run = from_dict(raw, dict(facts.doc.lines), facts.path)
     except ConfigError as exc:
         listing = "\n  ".join(p.render(facts.path) for p in exc.problems)
-        raise UserError(f"{facts.path}: {len(exc.problems)} problem(s) with the command-line overrides:\n  {listing}",
-                        f"change the option or the config; {shipped('docs/training-config.md')} lists every key") from None
+        raise UserError(
+            f"{facts.path}: {len(exc.problems)} problem(s) with the command-line overrides:\n  {listing}",
+            f"change the option or the config; {shipped('docs/training-config.md')} lists every key",
+        ) from None
     return ConfigFacts(facts.path, facts.doc, "msdoctor", run)
 
 
@@ -76,8 +88,10 @@ def refuse_unwritable(run_dir: Path) -> None:
             break
         probe = probe.parent
     if probe.exists() and not probe.is_dir():
-        raise UserError(f"--output-dir {run_dir}: {probe} is a file, not a directory",
-                        "choose an output directory whose parents are directories")
+        raise UserError(
+            f"--output-dir {run_dir}: {probe} is a file, not a directory",
+            "choose an output directory whose parents are directories",
+        )
     problem = why_unwritable(probe) if probe.is_dir() else None
     if problem is not None:
         raise UserError(f"--output-dir {run_dir}: {probe} is not writable: {problem[0]}", problem[1])
@@ -89,19 +103,22 @@ def refuse_foreign(run_dir: Path) -> None:
     from msdoctor.training.runlock import LOCK_NAME, RUN_MANIFEST, is_run_directory
 
     if not is_run_directory(run_dir):
-        raise UserError(f"--output-dir {run_dir}: the directory has files and is not a run directory (no "
-                        f"{RUN_MANIFEST} or {LOCK_NAME}); msdoctor train would replace files there (config.yaml, "
-                        "config.json, metrics.csv, check-report.json)",
-                        "choose a new or empty directory (the default is runs/<name>), or one an earlier "
-                        "msdoctor train created")
+        raise UserError(
+            f"--output-dir {run_dir}: the directory has files and is not a run directory (no "
+            f"{RUN_MANIFEST} or {LOCK_NAME}); msdoctor train would replace files there (config.yaml, "
+            "config.json, metrics.csv, check-report.json)",
+            "choose a new or empty directory (the default is runs/<name>), or one an earlier msdoctor train created",
+        )
 
 
 def refuse_stale(run_dir: Path, resume: bool) -> None:
     """A run directory with checkpoints belongs to an earlier run: continue it or pick another."""
     ckpts = run_dir / "checkpoints"
     if not resume and ckpts.is_dir() and any(p.name.startswith("step_") for p in ckpts.iterdir()):
-        raise UserError(f"{run_dir} holds checkpoints of an earlier run",
-                        "continue it with --resume, or start a new run with --output-dir DIR")
+        raise UserError(
+            f"{run_dir} holds checkpoints of an earlier run",
+            "continue it with --resume, or start a new run with --output-dir DIR",
+        )
 
 
 def finished_run(run_dir: Path, max_steps: int, config: Path) -> Optional[str]:
@@ -122,12 +139,14 @@ def finished_run(run_dir: Path, max_steps: int, config: Path) -> Optional[str]:
         if ckpt.verify(path) is not None:
             continue  # the trainer skips it (and moves it aside); an older one decides
         more = max(2 * step, step + 1)
-        return (f"{run_dir} is finished: its newest checkpoint is step {step}, and train.max_steps is {max_steps}.\n"
-                "  --resume continues an interrupted run from its newest checkpoint; this run has no steps left, so "
-                "nothing was started.\n"
-                f"  To train further, raise the total: msdoctor train --config {config} --resume --max-steps {more}\n"
-                f"  (it continues from step {step}; warmup + cosine then run over {more} steps, so the lr rises "
-                "again from its final value). To start over: --output-dir DIR.")
+        return (
+            f"{run_dir} is finished: its newest checkpoint is step {step}, and train.max_steps is {max_steps}.\n"
+            "  --resume continues an interrupted run from its newest checkpoint; this run has no steps left, so "
+            "nothing was started.\n"
+            f"  To train further, raise the total: msdoctor train --config {config} --resume --max-steps {more}\n"
+            f"  (it continues from step {step}; warmup + cosine then run over {more} steps, so the lr rises "
+            "again from its final value). To start over: --output-dir DIR."
+        )
     return None
 
 
@@ -139,24 +158,29 @@ def lock_run_directory(run_dir: Path) -> Any:
     try:
         lock = runlock.acquire(run_dir, "msdoctor train")
     except TrainerError as exc:  # the lock file is a symbolic link or not a file (training/safeopen.py)
-        raise UserError(str(exc), f"remove {run_dir / runlock.LOCK_NAME}, or start a new run with --output-dir DIR"
-                        ) from None
+        raise UserError(
+            str(exc), f"remove {run_dir / runlock.LOCK_NAME}, or start a new run with --output-dir DIR"
+        ) from None
     except OSError as exc:
         from msdoctor.fsutil import WriteError
 
         raise WriteError(run_dir, exc, "create the run directory") from None
     except runlock.RunDirLocked as exc:
         pids = " ".join(map(str, exc.pids))
-        raise UserError(f"{exc}: a second trainer would write the same checkpoints and metrics.csv",
-                        "wait for that run to end" + (f" or stop it (kill {pids}: it saves a checkpoint first)"
-                                                      if pids else "") + "; or start a new run with --output-dir DIR"
-                        ) from None
+        raise UserError(
+            f"{exc}: a second trainer would write the same checkpoints and metrics.csv",
+            "wait for that run to end"
+            + (f" or stop it (kill {pids}: it saves a checkpoint first)" if pids else "")
+            + "; or start a new run with --output-dir DIR",
+        ) from None
     if lock.took_over:
         click.echo(f"  note: {lock.took_over}")
     return lock
 
 
-def redactor(no_redact: bool, cfg: "Optional[RunConfig]" = None, report: "Optional[Report]" = None) -> "Optional[Redactor]":
+def redactor(
+    no_redact: bool, cfg: "Optional[RunConfig]" = None, report: "Optional[Report]" = None
+) -> "Optional[Redactor]":
     """What msdoctor check masks (home, user, host, secrets), or None with --no-redact.
 
     Credentials written into the config's values (``https://user:password@host/...`` in data.paths)
@@ -182,7 +206,7 @@ def full_redactor(cfg: "Optional[RunConfig]" = None, report: "Optional[Report]" 
         if isinstance(v, str):
             yield v
         elif isinstance(v, (dict, list)):
-            for x in (v.values() if isinstance(v, dict) else v):
+            for x in v.values() if isinstance(v, dict) else v:
                 yield from strings(x)
 
     found: set[str] = set()
@@ -198,44 +222,79 @@ def _with_paths(fn: Any) -> Any:
     training/configs/ or docs/ in the current directory)."""
     from msdoctor.shipped import path
 
-    fn.__doc__ = (fn.__doc__ or "").replace("CONFIGS", path("training/configs")).replace(
-        "KEYS", path("docs/training-config.md"))
+    fn.__doc__ = (
+        (fn.__doc__ or "").replace("CONFIGS", path("training/configs")).replace("KEYS", path("docs/training-config.md"))
+    )
     return fn
 
 
 @click.command("train")
 @target_options
-@click.option("--config", "config", required=True, type=click.Path(path_type=Path), metavar="FILE",
-              help="msdoctor training YAML (the examples and the key reference are named above).")
+@click.option(
+    "--config",
+    "config",
+    required=True,
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="msdoctor training YAML (the examples and the key reference are named above).",
+)
 @click.option("--resume", is_flag=True, help="Continue from the newest complete checkpoint in the run directory.")
 @click.option("--max-steps", type=click.IntRange(min=1), metavar="N", help="Override train.max_steps.")
-@click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
-              help="Run directory (default: runtime.output_dir, else runs/<config name>).")
+@click.option(
+    "--output-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    metavar="DIR",
+    help="Run directory (default: runtime.output_dir, else runs/<config name>).",
+)
 @click.option("--data", multiple=True, metavar="GLOB", help="Train on these text files instead of data.paths.")
 @click.option("--node-rank", type=click.IntRange(min=0), help="Multi-node: this node's rank (runtime.node_rank).")
 @click.option("--master-addr", metavar="ADDR", help="Multi-node: node_rank 0's address (runtime.master_addr).")
 @click.option("--master-port", type=click.IntRange(1, 65535), help="Multi-node: msrun's port (runtime.master_port).")
-@options.device_target("Train on this device: overrides runtime.device_target, and the checks check it (as "
-                       "check --device-target).")
-@project_option(help="The project (default: the current directory): the checks read its msdoctor.toml and files, "
-                     "the config's relative paths (data, output_dir) are read from it and the trainer runs in it; "
-                     "--config, --data and --output-dir stay relative to the current directory.")
+@options.device_target(
+    "Train on this device: overrides runtime.device_target, and the checks check it (as check --device-target)."
+)
+@project_option(
+    help="The project (default: the current directory): the checks read its msdoctor.toml and files, "
+    "the config's relative paths (data, output_dir) are read from it and the trainer runs in it; "
+    "--config, --data and --output-dir stay relative to the current directory."
+)
 @timeout_options
 @click.option("--strict", is_flag=True, help="A warning stops the training too (as check --strict / --fail-on warn).")
-@options.quick("The gate skips the live probes (importing MindSpore and the stack, device "
-               "init, a matmul), as check --quick; the trainer is then the first to try the device. Said in the "
-               "output and in check-report.json.")
-@options.skip("Leave these checks out of the gate (said in the output and in check-report.json). To accept "
-              "one finding and keep the check, use an ignore rule in msdoctor.toml.")
+@options.quick(
+    "The gate skips the live probes (importing MindSpore and the stack, device "
+    "init, a matmul), as check --quick; the trainer is then the first to try the device. Said in the "
+    "output and in check-report.json."
+)
+@options.skip(
+    "Leave these checks out of the gate (said in the output and in check-report.json). To accept "
+    "one finding and keep the check, use an ignore rule in msdoctor.toml."
+)
 @options.no_plugins("Run only msdoctor's own checks before training (as check --no-plugins).")
 @click.option("-v", "--verbose", is_flag=True, help="Show check details and evidence.")
 @options.no_redact("Keep home paths, user/host names and secrets in the run directory's files and the output.")
 @_with_paths
-def train(python: Optional[str], conda_env: Optional[str], config: Path, resume: bool, max_steps: Optional[int],
-          output_dir: Optional[Path], data: tuple[str, ...], node_rank: Optional[int], master_addr: Optional[str],
-          master_port: Optional[int], device_target: Optional[str], project: Optional[Path], probe_timeout: float,
-          live_timeout: float, strict: bool, quick: bool, skip: tuple[str, ...], no_plugins: bool, verbose: bool,
-          no_redact: bool) -> int:
+def train(
+    python: Optional[str],
+    conda_env: Optional[str],
+    config: Path,
+    resume: bool,
+    max_steps: Optional[int],
+    output_dir: Optional[Path],
+    data: tuple[str, ...],
+    node_rank: Optional[int],
+    master_addr: Optional[str],
+    master_port: Optional[int],
+    device_target: Optional[str],
+    project: Optional[Path],
+    probe_timeout: float,
+    live_timeout: float,
+    strict: bool,
+    quick: bool,
+    skip: tuple[str, ...],
+    no_plugins: bool,
+    verbose: bool,
+    no_redact: bool,
+) -> int:
     """Check the environment against the config, then run the reference pretraining.
 
     Any check that fails or errors (with --strict: also warns) stops here: the report is printed
@@ -261,9 +320,22 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
         data = tuple(from_here(g) for g in data)
         output_dir = Path(from_here(str(output_dir.expanduser()))) if output_dir is not None else None
     try:
-        facts = resolve_config(config, max_steps, data, output_dir, {k: v for k, v in (
-            ("node_rank", node_rank), ("master_addr", master_addr), ("master_port", master_port),
-            ("device_target", device_target)) if v is not None})
+        facts = resolve_config(
+            config,
+            max_steps,
+            data,
+            output_dir,
+            {
+                k: v
+                for k, v in (
+                    ("node_rank", node_rank),
+                    ("master_addr", master_addr),
+                    ("master_port", master_port),
+                    ("device_target", device_target),
+                )
+                if v is not None
+            },
+        )
     except UserError as exc:  # a credential in the config must not reach the terminal either
         raise (UserError(red.text(exc.message), red.text(exc.fix or "") or None) if red is not None else exc) from None
     cfg = facts.run
@@ -281,17 +353,46 @@ def train(python: Optional[str], conda_env: Optional[str], config: Path, resume:
             raise WriteError(run_dir / runlock.RUN_MANIFEST, exc) from None
         from msdoctor.doctor import build_options
 
-        checks = build_options(target, project, facts.path, device_target, quick, verbose, probe_timeout,
-                               live_timeout=live_timeout)
-        return _train(cfg, facts, config, target, run_dir, lock, red, checks, resume=resume, output_dir=output_dir,
-                      strict=strict, plugins=not no_plugins, project=project, skip=tuple(split_ids(skip)))
+        checks = build_options(
+            target, project, facts.path, device_target, quick, verbose, probe_timeout, live_timeout=live_timeout
+        )
+        return _train(
+            cfg,
+            facts,
+            config,
+            target,
+            run_dir,
+            lock,
+            red,
+            checks,
+            resume=resume,
+            output_dir=output_dir,
+            strict=strict,
+            plugins=not no_plugins,
+            project=project,
+            skip=tuple(split_ids(skip)),
+        )
     finally:
         runlock.release(lock)
 
 
-def _train(cfg: "RunConfig", facts: "ConfigFacts", config: Path, target: str, run_dir: Path, lock: Any,
-           red: "Optional[Redactor]", checks: "Options", *, resume: bool, output_dir: Optional[Path], strict: bool = False, plugins: bool = True,
-           project: Optional[Path] = None, skip: tuple[str, ...] = ()) -> int:
+def _train(
+    cfg: "RunConfig",
+    facts: "ConfigFacts",
+    config: Path,
+    target: str,
+    run_dir: Path,
+    lock: Any,
+    red: "Optional[Redactor]",
+    checks: "Options",
+    *,
+    resume: bool,
+    output_dir: Optional[Path],
+    strict: bool = False,
+    plugins: bool = True,
+    project: Optional[Path] = None,
+    skip: tuple[str, ...] = (),
+) -> int:
     """The gate, the preflight of a multi-node run, then the trainer on ``target``. ``checks`` are the gate's
     options (doctor.build_options: --device-target, --quick, -v, the timeouts); ``project`` is --project as given."""
     from msdoctor.doctor import invocation_facts
@@ -310,7 +411,10 @@ def _train(cfg: "RunConfig", facts: "ConfigFacts", config: Path, target: str, ru
         click.echo(f"  warning: {note}")
     diagnosis = gate(checks, facts, plugins=plugins, skip=skip)
     report = diagnosis.report
-    report.facts["invocation"] = {**invocation_facts(diagnosis.context.options, diagnosis.context), "skipped": list(skip)}
+    report.facts["invocation"] = {
+        **invocation_facts(diagnosis.context.options, diagnosis.context),
+        "skipped": list(skip),
+    }
     shown = full_redactor(cfg, report).report(report) if red is not None else report
     render("terminal", shown, sys.stdout, RenderOptions(verbose=verbose))
     saved = write_report(shown, run_dir)
@@ -322,17 +426,27 @@ def _train(cfg: "RunConfig", facts: "ConfigFacts", config: Path, target: str, ru
 
     if preflight_gate.needed(cfg):  # every node and rank checked through msrun before the training's msrun
         if preflight_gate.run(cfg, target, run_dir, facts.path) != 0:
-            click.echo(f"training not started: the multi-node preflight failed (report: "
-                       f"{run_dir / 'preflight' / 'preflight-report.json'})", err=True)
+            click.echo(
+                f"training not started: the multi-node preflight failed (report: "
+                f"{run_dir / 'preflight' / 'preflight-report.json'})",
+                err=True,
+            )
             return int(ExitCode.PROBLEMS)
     how = _launch(cfg, target, run_dir, resume, lock, red, diagnosis)
-    click.echo(f"checks passed (report: {saved}); starting "
-               + ("1 training process" if cfg.runtime.device_num == 1 else f"{cfg.runtime.device_num} workers via msrun")
-               + "".join(f"\n  warning: {note}" for note in notes))
+    click.echo(
+        f"checks passed (report: {saved}); starting "
+        + ("1 training process" if cfg.runtime.device_num == 1 else f"{cfg.runtime.device_num} workers via msrun")
+        + "".join(f"\n  warning: {note}" for note in notes)
+    )
     out = start(how, run_dir, lock, red, cwd=project)
-    again = (f"msdoctor train --config {facts.path} --resume" + (f" --output-dir {run_dir}" if output_dir else "")
-             + (f" --project {project}" if project else "") + (f" --device-target {device_target}" if device_target else "")
-             + (" --quick" if quick else "") + "".join(f" --skip {i}" for i in skip))
+    again = (
+        f"msdoctor train --config {facts.path} --resume"
+        + (f" --output-dir {run_dir}" if output_dir else "")
+        + (f" --project {project}" if project else "")
+        + (f" --device-target {device_target}" if device_target else "")
+        + (" --quick" if quick else "")
+        + "".join(f" --skip {i}" for i in skip)
+    )
     return _finished(out, how, run_dir, again, target, config)
 
 
@@ -344,14 +458,25 @@ def _announce(cfg: "RunConfig", facts: "ConfigFacts", run_dir: Path, red: "Optio
     show = red.text if red is not None else str
     click.echo(f"msdoctor train: {cfg.name} ({facts.path}) -> {run_dir}")
     run = read(facts).run  # the batch as the training-config check resolved it (one reading of the config)
-    batch = (f"{run.global_batch} sequences = {run.batch_formula().rsplit(' = ', 1)[0]}" if run is not None
-             else f"{cfg.global_batch} sequences")
+    batch = (
+        f"{run.global_batch} sequences = {run.batch_formula().rsplit(' = ', 1)[0]}"
+        if run is not None
+        else f"{cfg.global_batch} sequences"
+    )
     click.echo(f"  global batch {batch}; {cfg.train.max_steps} optimizer steps, warmup {cfg.train.warmup_steps}")
     for w in warnings(cfg):
         click.echo(f"  warning: {show(w)}")
 
 
-def _launch(cfg: "RunConfig", target: str, run_dir: Path, resume: bool, lock: Any, red: "Optional[Redactor]", diagnosis: "Diagnosis") -> Any:
+def _launch(
+    cfg: "RunConfig",
+    target: str,
+    run_dir: Path,
+    resume: bool,
+    lock: Any,
+    red: "Optional[Redactor]",
+    diagnosis: "Diagnosis",
+) -> Any:
     """How to start the trainer: the command, and an environment that makes it die with msdoctor, share the
     run lock, mask its logs, and read the real config when the written one is redacted."""
     from msdoctor.training import launch as launching
@@ -384,12 +509,14 @@ def _finished(out: Outcome, how: Any, run_dir: Path, again: str, target: str, co
         return 0
     stop = rc - 128 if rc in (128 + signal.SIGTERM, 128 + signal.SIGINT) else out.forwarded
     if stop is not None and not out.messages:
-        click.echo(f"training stopped by signal {stop} ({signal.Signals(stop).name}); the trainer saves a checkpoint "
-                   f"when it stops after a step; continue with: {again}", err=True)
+        click.echo(
+            f"training stopped by signal {stop} ({signal.Signals(stop).name}); the trainer saves a checkpoint "
+            f"when it stops after a step; continue with: {again}",
+            err=True,
+        )
         return 128 + stop
     if out.messages:  # the trainer's own message says what to change: no log tail, no traceback
-        click.echo("training stopped: " + "\n".join(out.messages) + f"\n  (also in {run_dir / 'train.log'})",
-                   err=True)
+        click.echo("training stopped: " + "\n".join(out.messages) + f"\n  (also in {run_dir / 'train.log'})", err=True)
         return int(ExitCode.PROBLEMS)
     files = log_files(run_dir, how.worker_logs)
     click.echo(f"training failed (exit status {rc}); the end of its logs:\n{log_tail(files)}", err=True)
@@ -415,11 +542,30 @@ def postmortem(worker_logs: Path, run_dir: Path, python: str) -> None:
     except UserError:
         return
     if pm is not None and pm.first_failure is not None:
-        click.echo("\n" + "\n".join(pm.lines()) + "\n  (again: msdoctor explain " + " ".join(f"--log-dir {p}" for p in paths) + ")",
-                   err=True)
+        click.echo(
+            "\n"
+            + "\n".join(pm.lines())
+            + "\n  (again: msdoctor explain "
+            + " ".join(f"--log-dir {p}" for p in paths)
+            + ")",
+            err=True,
+        )
 
 
 # The gate (msdoctor.gate) and the trainer's supervision (msdoctor.supervisor) are re-exported for callers of
 # their old place; new code imports them from there.
-__all__ = ["LOG_TAIL_LINES", "Outcome", "chip_name", "explain_failure", "gate", "gate_notes", "log_files", "log_tail",
-           "resolve_config", "start", "train", "write_config", "write_report"]
+__all__ = [
+    "LOG_TAIL_LINES",
+    "Outcome",
+    "chip_name",
+    "explain_failure",
+    "gate",
+    "gate_notes",
+    "log_files",
+    "log_tail",
+    "resolve_config",
+    "start",
+    "train",
+    "write_config",
+    "write_report",
+]

@@ -74,8 +74,8 @@ def build_tasks(start: list[str], target: str, config: str) -> list[dict[str, An
             "detail": f"msdoctor check of {target}; findings go to the Problems panel",
             "type": "process",
             "command": command,
-            "args": pre + ["check", "--python", target, "--project", "${workspaceFolder}", "--format", "vscode",
-                           "--no-color"],
+            "args": pre
+            + ["check", "--python", target, "--project", "${workspaceFolder}", "--format", "vscode", "--no-color"],
             "options": {"cwd": "${workspaceFolder}", "env": env},
             "group": "test",
             "presentation": {"reveal": "always", "revealProblems": "onProblem", "panel": "dedicated", "clear": True},
@@ -96,8 +96,8 @@ def build_tasks(start: list[str], target: str, config: str) -> list[dict[str, An
             "detail": "msdoctor train: the bundled tiny pretraining on CPU, started only when every check passes",
             "type": "process",
             "command": command,
-            "args": pre + ["train", "--config", config, "--python", target, "--output-dir",
-                           "${workspaceFolder}/runs/tiny-cpu"],
+            "args": pre
+            + ["train", "--config", config, "--python", target, "--output-dir", "${workspaceFolder}/runs/tiny-cpu"],
             "options": {"cwd": "${workspaceFolder}", "env": {"MSDOCTOR_NO_SPINNER": "1"}},
             "presentation": {"reveal": "always", "panel": "dedicated"},
             "problemMatcher": [],
@@ -124,10 +124,14 @@ def merge(text: Optional[str], tasks: list[dict[str, Any]], path: Path) -> str:
     try:
         root = jsonc.parse(text)
     except jsonc.JSONCError as exc:
-        raise UserError(f"{path}:{exc.line}:{exc.column}: not valid JSON with comments: {exc.message}",
-                        "fix the file (VS Code shows the error too), then rerun `msdoctor vscode init`") from None
+        raise UserError(
+            f"{path}:{exc.line}:{exc.column}: not valid JSON with comments: {exc.message}",
+            "fix the file (VS Code shows the error too), then rerun `msdoctor vscode init`",
+        ) from None
     if root.kind != "object":
-        raise UserError(f"{path}: the top level is not an object", 'a tasks.json is {"version": "2.0.0", "tasks": [...]}')
+        raise UserError(
+            f"{path}: the top level is not an object", 'a tasks.json is {"version": "2.0.0", "tasks": [...]}'
+        )
     if root.get("version") is None:
         text = jsonc.set_key(text, ["version"], "2.0.0")
     for task in tasks:
@@ -138,7 +142,7 @@ def merge(text: Optional[str], tasks: list[dict[str, Any]], path: Path) -> str:
             continue
         if arr.kind != "array":
             line = text.count("\n", 0, arr.start) + 1
-            raise UserError(f"{path}:{line}: \"tasks\" is not a list", "make it a list of task objects")
+            raise UserError(f'{path}:{line}: "tasks" is not a list', "make it a list of task objects")
         same = [m[2] for m in arr.members if isinstance(m[2].value, dict) and m[2].value.get("label") == task["label"]]
         if not same:
             text = jsonc.append_items(text, ["tasks"], [task])
@@ -146,7 +150,7 @@ def merge(text: Optional[str], tasks: list[dict[str, Any]], path: Path) -> str:
         node = same[-1]
         if node.value == task:
             continue
-        text = text[: node.start] + _dump(task, _line_indent(text, node.start)) + text[node.end:]
+        text = text[: node.start] + _dump(task, _line_indent(text, node.start)) + text[node.end :]
     return text if text.endswith("\n") else text + "\n"
 
 
@@ -182,7 +186,9 @@ def init(python: Optional[str], conda_env: Optional[str], project: Optional[Path
         has_msdoctor = ctx.target.dist("msdoctor") is not None
         version = tuple(ctx.target.raw.get("version") or ())
     except FactUnavailable as exc:
-        raise UserError(f"cannot examine {target}: {exc.message}", exc.fix or "check that it is a working Python") from None
+        raise UserError(
+            f"cannot examine {target}: {exc.message}", exc.fix or "check that it is a working Python"
+        ) from None
     tasks = build_tasks(launcher(target, has_msdoctor, version), target, tiny_config_path())
 
     path = project / ".vscode" / "tasks.json"
@@ -201,17 +207,22 @@ def init(python: Optional[str], conda_env: Optional[str], project: Optional[Path
         return int(ExitCode.OK)
     how = "via " + ("the target's own msdoctor" if has_msdoctor else f"msdoctor's interpreter {sys.executable}")
     if dry_run:
-        diff = difflib.unified_diff((old or "").splitlines(True), new.splitlines(True),
-                                    fromfile=str(path), tofile=str(path) + " (new)")
+        diff = difflib.unified_diff(
+            (old or "").splitlines(True), new.splitlines(True), fromfile=str(path), tofile=str(path) + " (new)"
+        )
         click.echo("".join(diff), nl=False)
         click.echo(f"\n--dry-run: would {'update' if old is not None else 'create'} {path} ({how}); nothing written.")
         return int(ExitCode.OK)
     make_dirs(path.parent)  # a failure here or in the write is WriteError: exit 2 with the path and the fix
     backup = atomic_write(path, new, backup=True)
-    click.echo(f"{'updated' if old is not None else 'created'} {path}: tasks "
-               f"\"{LABEL_CHECK}\", \"{LABEL_FIX}\", \"{LABEL_TRAIN}\" for {target} ({how})")
+    click.echo(
+        f"{'updated' if old is not None else 'created'} {path}: tasks "
+        f'"{LABEL_CHECK}", "{LABEL_FIX}", "{LABEL_TRAIN}" for {target} ({how})'
+    )
     if backup is not None:
         click.echo(f"  the previous file is kept as {backup}")
-    click.echo('  run them with "Tasks: Run Task" in the Command Palette; findings of "msdoctor: check" '
-               "appear in the Problems panel")
+    click.echo(
+        '  run them with "Tasks: Run Task" in the Command Palette; findings of "msdoctor: check" '
+        "appear in the Problems panel"
+    )
     return int(ExitCode.OK)

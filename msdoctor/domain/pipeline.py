@@ -49,8 +49,10 @@ def stage_layers(layers: int, pp: int, vpp: int, offset: Any) -> tuple[Optional[
     else:
         return None, "offset must be an integer or a list of integers (one per pipeline stage)"
     if total != rem:
-        return None, (f"the offsets sum to {total}, MindFormers needs {layers} % {chunks} = {rem}"
-                      + (" (the layers do not divide evenly; an offset list places the remainder)" if rem else ""))
+        return None, (
+            f"the offsets sum to {total}, MindFormers needs {layers} % {chunks} = {rem}"
+            + (" (the layers do not divide evenly; an offset list places the remainder)" if rem else "")
+        )
     counts = [sum(avg + grid[v][s] for v in range(vpp)) for s in range(pp)]
     if min(counts) < 1:
         return None, f"a stage would get {min(counts)} layers"

@@ -35,8 +35,16 @@ from typing import Any, Optional
 
 from msdoctor.docfile import Document
 
-DTYPES = {"float16": "fp16", "fp16": "fp16", "half": "fp16", "bfloat16": "bf16", "bf16": "bf16",
-          "float32": "fp32", "fp32": "fp32", "float": "fp32"}
+DTYPES = {
+    "float16": "fp16",
+    "fp16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "bf16": "bf16",
+    "float32": "fp32",
+    "fp32": "fp32",
+    "float": "fp32",
+}
 
 #: comment directives: ``# msdoctor: base_global_batch=1024 devices=8`` anywhere in the file
 DIRECTIVE_RE = re.compile(r"#\s*msdoctor\s*:\s*(.+)$")
@@ -142,8 +150,12 @@ class Resolved:
 
     @property
     def layout_product(self) -> int:
-        return (int(self.data_parallel.value) * int(self.tensor_parallel.value) * int(self.pipeline_stages.value)
-                * int(self.context_parallel.value))
+        return (
+            int(self.data_parallel.value)
+            * int(self.tensor_parallel.value)
+            * int(self.pipeline_stages.value)
+            * int(self.context_parallel.value)
+        )
 
     def where(self, v: Optional[Val]) -> str:
         """file:line of a value's key (the file alone when the key is absent)."""
@@ -240,9 +252,17 @@ def read_directives(path: Path, text: Optional[str] = None) -> tuple[dict, list]
                 import difflib
 
                 close = difflib.get_close_matches(name, list(DIRECTIVES), n=1, cutoff=0.6)
-                problems.append((i, f"unknown msdoctor directive {item!r}"
-                                 + (f"; did you mean {close[0]}=...?" if close else
-                                    f"; known: {', '.join(k + '=N' for k in DIRECTIVES)}")))
+                problems.append(
+                    (
+                        i,
+                        f"unknown msdoctor directive {item!r}"
+                        + (
+                            f"; did you mean {close[0]}=...?"
+                            if close
+                            else f"; known: {', '.join(k + '=N' for k in DIRECTIVES)}"
+                        ),
+                    )
+                )
                 continue
             try:
                 value = DIRECTIVES[name](raw.strip())
@@ -265,12 +285,23 @@ def _ms_line(doc: Document, keys: tuple) -> Optional[int]:
 
 #: Resolved field -> the training setup's field (layout, model or target) it is
 SHARED = {
-    "micro_batch": "micro_batch_size", "data_parallel": "data_parallel", "tensor_parallel": "tensor_parallel",
-    "pipeline_stages": "pipeline_stages", "context_parallel": "context_parallel", "micro_batch_num": "micro_batch_num",
-    "grad_accumulation": "grad_accumulation", "seq_length": "seq_length", "compute_dtype": "precision",
-    "param_dtype": "param_dtype", "vpp": "virtual_pipeline_chunks", "optimizer": "optimizer",
-    "device_target": "device_target", "num_heads": "num_heads", "num_kv_heads": "num_kv_heads",
-    "num_layers": "num_layers", "mtp_depth": "mtp_layers",
+    "micro_batch": "micro_batch_size",
+    "data_parallel": "data_parallel",
+    "tensor_parallel": "tensor_parallel",
+    "pipeline_stages": "pipeline_stages",
+    "context_parallel": "context_parallel",
+    "micro_batch_num": "micro_batch_num",
+    "grad_accumulation": "grad_accumulation",
+    "seq_length": "seq_length",
+    "compute_dtype": "precision",
+    "param_dtype": "param_dtype",
+    "vpp": "virtual_pipeline_chunks",
+    "optimizer": "optimizer",
+    "device_target": "device_target",
+    "num_heads": "num_heads",
+    "num_kv_heads": "num_kv_heads",
+    "num_layers": "num_layers",
+    "mtp_depth": "mtp_layers",
 }
 _MODEL_FIELDS = ("num_heads", "num_kv_heads", "num_layers", "mtp_layers")
 
@@ -298,6 +329,7 @@ def _shared_msdoctor(setup: Any, doc: Document) -> dict[str, Val]:
 def from_msdoctor(run: Any, doc: Document, text: Optional[str] = None, setup: Any = None) -> Resolved:
     """msdoctor's training YAML, validated into ``run`` (a ``msdoctor.training.config.RunConfig``); the batch,
     layout, shape and dtypes are ``setup``'s (the TrainingSetup read from the same file)."""
+
     def v(section: str, key: str, value: Any) -> Val:
         keys = (section, key)
         line = _ms_line(doc, keys)
@@ -313,22 +345,34 @@ def from_msdoctor(run: Any, doc: Document, text: Optional[str] = None, setup: An
     out_dir = rt.output_dir or str(Path("runs") / run.name)
     out_line = _ms_line(doc, ("runtime", "output_dir"))
     ckpt_dir = Val(str(Path(out_dir) / "checkpoints"), ("runtime", "output_dir"), out_line, out_line is not None)
-    paths = [Val(pat, ("data", "paths", i), doc.lines.get(("data", "paths", i)) or _ms_line(doc, ("data", "paths")))
-             for i, pat in enumerate(run.data.paths)]
+    paths = [
+        Val(pat, ("data", "paths", i), doc.lines.get(("data", "paths", i)) or _ms_line(doc, ("data", "paths")))
+        for i, pat in enumerate(run.data.paths)
+    ]
     base = None
     if t.base_global_batch:
         base = v("train", "base_global_batch", t.base_global_batch)
     elif "base_global_batch" in directives:
         base = directives["base_global_batch"]
     res = Resolved(
-        path=doc.path, kind="msdoctor", doc=doc,
-        micro_batch=sv["micro_batch"], data_parallel=sv["data_parallel"], tensor_parallel=sv["tensor_parallel"],
-        pipeline_stages=sv["pipeline_stages"], micro_batch_num=sv["micro_batch_num"],
-        grad_accumulation=sv["grad_accumulation"], seq_length=sv["seq_length"],
+        path=doc.path,
+        kind="msdoctor",
+        doc=doc,
+        micro_batch=sv["micro_batch"],
+        data_parallel=sv["data_parallel"],
+        tensor_parallel=sv["tensor_parallel"],
+        pipeline_stages=sv["pipeline_stages"],
+        micro_batch_num=sv["micro_batch_num"],
+        grad_accumulation=sv["grad_accumulation"],
+        seq_length=sv["seq_length"],
         lr=v("train", "lr", t.lr),
-        optimizer=sv["optimizer"], compute_dtype=sv["compute_dtype"], param_dtype=sv["param_dtype"],
+        optimizer=sv["optimizer"],
+        compute_dtype=sv["compute_dtype"],
+        param_dtype=sv["param_dtype"],
         loss_scale=v("train", "loss_scale", loss),
-        device_target=sv["device_target"], num_heads=sv["num_heads"], num_kv_heads=sv["num_kv_heads"],
+        device_target=sv["device_target"],
+        num_heads=sv["num_heads"],
+        num_kv_heads=sv["num_kv_heads"],
         num_layers=sv["num_layers"],
         ckpt_keep=v("checkpoint", "keep_last", c.keep_last),
         ckpt_dir=ckpt_dir,
@@ -342,7 +386,8 @@ def from_msdoctor(run: Any, doc: Document, text: Optional[str] = None, setup: An
         data_paths=paths,
         data_kind="text-glob" if paths else "stdlib",
         data_tokenizer=run.data.tokenizer,
-        directives=directives, directive_problems=dproblems,
+        directives=directives,
+        directive_problems=dproblems,
     )
     # training/train.py: global batch = micro_batch_size x data_parallel x grad_accumulation
     res.batch_terms = [res.micro_batch, res.data_parallel, res.grad_accumulation]
@@ -353,8 +398,11 @@ def from_msdoctor(run: Any, doc: Document, text: Optional[str] = None, setup: An
 
 
 # -- MindFormers YAML --------------------------------------------------------------------
-PLACEHOLDER_RE = re.compile(r"(^$|/path/to|path/to/|^/path/|^path_to|/\.\.\./|^\.\.\./|^/\.\./|<[^>]+>|\{[^}]*\}|\byour[_ -]|^xxx|/xxx|"
-                            r"please input|todo|^(\./)?(dataset|datasets|data)/?$)", re.IGNORECASE)
+PLACEHOLDER_RE = re.compile(
+    r"(^$|/path/to|path/to/|^/path/|^path_to|/\.\.\./|^\.\.\./|^/\.\./|<[^>]+>|\{[^}]*\}|\byour[_ -]|^xxx|/xxx|"
+    r"please input|todo|^(\./)?(dataset|datasets|data)/?$)",
+    re.IGNORECASE,
+)
 
 
 def is_placeholder(path: str) -> bool:
@@ -403,8 +451,9 @@ def _data_paths(r: _Reader) -> tuple[list, str]:
             items = raw if isinstance(raw, list) else [raw]
             for i, item in enumerate(items):
                 keys = dl + ((key, i) if isinstance(raw, list) else (key,))
-                out.append(Val("" if item is None else str(item), keys,
-                               r.doc.lines.get(keys) or r.doc.lines.get(dl + (key,))))
+                out.append(
+                    Val("" if item is None else str(item), keys, r.doc.lines.get(keys) or r.doc.lines.get(dl + (key,)))
+                )
     cfg_paths = ("train_dataset", "data_loader", "config", "data_path")
     found, raw = _get(r.doc.data, cfg_paths)
     if found and isinstance(raw, list):  # BlendedMegatronDatasetDataLoader: [weight, prefix, weight, prefix, ...]
@@ -450,9 +499,13 @@ MINDFORMERS_KEYS: dict[str, tuple[tuple[tuple, ...], Any, str]] = {
 }
 
 #: the key a defaulted setup field is named by in messages when the setup reader names none
-_MF_DEFAULT_KEYS = {"optimizer": ("optimizer", "type"), "device_target": ("context", "device_target"),
-                    "num_heads": _MC + ("num_heads",), "num_kv_heads": _MC + ("n_kv_heads",),
-                    "num_layers": _MC + ("num_layers",)}
+_MF_DEFAULT_KEYS = {
+    "optimizer": ("optimizer", "type"),
+    "device_target": ("context", "device_target"),
+    "num_heads": _MC + ("num_heads",),
+    "num_kv_heads": _MC + ("n_kv_heads",),
+    "num_layers": _MC + ("num_layers",),
+}
 #: MindFormers' values for setup fields the file leaves unset, where the setup has none: the optimizer
 #: (AdamWeightDecay, every shipped config's) and the device (MindFormers' context default: Ascend)
 _MF_DEFAULTS = {"optimizer": "AdamWeightDecay", "device_target": "Ascend", "num_heads": 0, "num_layers": 0}
@@ -517,8 +570,9 @@ def _mindformers_checkpoints(r: _Reader) -> dict[str, Optional[Val]]:
     if cb is None:
         return dict.fromkeys(MINDFORMERS_CHECKPOINT_KEYS)
     cbk = ("callbacks", idx)
-    return {name: r.val(cbk + (key,), default, kind)
-            for name, (key, default, kind) in MINDFORMERS_CHECKPOINT_KEYS.items()}
+    return {
+        name: r.val(cbk + (key,), default, kind) for name, (key, default, kind) in MINDFORMERS_CHECKPOINT_KEYS.items()
+    }
 
 
 def from_mindformers(doc: Document, text: Optional[str] = None, setup: Any = None) -> Resolved:
@@ -543,13 +597,24 @@ def from_mindformers(doc: Document, text: Optional[str] = None, setup: Any = Non
         ckpt_dir = Val(str(Path(str(out_dir.value)) / "checkpoint"), out_dir.keys, out_dir.line, out_dir.given)
     paths, data_kind = _data_paths(r)
     res = Resolved(
-        path=doc.path, kind="mindformers", doc=doc, **v, offset=offset, loss_scale=_loss_scale(r),
+        path=doc.path,
+        kind="mindformers",
+        doc=doc,
+        **v,
+        offset=offset,
+        loss_scale=_loss_scale(r),
         ckpt_keep=keep if keep is not None else Val(0, ("callbacks",), doc.lines.get(("callbacks",)), False),
-        ckpt_dir=ckpt_dir, base_global_batch=directives.get("base_global_batch"), devices=directives.get("devices"),
+        ckpt_dir=ckpt_dir,
+        base_global_batch=directives.get("base_global_batch"),
+        devices=directives.get("devices"),
         ckpt_every=cb["ckpt_every"],
         ckpt_network_copy=bool(cb["network_copy"].value) if cb["network_copy"] is not None else False,
-        ckpt_per_rank=True, ckpt_dedup=bool(cb["dedup"].value) if cb["dedup"] is not None else False,
-        data_paths=paths, data_kind=data_kind, directives=directives, directive_problems=dproblems,
+        ckpt_per_rank=True,
+        ckpt_dedup=bool(cb["dedup"].value) if cb["dedup"] is not None else False,
+        data_paths=paths,
+        data_kind=data_kind,
+        directives=directives,
+        directive_problems=dproblems,
         model_type=str(_get(doc.data, _MC + ("type",))[1] or _get(doc.data, ("model", "arch", "type"))[1] or ""),
     )
     res.finetune = finetune_reason(doc)
@@ -574,15 +639,22 @@ def finetune_reason(doc: Document) -> str:
         return f"load_checkpoint {ckpt!r} without resume_training (line {doc.lines.get(('load_checkpoint',))})"
     stem = Path(doc.path).stem.lower() if doc.path is not None else ""
     if "finetune" in re.split(r"[^a-z0-9]+", stem):
-        return (f"the file is named {Path(str(doc.path)).name} (MindFormers names its finetune configs finetune_*.yaml "
-                "and run_*_finetune_*.yaml, e.g. configs/glm3/run_glm3_6b_finetune_800T_A2_64G.yaml)")
+        return (
+            f"the file is named {Path(str(doc.path)).name} (MindFormers names its finetune configs finetune_*.yaml "
+            "and run_*_finetune_*.yaml, e.g. configs/glm3/run_glm3_6b_finetune_800T_A2_64G.yaml)"
+        )
     return ""
 
 
 def _mindformers_batch(res: Resolved, use_parallel: Val, pmode: Val) -> None:
     """The parallel mode and the global batch's terms, as MindFormers resolves them (see the module docstring)."""
-    mbs, dp, mbn, mbi, ga = (res.micro_batch, res.data_parallel, res.micro_batch_num, res.interleave,
-                             res.grad_accumulation)
+    mbs, dp, mbn, mbi, ga = (
+        res.micro_batch,
+        res.data_parallel,
+        res.micro_batch_num,
+        res.interleave,
+        res.grad_accumulation,
+    )
     if not use_parallel.value:
         res.mode = "stand_alone"
     elif pmode.value == 0:
@@ -591,19 +663,25 @@ def _mindformers_batch(res: Resolved, use_parallel: Val, pmode: Val) -> None:
         if int(res.pipeline_stages.value) > 1:
             res.batch_terms = [mbs, dp, mbn, mbi]
             if int(ga.value) > 1:
-                res.notes.append(f"{ga.key} = {ga.value} is reset to 1 by MindFormers with pipeline_stage > 1 "
-                                 "(the micro_batch_num micro-batches are the accumulation)")
+                res.notes.append(
+                    f"{ga.key} = {ga.value} is reset to 1 by MindFormers with pipeline_stage > 1 "
+                    "(the micro_batch_num micro-batches are the accumulation)"
+                )
         else:
             res.batch_terms = [mbs, dp, mbi, ga]
     else:
-        devices = res.directives.get("devices") or Val(1 if res.mode == "stand_alone" else int(dp.value),
-                                                        dp.keys, dp.line, dp.given)
+        devices = res.directives.get("devices") or Val(
+            1 if res.mode == "stand_alone" else int(dp.value), dp.keys, dp.line, dp.given
+        )
         res.batch_terms = [mbs, devices]
         if int(ga.value) > 1:
-            why = ("use_parallel is false" if res.mode == "stand_alone"
-                   else "parallel.parallel_mode is 0 (data parallel)")
-            res.notes.append(f"{ga.key} = {ga.value} is reset to 1 by MindFormers because {why}: gradient "
-                             "accumulation needs semi_auto_parallel (parallel_mode: 1)")
+            why = (
+                "use_parallel is false" if res.mode == "stand_alone" else "parallel.parallel_mode is 0 (data parallel)"
+            )
+            res.notes.append(
+                f"{ga.key} = {ga.value} is reset to 1 by MindFormers because {why}: gradient "
+                "accumulation needs semi_auto_parallel (parallel_mode: 1)"
+            )
 
 
 def resolve(config: Any, setup: Any = None) -> Resolved:

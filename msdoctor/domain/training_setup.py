@@ -116,9 +116,22 @@ def read(config: Any, overrides: Any = None) -> TrainingSetup:
             setup.notes, setup.unknown = list(part.notes), list(part.unknown)
             setup.origins, setup.defaults, setup.lines = dict(part.origins), dict(part.defaults), dict(part.lines)
     else:
-        setup = TrainingSetup(src.path, src.kind, src.model, src.setup, src.target, src.cap, src.devices,
-                              list(src.notes), list(src.unknown), validate(src), src, dict(src.origins),
-                              dict(src.defaults), dict(src.lines))
+        setup = TrainingSetup(
+            src.path,
+            src.kind,
+            src.model,
+            src.setup,
+            src.target,
+            src.cap,
+            src.devices,
+            list(src.notes),
+            list(src.unknown),
+            validate(src),
+            src,
+            dict(src.origins),
+            dict(src.defaults),
+            dict(src.lines),
+        )
     if kind in ("msdoctor", "mindformers") and setup.layout is not None:
         from msdoctor.domain.run_plan import resolve
 
@@ -139,6 +152,8 @@ def _compute(ctx: Context) -> Optional[TrainingSetup]:
 
 
 TRAINING_SETUP: FactSpec[Optional[TrainingSetup]] = FactSpec(
-    "training_setup", _compute,
+    "training_setup",
+    _compute,
     description="the --config training run's setup (model incl. MoE/MLA/MTP, layout, batch, precision, "
-                "optimizer, recompute; lr schedule, checkpoints and data), every field with its key and line")
+    "optimizer, recompute; lr schedule, checkpoints and data), every field with its key and line",
+)

@@ -24,17 +24,64 @@ own "Possible Cause:" and "Solution:" lines: a match echoes them.
 
 from __future__ import annotations
 
-from msdoctor.explain.catalogue import (CATALOGUE, CATEGORIES, DEVICE_TARGETS, KIND, OPTIONAL, REQUIRED, SOURCE_CANN,
-                                        Catalogue, CatalogueError, Entry, Library, catalogue_path, load_catalogue,
-                                        load_catalogue_full, parse_catalogue, parse_catalogue_full, required_literals)
+from msdoctor.explain.catalogue import (
+    CATALOGUE,
+    CATEGORIES,
+    DEVICE_TARGETS,
+    KIND,
+    OPTIONAL,
+    REQUIRED,
+    SOURCE_CANN,
+    Catalogue,
+    CatalogueError,
+    Entry,
+    Library,
+    catalogue_path,
+    load_catalogue,
+    load_catalogue_full,
+    parse_catalogue,
+    parse_catalogue_full,
+    required_literals,
+)
 from msdoctor.explain.describe import Match, describe
 from msdoctor.explain.parse import MAX_LINE, normalize, open_log, sniff_encoding
-from msdoctor.explain.scan import (BLOCK_CHARS, explain_file, explain_lines, explain_stream, explain_text,
-                                   iter_explain_stream)
+from msdoctor.explain.scan import (
+    BLOCK_CHARS,
+    explain_file,
+    explain_lines,
+    explain_stream,
+    explain_text,
+    iter_explain_stream,
+)
 
 __all__ = [
-    "BLOCK_CHARS", "CATALOGUE", "CATEGORIES", "DEVICE_TARGETS", "KIND", "MAX_LINE", "OPTIONAL", "REQUIRED",
-    "SOURCE_CANN", "Catalogue", "CatalogueError", "Entry", "Library", "Match", "catalogue_path", "describe",
-    "explain_file", "explain_lines", "explain_stream", "explain_text", "iter_explain_stream", "load_catalogue", "load_catalogue_full",
-    "normalize", "open_log", "parse_catalogue", "parse_catalogue_full", "required_literals", "sniff_encoding",
+    "BLOCK_CHARS",
+    "CATALOGUE",
+    "CATEGORIES",
+    "DEVICE_TARGETS",
+    "KIND",
+    "MAX_LINE",
+    "OPTIONAL",
+    "REQUIRED",
+    "SOURCE_CANN",
+    "Catalogue",
+    "CatalogueError",
+    "Entry",
+    "Library",
+    "Match",
+    "catalogue_path",
+    "describe",
+    "explain_file",
+    "explain_lines",
+    "explain_stream",
+    "explain_text",
+    "iter_explain_stream",
+    "load_catalogue",
+    "load_catalogue_full",
+    "normalize",
+    "open_log",
+    "parse_catalogue",
+    "parse_catalogue_full",
+    "required_literals",
+    "sniff_encoding",
 ]

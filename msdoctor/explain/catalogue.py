@@ -14,16 +14,73 @@ KIND = "error-catalogue"
 REQUIRED = ("id", "title", "pattern", "cause", "fix", "check", "source", "category")
 OPTIONAL = ("device_target", "fallback", "per", "live", "lookup", "gate", "headline")
 DEVICE_TARGETS = ("Ascend", "GPU", "CPU")
-CATEGORIES = ("device-oom", "host-oom", "hccl", "msrun", "cann-code", "api-skew", "shared-lib", "abi", "glibc",
-              "cuda", "cann-env", "cann-version", "visible-devices", "enospc", "install", "shadowing", "registry",
-              "parallel-config", "cpu-backend", "interpreter", "api-name", "device-busy") + ("network",)
+CATEGORIES = (
+    "device-oom",
+    "host-oom",
+    "hccl",
+    "msrun",
+    "cann-code",
+    "api-skew",
+    "shared-lib",
+    "abi",
+    "glibc",
+    "cuda",
+    "cann-env",
+    "cann-version",
+    "visible-devices",
+    "enospc",
+    "install",
+    "shadowing",
+    "registry",
+    "parallel-config",
+    "cpu-backend",
+    "interpreter",
+    "api-name",
+    "device-busy",
+) + ("network",)
 #: the lookups of the environment rules (msdoctor/explain/rules/env.py)
-ENV_LOOKUPS = ("mindspore-core", "cann-python", "device-range", "ranktable", "rank-arguments", "pip-network",
-               "loader-version", "system-tool", "linker-needed", "cluster-role", "gpu-collective", "network-interface",
-               "wrong-arch", "pillow-headers")
-LOOKUPS = ("library", "scheduler", "symbol", "symbol-owner", "import", "pairing", "keyword", "wheel", "distribution",
-           "conflict", "port", "device", "runtime", "build", "requirement", "circular", "version", "signature", "opcheck", "numpy", "removed", "aclcode", "mindspore-wheel",
-           "requires-python") + ENV_LOOKUPS
+ENV_LOOKUPS = (
+    "mindspore-core",
+    "cann-python",
+    "device-range",
+    "ranktable",
+    "rank-arguments",
+    "pip-network",
+    "loader-version",
+    "system-tool",
+    "linker-needed",
+    "cluster-role",
+    "gpu-collective",
+    "network-interface",
+    "wrong-arch",
+    "pillow-headers",
+)
+LOOKUPS = (
+    "library",
+    "scheduler",
+    "symbol",
+    "symbol-owner",
+    "import",
+    "pairing",
+    "keyword",
+    "wheel",
+    "distribution",
+    "conflict",
+    "port",
+    "device",
+    "runtime",
+    "build",
+    "requirement",
+    "circular",
+    "version",
+    "signature",
+    "opcheck",
+    "numpy",
+    "removed",
+    "aclcode",
+    "mindspore-wheel",
+    "requires-python",
+) + ENV_LOOKUPS
 LIVE_STATUSES = ("fail", "warn")
 #: how a fix says "set CANN's environment" when the target's CANN path is unknown
 SOURCE_CANN = "source /usr/local/Ascend/ascend-toolkit/set_env.sh"
@@ -90,7 +147,6 @@ class Catalogue:
         return None
 
 
-
 def _fill(text: str, values: Mapping[str, Optional[str]]) -> str:
     """Replace {name} placeholders that have a value; leave every other brace alone (shell ${VAR} etc.)."""
 
@@ -146,9 +202,12 @@ def _entry(raw: Mapping[str, Any], label: str) -> Entry:
     if lookup is not None and lookup not in LOOKUPS:
         raise CatalogueError(f"{label}: lookup must be one of {', '.join(LOOKUPS)}")
     live = raw.get("live") or {}
-    if live and (set(live) - {"code", "status"} or not _ID.match(str(live.get("code", "")))
-                 or live.get("status", "warn") not in LIVE_STATUSES):
-        raise CatalogueError(f"{label}: live must be {{code = \"kebab-id\", status = \"fail\"|\"warn\"}}")
+    if live and (
+        set(live) - {"code", "status"}
+        or not _ID.match(str(live.get("code", "")))
+        or live.get("status", "warn") not in LIVE_STATUSES
+    ):
+        raise CatalogueError(f'{label}: live must be {{code = "kebab-id", status = "fail"|"warn"}}')
     gate = None
     if "gate" in raw:
         try:
@@ -157,9 +216,24 @@ def _entry(raw: Mapping[str, Any], label: str) -> Entry:
             raise CatalogueError(f"{label}: gate must be an ASCII regex: {exc}") from None
         if re.search(r"\\s|\s", str(raw["gate"])):
             raise CatalogueError(f"{label}: gate must not involve whitespace (normalisation changes it)")
-    return Entry(raw["id"], raw["title"].strip(), pattern, _text(raw, "cause"), _text(raw, "fix"), check or None,
-                 raw["source"].strip(), raw["category"], target, bool(raw.get("fallback", False)), per,
-                 live.get("code"), live.get("status", "warn"), lookup, gate, bool(raw.get("headline", False)))
+    return Entry(
+        raw["id"],
+        raw["title"].strip(),
+        pattern,
+        _text(raw, "cause"),
+        _text(raw, "fix"),
+        check or None,
+        raw["source"].strip(),
+        raw["category"],
+        target,
+        bool(raw.get("fallback", False)),
+        per,
+        live.get("code"),
+        live.get("status", "warn"),
+        lookup,
+        gate,
+        bool(raw.get("headline", False)),
+    )
 
 
 def parse_catalogue_full(text: str, where: str = CATALOGUE) -> Catalogue:
@@ -186,8 +260,16 @@ def parse_catalogue_full(text: str, where: str = CATALOGUE) -> Catalogue:
         keys = ("prefixes", "owner", "cause", "fix", "source")
         if set(raw) - set(keys) - {"device_target"} or not all(raw.get(k) for k in keys):
             raise CatalogueError(f"{label}: needs {', '.join(keys)} (and optionally device_target)")
-        libraries.append(Library(tuple(raw["prefixes"]), _text(raw, "owner"), _text(raw, "cause"), _text(raw, "fix"),
-                                 str(raw["source"]).strip(), raw.get("device_target")))
+        libraries.append(
+            Library(
+                tuple(raw["prefixes"]),
+                _text(raw, "owner"),
+                _text(raw, "cause"),
+                _text(raw, "fix"),
+                str(raw["source"]).strip(),
+                raw.get("device_target"),
+            )
+        )
     return Catalogue(tuple(entries), tuple(libraries))
 
 
@@ -217,14 +299,14 @@ def _split_top(src: str) -> Optional[list[str]]:
     while i < len(src):
         c = src[i]
         if c == "\\" and i + 1 < len(src):
-            cur.append(src[i:i + 2])
+            cur.append(src[i : i + 2])
             i += 2
             continue
         if in_class:
             in_class = c != "]"
         elif c == "[":
             in_class = True
-            if src[i + 1:i + 2] == "]":  # a ']' first in a class is literal
+            if src[i + 1 : i + 2] == "]":  # a ']' first in a class is literal
                 cur.append(c)
                 i += 1
                 c = "]"
@@ -269,9 +351,9 @@ def _longest_literal(alt: str) -> str:
         if c == "[":
             close()
             j = i + 1
-            if alt[j:j + 1] == "^":
+            if alt[j : j + 1] == "^":
                 j += 1
-            if alt[j:j + 1] == "]":
+            if alt[j : j + 1] == "]":
                 j += 1
             while j < len(alt) and alt[j] != "]":
                 j += 2 if alt[j] == "\\" else 1
@@ -317,4 +399,3 @@ def required_literals(src: str) -> Optional[tuple[str, ...]]:
             return None
         lits.append(lit.lower())
     return tuple(lits)
-

@@ -43,14 +43,14 @@ class Match:
     log_cause: Optional[str] = None
     log_solution: Optional[str] = None
 
-    def fix_for(self, python: Optional[str], config: Optional[str] = None,
-                values: Optional[Mapping[str, str]] = None) -> str:
+    def fix_for(
+        self, python: Optional[str], config: Optional[str] = None, values: Optional[Mapping[str, str]] = None
+    ) -> str:
         """The fix with ``{python}`` (the target interpreter), ``{config}`` (the training config, when known)
         and any further ``values`` filled in."""
         filled = {"python": python or "python", "config": config or "<your training config>"}
         filled.update(values or {})
         return _fill(self.fix, filled)
-
 
 
 def describe(match: Match, python: Optional[str] = None, config: Optional[str] = None) -> str:

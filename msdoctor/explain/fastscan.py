@@ -76,8 +76,16 @@ def _key_literals(scanner: _Scanner) -> Optional[tuple[tuple[bytes, tuple[bytes,
 def _plain(sub: bytes) -> bool:
     """Whether normalising these lines changes nothing but case: ASCII, no escape, entity, tab, run of spaces,
     or space at a line's start or end."""
-    return (sub.isascii() and b"\x1b" not in sub and b"\t" not in sub and b"  " not in sub and b" \n" not in sub
-            and b"\n " not in sub and not sub.startswith(b" ") and not (b"&" in sub and _ENTITY_B.search(sub)))
+    return (
+        sub.isascii()
+        and b"\x1b" not in sub
+        and b"\t" not in sub
+        and b"  " not in sub
+        and b" \n" not in sub
+        and b"\n " not in sub
+        and not sub.startswith(b" ")
+        and not (b"&" in sub and _ENTITY_B.search(sub))
+    )
 
 
 def native_enabled() -> bool:
@@ -182,12 +190,13 @@ class _FastScan:
 
     def _feed_range(self, block: bytes, start: int, end: int, no: int) -> None:
         lines = block[start:end].decode("utf-8", errors="replace").split("\n")
-        if lines and lines[-1] == "" and end > start and block[end - 1:end] == b"\n":
+        if lines and lines[-1] == "" and end > start and block[end - 1 : end] == b"\n":
             lines.pop()
         self._feed_at(no, lines)
 
-    def _piece(self, block: bytes, flat: bytes, off: int, pos: int, end: int,
-               spans: list[tuple[int, int, int, int]]) -> None:
+    def _piece(
+        self, block: bytes, flat: bytes, off: int, pos: int, end: int, spans: list[tuple[int, int, int, int]]
+    ) -> None:
         """The spans of block[pos:end] (``flat``: block[off:] lower-cased, newlines as spaces, at least up to a
         literal's length past ``end``): the whole piece where it is not plain, else each literal's and gate's."""
         assert self.keys is not None
@@ -219,7 +228,7 @@ class _FastScan:
             if native is None:
                 self._piece(block, flat, 0, pos, end, spans)
             elif native.may_hold(block, pos, end):
-                self._piece(block, block[pos:end + reach].lower().replace(b"\n", b" "), pos, pos, end, spans)
+                self._piece(block, block[pos : end + reach].lower().replace(b"\n", b" "), pos, pos, end, spans)
             if len(spans) > MAX_BLOCK_HITS:
                 break
             pos = end

@@ -23,10 +23,17 @@ _NAMESPACE = re.compile(r"^_ZN[KVr]*(?:St)?(\d+)")
 #: by the C++ runtime (libstdc++); the ``__cxx11`` ABI names start ``_ZNSt7__cxx11``
 _STD = re.compile(r"^_Z(?:N[KVr]*)?St")
 _NAMESPACE_OWNERS = {
-    "torch": "torch", "c10": "torch", "at": "torch", "caffe2": "torch",
-    "c10_npu": "torch_npu", "at_npu": "torch_npu", "torch_npu": "torch_npu",
+    "torch": "torch",
+    "c10": "torch",
+    "at": "torch",
+    "caffe2": "torch",
+    "c10_npu": "torch_npu",
+    "at_npu": "torch_npu",
+    "torch_npu": "torch_npu",
     "mindspore": "MindSpore",
-    "atb": "NNAL", "Mki": "NNAL", "AsdOps": "NNAL",
+    "atb": "NNAL",
+    "Mki": "NNAL",
+    "AsdOps": "NNAL",
     "ge": "CANN",
 }
 #: the CPython C API (https://docs.python.org/3/c-api/intro.html#include-files: every public name starts with Py or
@@ -50,7 +57,7 @@ def symbol_owner(symbol: str) -> Optional[Owner]:
     m = _NAMESPACE.match(symbol)
     if m:
         n, at = int(m.group(1)), m.end()
-        ns = symbol[at:at + n]
+        ns = symbol[at : at + n]
         owner = _NAMESPACE_OWNERS.get(ns)
         return Owner(owner, f"its C++ namespace is {ns}") if owner and len(ns) == n else None
     if symbol.startswith("_Z"):
@@ -109,28 +116,42 @@ def frame_owner(path: str) -> Optional[Owner]:
 
 #: what brings two owners back in step (the check is the command that shows both releases)
 _PAIRING = {
-    "torch": ("{python} -m pip show torch {lib_pkg}",
-              "install the {lib_pkg} release built for the installed torch (torch_npu pairs with the torch of the "
-              "same version; a compiled extension: rebuild or reinstall it for this torch), or the torch it was "
-              "built for"),
-    "torch_npu": ("{python} -m pip show torch_npu {lib_pkg}",
-                  "install the {lib_pkg} release built for the installed torch_npu, or the torch_npu it was built for"),
-    "MindSpore": ("{python} -m pip show mindspore {lib_pkg}",
-                  "install the {lib_pkg} release made for the installed MindSpore, or the MindSpore it was built for"),
-    "NNAL": ("ls -l /usr/local/Ascend/nnal/atb; echo $ATB_HOME_PATH",
-             "install the NNAL release of the same CANN version that {lib_pkg} was built for, and "
-             "`source /usr/local/Ascend/nnal/atb/set_env.sh` after CANN's set_env.sh"),
-    "Python": ("{python} -c \"import sys; print(sys.version)\"",
-               "rebuild or reinstall {lib_pkg} with the interpreter that runs it ({python} -m pip install "
-               "--force-reinstall --no-cache-dir, or its build run by that interpreter): it was built for another "
-               "Python version (a Python 2 extension cannot load in Python 3)"),
-    "libstdc++": ("ldd {lib} | grep libstdc++; gcc --version",
-                  "rebuild {lib_pkg} with the compiler whose libstdc++ is loaded at run time (`CC`/`CXX` set to that "
-                  "gcc/g++), or put the newer libstdc++ first (a conda env: `conda install -c conda-forge "
-                  "libstdcxx-ng`); it was built with another GCC than the C++ runtime this process loaded"),
-    "CANN": ("cat /usr/local/Ascend/ascend-toolkit/latest/*/ascend_toolkit_install.info",
-             "use one CANN release for every Ascend library: the one {lib_pkg} was built for "
-             "(`source` that release's set_env.sh, and nothing of another release on LD_LIBRARY_PATH)"),
+    "torch": (
+        "{python} -m pip show torch {lib_pkg}",
+        "install the {lib_pkg} release built for the installed torch (torch_npu pairs with the torch of the "
+        "same version; a compiled extension: rebuild or reinstall it for this torch), or the torch it was "
+        "built for",
+    ),
+    "torch_npu": (
+        "{python} -m pip show torch_npu {lib_pkg}",
+        "install the {lib_pkg} release built for the installed torch_npu, or the torch_npu it was built for",
+    ),
+    "MindSpore": (
+        "{python} -m pip show mindspore {lib_pkg}",
+        "install the {lib_pkg} release made for the installed MindSpore, or the MindSpore it was built for",
+    ),
+    "NNAL": (
+        "ls -l /usr/local/Ascend/nnal/atb; echo $ATB_HOME_PATH",
+        "install the NNAL release of the same CANN version that {lib_pkg} was built for, and "
+        "`source /usr/local/Ascend/nnal/atb/set_env.sh` after CANN's set_env.sh",
+    ),
+    "Python": (
+        '{python} -c "import sys; print(sys.version)"',
+        "rebuild or reinstall {lib_pkg} with the interpreter that runs it ({python} -m pip install "
+        "--force-reinstall --no-cache-dir, or its build run by that interpreter): it was built for another "
+        "Python version (a Python 2 extension cannot load in Python 3)",
+    ),
+    "libstdc++": (
+        "ldd {lib} | grep libstdc++; gcc --version",
+        "rebuild {lib_pkg} with the compiler whose libstdc++ is loaded at run time (`CC`/`CXX` set to that "
+        "gcc/g++), or put the newer libstdc++ first (a conda env: `conda install -c conda-forge "
+        "libstdcxx-ng`); it was built with another GCC than the C++ runtime this process loaded",
+    ),
+    "CANN": (
+        "cat /usr/local/Ascend/ascend-toolkit/latest/*/ascend_toolkit_install.info",
+        "use one CANN release for every Ascend library: the one {lib_pkg} was built for "
+        "(`source` that release's set_env.sh, and nothing of another release on LD_LIBRARY_PATH)",
+    ),
 }
 
 
@@ -148,17 +169,23 @@ def undefined_symbol_groups(lib: str, sym: str) -> dict[str, str]:
     check, fix = _PAIRING[so.name]
     whose = "" if lib == lib_pkg else f" ({lib_pkg}: {lo.why})" if lo else f" ({lib_pkg})"
     return {
-        "_cause": (f"{sym} is defined by {so.name} ({so.why}); {lib}{whose} was built against another release of "
-                   f"{so.name} than the one this process loaded. {lib_pkg} and {so.name} are releases that do not pair."),
-        "_fix": fix.replace("{lib_pkg}", lib_pkg) + ". Unverified: compare the two releases first: `"
-                + check.replace("{lib}", lib).replace("{lib_pkg}", lib_pkg if lo else "") + "`.",
+        "_cause": (
+            f"{sym} is defined by {so.name} ({so.why}); {lib}{whose} was built against another release of "
+            f"{so.name} than the one this process loaded. {lib_pkg} and {so.name} are releases that do not pair."
+        ),
+        "_fix": fix.replace("{lib_pkg}", lib_pkg)
+        + ". Unverified: compare the two releases first: `"
+        + check.replace("{lib}", lib).replace("{lib_pkg}", lib_pkg if lo else "")
+        + "`.",
         "sym_owner": so.name,
     }
 
 
 #: the package a paste says it was importing: `import mindie_turbo`, `torch-npu==2.7.1 ...`, `from vllm import`
-_IMPORTER = re.compile(r"\b(?:import|from)\s+(?P<mod>[A-Za-z_][A-Za-z0-9_.]*)|(?<![A-Za-z0-9_.-])"
-                       r"(?P<dist>[A-Za-z][A-Za-z0-9_.-]*?)==\d")
+_IMPORTER = re.compile(
+    r"\b(?:import|from)\s+(?P<mod>[A-Za-z_][A-Za-z0-9_.]*)|(?<![A-Za-z0-9_.-])"
+    r"(?P<dist>[A-Za-z][A-Za-z0-9_.-]*?)==\d"
+)
 
 
 def importer_of(line: str) -> str:
@@ -178,8 +205,12 @@ def interpreter_of_paths(texts: "list[str]") -> Optional[str]:
     None when no path tells, or when the paths name more than one environment."""
     # ~/.local/lib/pythonX.Y/site-packages is the per-user site (https://docs.python.org/3/library/site.html): it
     # belongs to every interpreter of that version, and ~/.local/bin/pythonX.Y is none of them
-    found = {f"{m.group('prefix')}/bin/python{m.group('ver')}" for t in texts for m in _ENV_OF_PATH.finditer(t)
-             if not m.group("prefix").endswith("/.local")}
+    found = {
+        f"{m.group('prefix')}/bin/python{m.group('ver')}"
+        for t in texts
+        for m in _ENV_OF_PATH.finditer(t)
+        if not m.group("prefix").endswith("/.local")
+    }
     return found.pop() if len(found) == 1 else None
 
 
@@ -188,7 +219,10 @@ def interpreter_of_paths(texts: "list[str]") -> Optional[str]:
 #: install cv2, and only one of them may be installed (https://github.com/opencv/opencv-python#installation-and-usage)
 IMPORT_NAMES: dict[str, tuple[str, ...]] = {
     "cv2": ("opencv-python", "opencv-contrib-python", "opencv-python-headless", "opencv-contrib-python-headless"),
-    "PIL": ("Pillow",), "yaml": ("PyYAML",), "attr": ("attrs",), "sklearn": ("scikit-learn",),
+    "PIL": ("Pillow",),
+    "yaml": ("PyYAML",),
+    "attr": ("attrs",),
+    "sklearn": ("scikit-learn",),
     "pkg_resources": ("setuptools",),
 }
 
@@ -267,14 +301,14 @@ def parse_module_facts(text: str, origin: str = MODULES) -> ModuleFacts:
             raise ModuleFactsError(f"{where}: 'names' must be a list of identifiers")
         if not re.fullmatch(r"\d+(?:\.\d+)*", row["release"]):
             raise ModuleFactsError(f"{where}: 'release' must be a version (2.0, 3.12)")
-        removed.append(Removal(row["module"], tuple(names), row["dist"], row["release"], row["instead"],
-                               row["source"]))
+        removed.append(Removal(row["module"], tuple(names), row["dist"], row["release"], row["instead"], row["source"]))
     shipped = {}
     for i, row in enumerate(data.get("module", []), 1):
         where = f"{origin}: [[module]] #{i} ({row.get('module', '?')})"
         strings(row, where, ("module", "owner", "cause", "fix", "check", "source"))
-        shipped[row["module"]] = ModuleShipper(row["module"], row["owner"], row["cause"], row["fix"], row["check"],
-                                               row["source"])
+        shipped[row["module"]] = ModuleShipper(
+            row["module"], row["owner"], row["cause"], row["fix"], row["check"], row["source"]
+        )
     packages = {}
     for i, row in enumerate(data.get("package", []), 1):
         where = f"{origin}: [[package]] #{i} ({row.get('module', '?')})"
@@ -342,10 +376,11 @@ def parse_acl_codes(text: str, origin: str = ACL_CODES) -> dict[int, AclCode]:
     for i, row in enumerate(data.get("code", []), 1):
         k = kinds.get(row.get("kind", ""))
         if not isinstance(row.get("code"), int) or k is None or not str(row.get("meaning", "")).strip():
-            raise ModuleFactsError(f"{origin}: [[code]] #{i} ({row.get('code', '?')}): needs an integer code, a "
-                                   f"meaning and a kind defined in [[kinds]]")
-        codes[row["code"]] = AclCode(row["code"], row["meaning"], row["kind"], k["what"], k["collect"],
-                                     data["source"])
+            raise ModuleFactsError(
+                f"{origin}: [[code]] #{i} ({row.get('code', '?')}): needs an integer code, a "
+                f"meaning and a kind defined in [[kinds]]"
+            )
+        codes[row["code"]] = AclCode(row["code"], row["meaning"], row["kind"], k["what"], k["collect"], data["source"])
     return codes
 
 

@@ -24,13 +24,34 @@ _TRAILING = re.compile(r" +\n")
 
 
 def _translation() -> dict[int, Any]:
-    table: dict[int, Any] = {c: " " for c in (0x00A0, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006,
-                                              0x2007, 0x2008, 0x2009, 0x200A, 0x202F, 0x205F, 0x3000, 0x0B, 0x0C)}
+    table: dict[int, Any] = {
+        c: " "
+        for c in (
+            0x00A0,
+            0x2000,
+            0x2001,
+            0x2002,
+            0x2003,
+            0x2004,
+            0x2005,
+            0x2006,
+            0x2007,
+            0x2008,
+            0x2009,
+            0x200A,
+            0x202F,
+            0x205F,
+            0x3000,
+            0x0B,
+            0x0C,
+        )
+    }
     table.update({c: "" for c in (0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF)})
     table.update({c: "'" for c in (0x2018, 0x2019, 0x201A, 0x201B, 0x2032, 0x00B4, 0x300C, 0x300D)})
     table.update({c: '"' for c in (0x201C, 0x201D, 0x201E, 0x201F, 0x2033, 0x00AB, 0x00BB, 0x300E, 0x300F)})
-    table.update({0x2010: "-", 0x2011: "-", 0x2012: "-", 0x2013: "-", 0x2014: "-", 0x2212: "-", 0x3002: ".",
-                  0x3001: ","})
+    table.update(
+        {0x2010: "-", 0x2011: "-", 0x2012: "-", 0x2013: "-", 0x2014: "-", 0x2212: "-", 0x3002: ".", 0x3001: ","}
+    )
     for c in range(0xFF01, 0xFF5F):  # full-width ASCII (Chinese input methods): ＇（）：，．Ａ１
         table[c] = chr(c - 0xFEE0)
     table.update({0xFF1A: ": ", 0xFF0C: ", ", 0xFF1B: "; "})  # an IME's colon or comma carries no space after it
@@ -73,7 +94,7 @@ _SOLUTION = re.compile(r"\bSolution\s*:\s*(?P<v>.+)", re.I)
 def _log_advice(norm: list[str], i: int) -> tuple[Optional[str], Optional[str]]:
     """The "Possible Cause:" / "Solution:" lines CANN prints after an error code, up to the next code."""
     cause = solution = None
-    lines = norm[i:i + CONTEXT_LINES + 1]
+    lines = norm[i : i + CONTEXT_LINES + 1]
     text = "\n".join(lines).replace("\\n", "\n")  # a log pasted as a JSON string keeps its newlines escaped
     split = text.split("\n")
     if not any(_CANN_CODE_ANYWHERE.search(line) for line in lines[:3]):
@@ -96,10 +117,9 @@ def _windows(line: str) -> Iterator[str]:
         return
     step = MAX_LINE - WINDOW_OVERLAP
     for start in range(0, len(line), step):
-        yield line[start:start + MAX_LINE]
+        yield line[start : start + MAX_LINE]
         if start + MAX_LINE >= len(line):
             break
-
 
 
 def sniff_encoding(head: bytes) -> str:
@@ -124,5 +144,3 @@ def open_log(binary: BinaryIO) -> IO[str]:
     buffered: Any = binary if hasattr(binary, "peek") else io.BufferedReader(binary)  # type: ignore[type-var]
     head = buffered.peek(4096)[:4096]
     return io.TextIOWrapper(buffered, encoding=sniff_encoding(head), errors="replace", newline=None)
-
-

@@ -11,20 +11,54 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Iterable, Iterator, Optional, Sequence
 
-from msdoctor.explain.catalogue import (DEVICE_TARGETS, ENV_LOOKUPS, SOURCE_CANN, Catalogue, Entry, _fill, load_catalogue_full,
-                                        required_literals)
+from msdoctor.explain.catalogue import (
+    DEVICE_TARGETS,
+    ENV_LOOKUPS,
+    SOURCE_CANN,
+    Catalogue,
+    Entry,
+    _fill,
+    load_catalogue_full,
+    required_literals,
+)
 from msdoctor.explain.describe import Match
-from msdoctor.explain.parse import (MAX_LINE, _log_advice, _normalize_text, _windows, normalize, open_log,
-                                    sniff_encoding)
+from msdoctor.explain.parse import MAX_LINE, _log_advice, _normalize_text, _windows, normalize, open_log, sniff_encoding
 
 #: a signature may be wrapped over at most this many lines
 JOIN_LINES = 3
 #: lookups that read the traceback's frames before the matched line (msdoctor/explain/rules/), and how many lines
-STRUCTURAL = ("import", "pairing", "wheel", "distribution", "conflict", "port", "keyword", "build", "requirement", "circular", "version",
-              "signature", "opcheck") + ENV_LOOKUPS
+STRUCTURAL = (
+    "import",
+    "pairing",
+    "wheel",
+    "distribution",
+    "conflict",
+    "port",
+    "keyword",
+    "build",
+    "requirement",
+    "circular",
+    "version",
+    "signature",
+    "opcheck",
+) + ENV_LOOKUPS
 #: lookups that also read the lines after the matched one (pip's requirement and build lines, a stated Python)
-AFTER = ("conflict", "build", "wheel", "requirement", "port", "import", "pairing", "version",
-         "signature", "library", "numpy", "removed", "aclcode", "mindspore-wheel") + ENV_LOOKUPS
+AFTER = (
+    "conflict",
+    "build",
+    "wheel",
+    "requirement",
+    "port",
+    "import",
+    "pairing",
+    "version",
+    "signature",
+    "library",
+    "numpy",
+    "removed",
+    "aclcode",
+    "mindspore-wheel",
+) + ENV_LOOKUPS
 FRAME_LINES = 10
 #: how far back the device rule looks for evidence (`id`, CapEff, `ls -l /dev/davinci*` printed before the error)
 DEVICE_LINES = 25
@@ -53,7 +87,6 @@ class _Found:
     starts: set[int] = field(default_factory=set)
 
 
-
 #: how far below a headline entry (catalogue `headline = true`) a match can be its detail
 HEADLINE_SPAN = 12
 
@@ -62,9 +95,11 @@ def _headlines_last(out: list[Match], headlines: set[str], structural: set[str])
     """Matches in line order, except that a headline (a message that says its cause is in the lines under it) comes
     after the last claim of a structural rule within HEADLINE_SPAN lines below it: that rule read the detail (a
     device id against the count) and names the cause; a catalogue entry matching there does not outrank it."""
+
     def key(m: Match) -> tuple[int, int]:
-        below = [o.line_no for o in out
-                 if o.entry_id in structural and m.line_no < o.line_no <= m.line_no + HEADLINE_SPAN]
+        below = [
+            o.line_no for o in out if o.entry_id in structural and m.line_no < o.line_no <= m.line_no + HEADLINE_SPAN
+        ]
         return (max(below), 1) if m.entry_id in headlines and below else (m.line_no, 0)
 
     return sorted(out, key=key)
@@ -118,8 +153,15 @@ class _Scanner:
                 if any(lit in line.lower() for lit in self.scheduler_literals):
                     self.scheduler.feed(line, no)
 
-    def _try(self, entry: Entry, positions: list[tuple[int, int]], norm: list[str], raw: list[str],
-             nos: "Sequence[int]", lines: "_Lines") -> None:
+    def _try(
+        self,
+        entry: Entry,
+        positions: list[tuple[int, int]],
+        norm: list[str],
+        raw: list[str],
+        nos: "Sequence[int]",
+        lines: "_Lines",
+    ) -> None:
         done: set[int] = set()
         last = len(norm) - 1
         for begin, end in sorted(positions):
@@ -131,7 +173,7 @@ class _Scanner:
             for s, e in windows:
                 if s < 0 or e > last or e - s >= JOIN_LINES:
                     continue
-                seg = norm[s] if s == e else " ".join(norm[s:e + 1])
+                seg = norm[s] if s == e else " ".join(norm[s : e + 1])
                 m = entry.pattern.search(seg)
                 if m is None:
                     continue
@@ -141,8 +183,9 @@ class _Scanner:
                 self._record(entry, m, shown, first, norm, nos)
                 break
 
-    def _record(self, entry: Entry, m: "re.Match[str]", shown: str, i: int, norm: list[str],
-                nos: "Sequence[int]") -> None:
+    def _record(
+        self, entry: Entry, m: "re.Match[str]", shown: str, i: int, norm: list[str], nos: "Sequence[int]"
+    ) -> None:
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
         key = (entry.id, groups.get(entry.per, "") if entry.per else "")
         found = self.found.setdefault(key, _Found(entry))
@@ -157,10 +200,16 @@ class _Scanner:
         cause, solution = _log_advice(norm, i)
         # a rich traceback prints up to a dozen source lines in its box after the frame line (signature errors are
         # pasted from such tracebacks): that lookup reads as far back as the device evidence
-        back = (DEVICE_LINES if entry.lookup in ("device", "signature") else FRAME_LINES
-                if entry.lookup in STRUCTURAL or entry.lookup in ("library", "numpy", "removed", "aclcode", "mindspore-wheel") else 0)
-        before = tuple(norm[max(0, i - back):i]) if back else ()
-        after = tuple(norm[i + 1:i + 1 + AFTER_LINES]) if entry.lookup in AFTER else ()
+        back = (
+            DEVICE_LINES
+            if entry.lookup in ("device", "signature")
+            else FRAME_LINES
+            if entry.lookup in STRUCTURAL
+            or entry.lookup in ("library", "numpy", "removed", "aclcode", "mindspore-wheel")
+            else 0
+        )
+        before = tuple(norm[max(0, i - back) : i]) if back else ()
+        after = tuple(norm[i + 1 : i + 1 + AFTER_LINES]) if entry.lookup in AFTER else ()
         if entry.lookup == "aclcode":  # the whole line too (a JSON-escaped log is one long line; `shown` is a window)
             after = (norm[i], *after)
         found.hits.append(_Hit(no, shown, groups, cause, solution, before, after))
@@ -189,25 +238,42 @@ class _Scanner:
             for name in e.groups:  # a template's group the line did not match (one side of an alternation)
                 groups.setdefault(name, "?")
             title = groups.pop("_title", "")
-            out.append(Match(
-                entry_id=e.id, title=title or _fill(e.title, groups), cause=groups.pop("_cause", "") or _fill(e.cause, groups),
-                fix=groups.pop("_fix", "") or _fill(e.fix, groups),
-                check_id=e.check_id, source=e.source, line=hit.line, line_no=hit.no, count=max(count, 1),
-                groups=groups, device_target=groups.get("target") if groups.get("target") in DEVICE_TARGETS
-                else (groups.get("lib_target") or e.device_target),
-                category=e.category, log_cause=hit.cause, log_solution=hit.solution,
-            ))
+            out.append(
+                Match(
+                    entry_id=e.id,
+                    title=title or _fill(e.title, groups),
+                    cause=groups.pop("_cause", "") or _fill(e.cause, groups),
+                    fix=groups.pop("_fix", "") or _fill(e.fix, groups),
+                    check_id=e.check_id,
+                    source=e.source,
+                    line=hit.line,
+                    line_no=hit.no,
+                    count=max(count, 1),
+                    groups=groups,
+                    device_target=groups.get("target")
+                    if groups.get("target") in DEVICE_TARGETS
+                    else (groups.get("lib_target") or e.device_target),
+                    category=e.category,
+                    log_cause=hit.cause,
+                    log_solution=hit.solution,
+                )
+            )
         out.sort(key=lambda m: m.line_no)
         out = _headlines_last(out, {e.id for e, _ in self.prepared if e.headline}, self.structural)
         # a structural rule yields to a specific entry that explains the same line (or a neighbour); a generic
         # (fallback) entry's text yields to a structural rule that made a claim there (it read the frames)
         fallback = {e.id for e, _ in self.prepared if e.fallback}
-        explained = {n for m in out if m.entry_id not in self.structural and m.entry_id not in fallback
-                     for n in (m.line_no - 1, m.line_no, m.line_no + 1)}
+        explained = {
+            n
+            for m in out
+            if m.entry_id not in self.structural and m.entry_id not in fallback
+            for n in (m.line_no - 1, m.line_no, m.line_no + 1)
+        }
         kept = [m for m in out if m.entry_id not in self.structural or m.line_no not in explained]
         claimed = {m.line_no for m in kept if m.entry_id in self.structural}
-        return [m for m in kept if m.entry_id in self.structural or m.entry_id not in fallback
-                or m.line_no not in claimed]
+        return [
+            m for m in kept if m.entry_id in self.structural or m.entry_id not in fallback or m.line_no not in claimed
+        ]
 
     def _lookup(self, e: Entry, groups: dict[str, str], hit: _Hit) -> bool:
         """Add the values an entry's lookup provides; False drops the match (nothing is wrong after all, or the
@@ -250,8 +316,10 @@ class _Scanner:
             found = undefined_symbol_groups(importer, groups.get("sym", ""))
             if found:
                 found["rule"] = "symbol-owner"
-                found["_title"] = (f"{importer or 'a library'} and {found['sym_owner']} are releases that do not pair "
-                                   f"(undefined symbol {groups.get('sym', '')})")
+                found["_title"] = (
+                    f"{importer or 'a library'} and {found['sym_owner']} are releases that do not pair "
+                    f"(undefined symbol {groups.get('sym', '')})"
+                )
             groups.update(found)
             return bool(found)
         if e.lookup == "symbol":
@@ -260,12 +328,19 @@ class _Scanner:
             groups.update(undefined_symbol_groups(groups.get("lib", ""), groups.get("sym", "")))
         elif e.lookup == "library":
             lib = self.catalogue.library(groups.get("lib", ""))
-            groups["lib_owner"] = lib.owner if lib else "shipped by a package that is missing or not on the loader's path"
+            groups["lib_owner"] = (
+                lib.owner if lib else "shipped by a package that is missing or not on the loader's path"
+            )
             groups["lib_cause"] = lib.cause if lib else ""
-            groups["lib_fix"] = _fill(lib.fix, {"source": SOURCE_CANN}) if lib else (
-                f"find the package that ships {groups.get('lib', 'the library')} (`ldconfig -p | grep "
-                f"{groups.get('lib', '').split('.so')[0]}`, `find / -name '{groups.get('lib', '')}*'`) and add its "
-                "directory to LD_LIBRARY_PATH, or install it")
+            groups["lib_fix"] = (
+                _fill(lib.fix, {"source": SOURCE_CANN})
+                if lib
+                else (
+                    f"find the package that ships {groups.get('lib', 'the library')} (`ldconfig -p | grep "
+                    f"{groups.get('lib', '').split('.so')[0]}`, `find / -name '{groups.get('lib', '')}*'`) and add its "
+                    "directory to LD_LIBRARY_PATH, or install it"
+                )
+            )
             if lib and lib.device_target:
                 groups["lib_target"] = lib.device_target
             if lib and lib.device_target == "GPU":
@@ -280,11 +355,17 @@ class _Scanner:
 
                 extra = ascend_loader_groups(groups.get("lib", ""), (*hit.before, hit.line, *hit.after))
                 if extra:  # the table's text speaks of MindSpore, the usual loader; here torch_npu is
-                    groups["lib_cause"] = extra["cause"] + " " + groups["lib_cause"].replace(
-                        "this MindSpore", "this torch_npu")
-                    groups["lib_fix"] = extra["fix"] + " " + groups["lib_fix"].replace(
-                        "`msdoctor matrix --mindspore <version>` pairs with your MindSpore",
-                        "your torch_npu release names (its README's version table)")
+                    groups["lib_cause"] = (
+                        extra["cause"] + " " + groups["lib_cause"].replace("this MindSpore", "this torch_npu")
+                    )
+                    groups["lib_fix"] = (
+                        extra["fix"]
+                        + " "
+                        + groups["lib_fix"].replace(
+                            "`msdoctor matrix --mindspore <version>` pairs with your MindSpore",
+                            "your torch_npu release names (its README's version table)",
+                        )
+                    )
                     groups["loader"] = extra["loader"]
         elif e.lookup == "scheduler":
             if self.scheduler is None:
@@ -312,7 +393,7 @@ def _cover(literals: frozenset[str], width: int = 5) -> dict[str, str]:
     while todo:
         holders: dict[str, set[str]] = {}
         for lit in todo:
-            subs = {lit} if len(lit) <= width else {lit[i:i + width] for i in range(len(lit) - width + 1)}
+            subs = {lit} if len(lit) <= width else {lit[i : i + width] for i in range(len(lit) - width + 1)}
             for sub in subs:
                 holders.setdefault(sub, set()).add(lit)
         best = max(sorted(holders), key=lambda k: (len(holders[k]), len(k)))
@@ -375,7 +456,6 @@ def _around(seg: str, m: "re.Match[str]", room: int = 150) -> str:
     return ("…" if a else "") + seg[a:b].strip() + ("…" if b < len(seg) else "")
 
 
-
 class _Feeder:
     """Collects lines into blocks of about BLOCK_CHARS characters and hands them to the scanner."""
 
@@ -394,7 +474,7 @@ class _Feeder:
                 self._add_one(line)
             return
         for i in range(0, len(lines), 4096):
-            part = lines[i:i + 4096]
+            part = lines[i : i + 4096]
             self.raw.extend(part)
             if self.nos is not None:
                 self.nos.extend(range(self.next_no, self.next_no + len(part)))
@@ -452,6 +532,7 @@ def explain_lines(lines: Iterable[str], entries: Optional[Iterable[Entry]] = Non
 
 #: A log line longer than this is cut (a binary file, a progress bar without newlines).
 
+
 def _explain_stream_text(fh: IO[str], entries: Optional[Iterable[Entry]] = None) -> list[Match]:
     """Read a text stream in chunks (much faster than line by line); newlines are universal."""
     scanner = _scanner(entries)
@@ -475,7 +556,6 @@ def _explain_stream_text(fh: IO[str], entries: Optional[Iterable[Entry]] = None)
 def explain_text(text: str) -> list[Match]:
     """Every known error signature in ``text``, in order of first occurrence."""
     return explain_lines(text.splitlines())
-
 
 
 def _explain_binary(binary: BinaryIO, entries: Optional[Iterable[Entry]] = None) -> list[Match]:

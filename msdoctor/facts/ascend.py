@@ -34,18 +34,53 @@ from msdoctor.facts.sysroot import host_path
 
 # one import path for every Ascend fact: npu-smi and set_env.sh live in their own modules
 from msdoctor.facts.ascend_env import (
-    ASCEND_ENV, DRIVER_DIR, SET_ENV_CANDIDATES, SET_ENV_VARIABLES, TBE_IMPL, AscendEnv, EnvGap, ascend_env,
+    ASCEND_ENV,
+    DRIVER_DIR,
+    SET_ENV_CANDIDATES,
+    SET_ENV_VARIABLES,
+    TBE_IMPL,
+    AscendEnv,
+    EnvGap,
+    ascend_env,
 )
 from msdoctor.facts.npu_smi import (
-    NPU_SMI, NPU_SMI_TIMEOUT_S, NpuChip, NpuProcess, NpuSmiFailed, NpuSmiInfo, NpuSmiParseError, dcmi_error,
-    find_npu_smi, parse_npu_smi_info, run_npu_smi,
+    NPU_SMI,
+    NPU_SMI_TIMEOUT_S,
+    NpuChip,
+    NpuProcess,
+    NpuSmiFailed,
+    NpuSmiInfo,
+    NpuSmiParseError,
+    dcmi_error,
+    find_npu_smi,
+    parse_npu_smi_info,
+    run_npu_smi,
 )
 
 __all__ = [
-    "ASCEND_ENV", "CONTROL_NODES", "DEVICE_NODES", "DRIVER_DIR", "NPU_SMI", "NPU_SMI_TIMEOUT_S", "SET_ENV_CANDIDATES",
-    "SET_ENV_VARIABLES", "TBE_IMPL", "AscendEnv", "DeviceNodes", "EnvGap", "NpuChip", "NpuProcess", "NpuSmiFailed",
-    "NpuSmiInfo", "NpuSmiParseError", "ascend_env", "dcmi_error", "find_npu_smi", "parse_npu_smi_info",
-    "read_device_nodes", "run_npu_smi",
+    "ASCEND_ENV",
+    "CONTROL_NODES",
+    "DEVICE_NODES",
+    "DRIVER_DIR",
+    "NPU_SMI",
+    "NPU_SMI_TIMEOUT_S",
+    "SET_ENV_CANDIDATES",
+    "SET_ENV_VARIABLES",
+    "TBE_IMPL",
+    "AscendEnv",
+    "DeviceNodes",
+    "EnvGap",
+    "NpuChip",
+    "NpuProcess",
+    "NpuSmiFailed",
+    "NpuSmiInfo",
+    "NpuSmiParseError",
+    "ascend_env",
+    "dcmi_error",
+    "find_npu_smi",
+    "parse_npu_smi_info",
+    "read_device_nodes",
+    "run_npu_smi",
 ]
 
 
@@ -87,8 +122,7 @@ def read_device_nodes(dev_dir: Path) -> DeviceNodes:
 
 
 DEVICE_NODES: FactSpec[DeviceNodes] = FactSpec(
-    "ascend-device-nodes", lambda ctx: read_device_nodes(host_path(ctx.environ, "/dev")),
+    "ascend-device-nodes",
+    lambda ctx: read_device_nodes(host_path(ctx.environ, "/dev")),
     description="Ascend device nodes",
 )
-
-

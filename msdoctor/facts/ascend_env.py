@@ -72,8 +72,16 @@ class AscendEnv:
         return f"source {script}"
 
 
-SET_ENV_VARIABLES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH",
-                     "TOOLCHAIN_HOME", "LD_LIBRARY_PATH", "PYTHONPATH", "PATH")
+SET_ENV_VARIABLES = (
+    "ASCEND_HOME_PATH",
+    "ASCEND_TOOLKIT_HOME",
+    "ASCEND_OPP_PATH",
+    "ASCEND_AICPU_PATH",
+    "TOOLCHAIN_HOME",
+    "LD_LIBRARY_PATH",
+    "PYTHONPATH",
+    "PATH",
+)
 
 
 def _entries(value: Optional[str]) -> list[str]:
@@ -126,8 +134,12 @@ def ascend_env(env: Mapping[str, str], environ: Mapping[str, str]) -> AscendEnv:
     variables = {k: env[k] for k in SET_ENV_VARIABLES if env.get(k)}
     home = env.get("ASCEND_HOME_PATH") or env.get("ASCEND_TOOLKIT_HOME") or None
     ld = _entries(env.get("LD_LIBRARY_PATH"))
-    gaps = (_home_gaps(home, environ) + _opp_gaps(env.get("ASCEND_OPP_PATH")) + _library_path_gaps(home, ld)
-            + (_toolkit_path_gaps(home, env) if home is not None else []))
+    gaps = (
+        _home_gaps(home, environ)
+        + _opp_gaps(env.get("ASCEND_OPP_PATH"))
+        + _library_path_gaps(home, ld)
+        + (_toolkit_path_gaps(home, env) if home is not None else [])
+    )
     driver = host_path(environ, DRIVER_DIR)
     return AscendEnv(
         home=home,
@@ -143,32 +155,45 @@ def ascend_env(env: Mapping[str, str], environ: Mapping[str, str]) -> AscendEnv:
 def _home_gaps(home: Optional[str], environ: Mapping[str, str]) -> list[EnvGap]:
     """ASCEND_HOME_PATH (or ASCEND_TOOLKIT_HOME) is set and names a directory on the host."""
     if home is None:
-        return [EnvGap(
-            "ASCEND_HOME_PATH", "ASCEND_HOME_PATH is not set: CANN's set_env.sh was not sourced",
-            "MindSpore (>= 2.7.2) finds CANN and checks its version through ASCEND_HOME_PATH; without the "
-            "variables set_env.sh exports, the Ascend plugin cannot load and MindSpore runs on CPU",
-        )]
+        return [
+            EnvGap(
+                "ASCEND_HOME_PATH",
+                "ASCEND_HOME_PATH is not set: CANN's set_env.sh was not sourced",
+                "MindSpore (>= 2.7.2) finds CANN and checks its version through ASCEND_HOME_PATH; without the "
+                "variables set_env.sh exports, the Ascend plugin cannot load and MindSpore runs on CPU",
+            )
+        ]
     if not host_path(environ, home).is_dir():
-        return [EnvGap(
-            "ASCEND_HOME_PATH", f"ASCEND_HOME_PATH={home} does not exist",
-            "the CANN toolkit it names is gone (uninstalled, or a container without the mount)",
-        )]
+        return [
+            EnvGap(
+                "ASCEND_HOME_PATH",
+                f"ASCEND_HOME_PATH={home} does not exist",
+                "the CANN toolkit it names is gone (uninstalled, or a container without the mount)",
+            )
+        ]
     return []
 
 
 def _opp_gaps(opp: Optional[str]) -> list[EnvGap]:
     """ASCEND_OPP_PATH is set, to an opp directory."""
     if not opp:
-        return [EnvGap(
-            "ASCEND_OPP_PATH", "ASCEND_OPP_PATH is not set",
-            "operators are loaded from ASCEND_OPP_PATH; MindSpore 2.7.0-2.7.1 also locate CANN's "
-            "version file through it (mindspore/run_check/_check_version.py)",
-        )]
+        return [
+            EnvGap(
+                "ASCEND_OPP_PATH",
+                "ASCEND_OPP_PATH is not set",
+                "operators are loaded from ASCEND_OPP_PATH; MindSpore 2.7.0-2.7.1 also locate CANN's "
+                "version file through it (mindspore/run_check/_check_version.py)",
+            )
+        ]
     if "/opp" not in opp:
-        return [EnvGap(
-            "ASCEND_OPP_PATH", f"ASCEND_OPP_PATH={opp} does not point at an opp directory",
-            "MindSpore's environment check expects .../opp here (mindspore/run_check/_check_version.py)", severity="warn",
-        )]
+        return [
+            EnvGap(
+                "ASCEND_OPP_PATH",
+                f"ASCEND_OPP_PATH={opp} does not point at an opp directory",
+                "MindSpore's environment check expects .../opp here (mindspore/run_check/_check_version.py)",
+                severity="warn",
+            )
+        ]
     return []
 
 
@@ -178,16 +203,22 @@ def _library_path_gaps(home: Optional[str], ld: list[str]) -> list[EnvGap]:
     if home is not None:
         lib64 = _norm(os.path.join(home, "lib64"))
         if lib64 not in {_norm(e) for e in ld}:
-            gaps.append(EnvGap(
-                "LD_LIBRARY_PATH", f"LD_LIBRARY_PATH lacks the toolkit's {lib64}",
-                "libmindspore_ascend.so needs libge_runner.so from there: \"libge_runner.so: cannot open "
-                "shared object file\" and MindSpore falls back to CPU (https://github.com/mindspore-lab/mindyolo/issues/273)",
-            ))
+            gaps.append(
+                EnvGap(
+                    "LD_LIBRARY_PATH",
+                    f"LD_LIBRARY_PATH lacks the toolkit's {lib64}",
+                    'libmindspore_ascend.so needs libge_runner.so from there: "libge_runner.so: cannot open '
+                    'shared object file" and MindSpore falls back to CPU (https://github.com/mindspore-lab/mindyolo/issues/273)',
+                )
+            )
     if not any(_norm(e).endswith("/driver/lib64") or "/driver/lib64/" in _norm(e) + "/" for e in ld):
-        gaps.append(EnvGap(
-            "LD_LIBRARY_PATH", f"LD_LIBRARY_PATH lacks the driver's {DRIVER_DIR}/lib64",
-            "the runtime loads the driver's libraries (libascend_hal.so) from there",
-        ))
+        gaps.append(
+            EnvGap(
+                "LD_LIBRARY_PATH",
+                f"LD_LIBRARY_PATH lacks the driver's {DRIVER_DIR}/lib64",
+                "the runtime loads the driver's libraries (libascend_hal.so) from there",
+            )
+        )
     return gaps
 
 
@@ -195,21 +226,29 @@ def _toolkit_path_gaps(home: str, env: Mapping[str, str]) -> list[EnvGap]:
     """PYTHONPATH has the TBE operator implementations and PATH the ccec compiler (warnings)."""
     gaps: list[EnvGap] = []
     if not any(e.rstrip("/").endswith(TBE_IMPL) for e in _entries(env.get("PYTHONPATH"))):
-        gaps.append(EnvGap(
-            "PYTHONPATH", f"PYTHONPATH lacks {os.path.join(home, TBE_IMPL)}",
-            "operator compilation imports the TBE implementations from there; MindSpore warns about it "
-            "(mindspore/run_check/_check_version.py)", severity="warn",
-        ))
+        gaps.append(
+            EnvGap(
+                "PYTHONPATH",
+                f"PYTHONPATH lacks {os.path.join(home, TBE_IMPL)}",
+                "operator compilation imports the TBE implementations from there; MindSpore warns about it "
+                "(mindspore/run_check/_check_version.py)",
+                severity="warn",
+            )
+        )
     if not any("ccec_compiler/bin" in e for e in _entries(env.get("PATH"))):
-        gaps.append(EnvGap(
-            "PATH", "PATH lacks the toolkit's compiler/ccec_compiler/bin",
-            "kernel compilation runs ccec from PATH (set_env.sh adds it)", severity="warn",
-        ))
+        gaps.append(
+            EnvGap(
+                "PATH",
+                "PATH lacks the toolkit's compiler/ccec_compiler/bin",
+                "kernel compilation runs ccec from PATH (set_env.sh adds it)",
+                severity="warn",
+            )
+        )
     return gaps
 
 
 ASCEND_ENV: FactSpec[AscendEnv] = FactSpec(
-    "ascend-env", lambda ctx: ascend_env(ctx.target.env, ctx.environ),
+    "ascend-env",
+    lambda ctx: ascend_env(ctx.target.env, ctx.environ),
     description="CANN environment of the target process",
 )
-

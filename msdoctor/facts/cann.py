@@ -258,9 +258,16 @@ def _info_file(root: Path, machine: str) -> Optional[Path]:
 
 
 def looks_like_cann(root: Path) -> bool:
-    markers = ("version.cfg", "compiler/version.info", "opp/version.info", "runtime/version.info",
-               "toolkit/version.info")
-    return root.is_dir() and (any((root / m).is_file() for m in markers) or bool(list(root.glob("*-linux/ascend_*_install.info"))))
+    markers = (
+        "version.cfg",
+        "compiler/version.info",
+        "opp/version.info",
+        "runtime/version.info",
+        "toolkit/version.info",
+    )
+    return root.is_dir() and (
+        any((root / m).is_file() for m in markers) or bool(list(root.glob("*-linux/ascend_*_install.info")))
+    )
 
 
 def read_install(root: Path, found_via: tuple[str, ...], machine: str) -> CannInstall:
@@ -287,8 +294,12 @@ def read_install(root: Path, found_via: tuple[str, ...], machine: str) -> CannIn
             commercial, files["commercial"] = parse_kv(text)["version_dir"], str(compiler)
     cfg_path = root / "version.cfg"
     cfg = parse_version_cfg(_read(cfg_path) or "")
-    for key in ("compiler_running_version", "toolkit_running_version", "runtime_running_version",
-                "opp_running_version"):
+    for key in (
+        "compiler_running_version",
+        "toolkit_running_version",
+        "runtime_running_version",
+        "opp_running_version",
+    ):
         if key in cfg:
             ver_internal, ver_commercial = cfg[key][-1]
             if internal is None:
@@ -314,10 +325,18 @@ def read_install(root: Path, found_via: tuple[str, ...], machine: str) -> CannIn
         if m:
             commercial, files["commercial"] = m.group(1), f"{os.path.realpath(root)} (directory name)"
     return CannInstall(
-        root=str(root), real_root=os.path.realpath(root), found_via=found_via,
-        flavour=_flavour(root, package_name), commercial=commercial, internal=internal,
-        innerversion=innerversion, compatible=compatible, arch=arch,
-        opp_kernel=(root / "opp_kernel").is_dir(), package_name=package_name, files=files,
+        root=str(root),
+        real_root=os.path.realpath(root),
+        found_via=found_via,
+        flavour=_flavour(root, package_name),
+        commercial=commercial,
+        internal=internal,
+        innerversion=innerversion,
+        compatible=compatible,
+        arch=arch,
+        opp_kernel=(root / "opp_kernel").is_dir(),
+        package_name=package_name,
+        files=files,
     )
 
 
@@ -344,8 +363,14 @@ def _driver(path: Path) -> Optional[DriverInfo]:
     if text is None:
         return None
     kv = parse_kv(text)
-    return DriverInfo(str(path), kv.get("Version"), kv.get("package_version"), kv.get("Innerversion"),
-                      parse_c_ranges(kv.get("compatible_version")), parse_ranges(kv.get("compatible_version_fw")))
+    return DriverInfo(
+        str(path),
+        kv.get("Version"),
+        kv.get("package_version"),
+        kv.get("Innerversion"),
+        parse_c_ranges(kv.get("compatible_version")),
+        parse_ranges(kv.get("compatible_version_fw")),
+    )
 
 
 def _firmware(path: Path) -> Optional[FirmwareInfo]:
@@ -353,8 +378,9 @@ def _firmware(path: Path) -> Optional[FirmwareInfo]:
     if text is None:
         return None
     kv = parse_kv(text)
-    return FirmwareInfo(str(path), kv.get("Version"), kv.get("package_version"),
-                        parse_ranges(kv.get("compatible_version_drv")))
+    return FirmwareInfo(
+        str(path), kv.get("Version"), kv.get("package_version"), parse_ranges(kv.get("compatible_version_drv"))
+    )
 
 
 def read_cann(environ: Mapping[str, str], machine: Optional[str] = None) -> CannFacts:
@@ -383,17 +409,32 @@ def read_cann(environ: Mapping[str, str], machine: Optional[str] = None) -> Cann
         by_real.setdefault(real, (path, []))[1].append(via)
     installs = tuple(read_install(path, tuple(vias), machine) for path, vias in by_real.values())
     active = next((i for i in installs if any(v in env for v in i.found_via)), None)
-    default = next((i for i in installs if any(v.startswith("default layout") and v.split()[-1] in DEFAULT_ENTRIES
-                                              for v in i.found_via)), None)
+    default = next(
+        (
+            i
+            for i in installs
+            if any(v.startswith("default layout") and v.split()[-1] in DEFAULT_ENTRIES for v in i.found_via)
+        ),
+        None,
+    )
     info = parse_kv(_read(host_path(environ, "/etc/ascend_install.info")) or "")
     drv_root = info.get("Driver_Install_Path_Param") or "/usr/local/Ascend"
     fw_root = info.get("Firmware_Install_Path_Param") or "/usr/local/Ascend"
     driver = _driver(host_path(environ, drv_root) / "driver" / "version.info")
     firmware = _firmware(host_path(environ, fw_root) / "firmware" / "version.info")
     reads = {v: _compiler_read(v, environ) for v in ("ASCEND_HOME_PATH", "ASCEND_OPP_PATH") if environ.get(v)}
-    return CannFacts(installs=installs, active=active, default=default, driver=driver, firmware=firmware,
-                     install_info=info, compiler_reads=reads, env=env, env_problems=tuple(problems),
-                     ascend_root=str(ascend))
+    return CannFacts(
+        installs=installs,
+        active=active,
+        default=default,
+        driver=driver,
+        firmware=firmware,
+        install_info=info,
+        compiler_reads=reads,
+        env=env,
+        env_problems=tuple(problems),
+        ascend_root=str(ascend),
+    )
 
 
 def _compute(ctx: Context) -> CannFacts:

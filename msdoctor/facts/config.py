@@ -13,8 +13,18 @@ from msdoctor.errors import UserError
 
 _SETUP_LOCK = threading.RLock()  # reentrant: reading the setup may ask this file for its device target again
 
-MINDFORMERS_MARKERS = ("runner_config", "parallel_config", "context", "trainer", "run_mode", "recompute_config",
-                       "runner_wrapper", "train_dataset", "optimizer", "lr_schedule")
+MINDFORMERS_MARKERS = (
+    "runner_config",
+    "parallel_config",
+    "context",
+    "trainer",
+    "run_mode",
+    "recompute_config",
+    "runner_wrapper",
+    "train_dataset",
+    "optimizer",
+    "lr_schedule",
+)
 
 
 @dataclass
@@ -82,7 +92,7 @@ class ConfigFacts:
                 return None
             fields = ("data_parallel", "tensor_parallel", "pipeline_stages", "context_parallel")
             keys = [tuple(setup.origins.get(f) or setup.default_key(f) or ("parallel_config",)) for f in fields]
-            if any(tuple(p.keys) == k[:len(p.keys)] for p in setup.problems for k in keys if p.keys):
+            if any(tuple(p.keys) == k[: len(p.keys)] for p in setup.problems for k in keys if p.keys):
                 return None  # a value MindFormers would refuse (memory-fit names it): the count is unknown
             return int(lay.data_parallel * lay.tensor_parallel * lay.pipeline_stages * lay.context_parallel)
         return None
@@ -134,13 +144,19 @@ def load_config(path: Path) -> ConfigFacts:
     run = None
     if kind == "msdoctor":
         if not doc.data:  # an empty file is a mistake (wrong file, truncated copy), not "all defaults"
-            raise UserError(f"{doc.path}: the training config is empty (no keys)",
-                            f"give the config's keys: start from {shipped('training/configs/tiny-cpu.yaml')}; "
-                            f"{shipped('docs/training-config.md')} lists every key")
+            raise UserError(
+                f"{doc.path}: the training config is empty (no keys)",
+                f"give the config's keys: start from {shipped('training/configs/tiny-cpu.yaml')}; "
+                f"{shipped('docs/training-config.md')} lists every key",
+            )
         from msdoctor.training.config import ConfigError, Problem, from_dict  # the trainer validates its own YAML
 
-        twice = [Problem(keys, f"given twice (lines {first} and {second}); YAML would silently keep the last one",
-                         None, second) for keys, first, second in doc.duplicates]
+        twice = [
+            Problem(
+                keys, f"given twice (lines {first} and {second}); YAML would silently keep the last one", None, second
+            )
+            for keys, first, second in doc.duplicates
+        ]
         try:
             run = from_dict(doc.data, dict(doc.lines), doc.path)
             problems = twice

@@ -21,13 +21,20 @@ from msdoctor.context import Context, FactSpec
 #: (module, attributes touched after import, version attribute); the training-script order
 ORDER: tuple[tuple[str, tuple[str, ...], Optional[str]], ...] = (
     ("mindspore", ("Tensor",), "__version__"),
-    ("mindnlp", (), None),  # __version__ lies for 0.5.x (https://github.com/candle-org/MindAct/issues/2245); the dist version is used instead
+    (
+        "mindnlp",
+        (),
+        None,
+    ),  # __version__ lies for 0.5.x (https://github.com/candle-org/MindAct/issues/2245); the dist version is used instead
     ("mindformers", (), None),
     ("transformers", ("PretrainedConfig",), "__version__"),
-    ("te", (), "version.version"),  # CANN's te: MindSpore compares te.version.version (mindspore/run_check/_check_version.py)
+    (
+        "te",
+        (),
+        "version.version",
+    ),  # CANN's te: MindSpore compares te.version.version (mindspore/run_check/_check_version.py)
     ("hccl", (), None),
 )
-
 
 
 @dataclass
@@ -63,20 +70,32 @@ def from_live(live: Any, planned: list[str]) -> SmokeResult:
     """The smoke's verdict from a live probe run (msdoctor.facts.live.LiveDevice)."""
     log = [str(line) for line in live.logs if line.level in ("WARNING", "ERROR", "CRITICAL")][:30]
     current = live.smoke_marks[-1] if live.smoke_marks else None
-    base = dict(python=live.python, planned=planned, returncode=live.returncode, seconds=live.duration_s,
-                log_lines=log, output_tail=list(live.stderr_tail))
+    base = dict(
+        python=live.python,
+        planned=planned,
+        returncode=live.returncode,
+        seconds=live.duration_s,
+        log_lines=log,
+        output_tail=list(live.stderr_tail),
+    )
     if live.smoke is not None:  # printed as soon as the imports finished: a later hang cannot lose it
         seconds = (live.data.get("timings") or {}).get("smoke_s") or sum(
-            s.get("seconds") or 0 for s in live.smoke.get("steps", []))
+            s.get("seconds") or 0 for s in live.smoke.get("steps", [])
+        )
         base["seconds"] = seconds
         return SmokeResult("ran", steps=list(live.smoke.get("steps", [])), **base)
     if live.start_error:
         return SmokeResult("crashed", reason=f"cannot run {live.python}: {live.start_error}", **base)
     if live.timed_out:
-        return SmokeResult("timeout", crashed_in=current,
-                           reason=f"the imports did not finish within {live.timeout_s:.0f} s", **base)
-    return SmokeResult("crashed", crashed_in=current,
-                       reason=f"the process exited with status {live.returncode} during `import {current}`", **base)
+        return SmokeResult(
+            "timeout", crashed_in=current, reason=f"the imports did not finish within {live.timeout_s:.0f} s", **base
+        )
+    return SmokeResult(
+        "crashed",
+        crashed_in=current,
+        reason=f"the process exited with status {live.returncode} during `import {current}`",
+        **base,
+    )
 
 
 def run_smoke(python: str, steps: list[dict[str, Any]], *, timeout: float, environ: Any) -> SmokeResult:
@@ -98,10 +117,13 @@ def _compute(ctx: Context) -> SmokeResult:
     assert live is not None  # None only with --quick, answered above
     planned = list((live.smoke or {}).get("planned") or [])
     if live.smoke is not None and not planned:
-        return SmokeResult("skipped", python, reason="none of mindspore, mindnlp, mindformers, transformers is installed")
+        return SmokeResult(
+            "skipped", python, reason="none of mindspore, mindnlp, mindformers, transformers is installed"
+        )
     return from_live(live, planned or [m for m, _, _ in ORDER])
 
 
 #: Slow: imports MindSpore and friends in a fresh target process (shared with the device probe).
-IMPORT_SMOKE: FactSpec[SmokeResult] = FactSpec("import-smoke", _compute, slow=True,
-                                               description="import the stack in a fresh target process")
+IMPORT_SMOKE: FactSpec[SmokeResult] = FactSpec(
+    "import-smoke", _compute, slow=True, description="import the stack in a fresh target process"
+)

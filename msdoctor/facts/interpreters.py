@@ -106,9 +106,7 @@ class InterpInfo:
 
     def same_env(self, other: "InterpInfo") -> bool:
         """One environment (sys.prefix), e.g. /env/bin/python and /env/bin/python3."""
-        return bool(self.ok and other.ok and self.prefix and other.prefix) and _real(self.prefix) == _real(
-            other.prefix
-        )
+        return bool(self.ok and other.ok and self.prefix and other.prefix) and _real(self.prefix) == _real(other.prefix)
 
 
 def _real(path: Optional[str]) -> str:
@@ -175,8 +173,9 @@ class InterpreterProbes:
             event.wait()
         found = self._results[key]
         if run_path != path:
-            return replace(found, path=path, via=f"pyenv shim for {run_path} (pyenv's version files read, "
-                                                  "the shim not run)")
+            return replace(
+                found, path=path, via=f"pyenv shim for {run_path} (pyenv's version files read, the shim not run)"
+            )
         # the same interpreter under another name of its own bin dir (python vs python3): one probe
         return found if found.path == path else replace(found, path=path)
 
@@ -234,8 +233,9 @@ class InterpreterProbes:
                 results[p] = self.get(p)
 
         batches = [unique[i::MAX_WORKERS] for i in range(min(MAX_WORKERS, len(unique)))]
-        threads = [threading.Thread(target=probe, args=(b,), name=f"interp_{i}", daemon=True)
-                   for i, b in enumerate(batches)]
+        threads = [
+            threading.Thread(target=probe, args=(b,), name=f"interp_{i}", daemon=True) for i, b in enumerate(batches)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -255,7 +255,10 @@ class InterpreterProbes:
             return InterpInfo(path, ok=False, error=f"{path} is not executable")
         try:
             data, _ = run_script(
-                path, "interp_probe.py", timeout=self.timeout, env=self.env,
+                path,
+                "interp_probe.py",
+                timeout=self.timeout,
+                env=self.env,
                 args={"jupyter": True} if jupyter else None,
             )
         except ProbeError as exc:
@@ -294,6 +297,13 @@ def target_python(ctx: Context) -> str:
 
 
 __all__ = [
-    "INTERPRETERS", "InterpInfo", "InterpreterProbes", "ModuleAt", "is_python_like", "python_in",
-    "same_bin_dir", "target_python", "which",
+    "INTERPRETERS",
+    "InterpInfo",
+    "InterpreterProbes",
+    "ModuleAt",
+    "is_python_like",
+    "python_in",
+    "same_bin_dir",
+    "target_python",
+    "which",
 ]

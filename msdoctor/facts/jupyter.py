@@ -25,10 +25,28 @@ from msdoctor.facts.interpreters import INTERPRETERS, target_python, which
 #: jupyter_client/kernelspec.py: valid kernel names
 KERNEL_NAME_RE = re.compile(r"^[a-z0-9._\-]+$", re.IGNORECASE)
 #: launchers that start the real interpreter themselves: argv[0] says nothing about it
-WRAPPERS = frozenset({
-    "conda", "mamba", "micromamba", "env", "sh", "bash", "zsh", "srun", "docker", "podman",
-    "singularity", "apptainer", "pixi", "uv", "poetry", "pipenv", "hatch", "sudo",
-})
+WRAPPERS = frozenset(
+    {
+        "conda",
+        "mamba",
+        "micromamba",
+        "env",
+        "sh",
+        "bash",
+        "zsh",
+        "srun",
+        "docker",
+        "podman",
+        "singularity",
+        "apptainer",
+        "pixi",
+        "uv",
+        "poetry",
+        "pipenv",
+        "hatch",
+        "sudo",
+    }
+)
 MAX_NOTEBOOKS = 200
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "build", "dist"})
@@ -140,8 +158,13 @@ def kernel_interpreter(spec: KernelSpec, facts: JupyterFacts, environ: Mapping[s
 
 def read_kernel_dir(resource_dir: str, name: str, search_dir: str, order: int) -> KernelSpec:
     """Parse one kernel.json; a broken file becomes a KernelSpec with ``error`` and its line."""
-    spec = KernelSpec(name=name.lower(), resource_dir=resource_dir, search_dir=search_dir, order=order,
-                      valid_name=bool(KERNEL_NAME_RE.match(name)))
+    spec = KernelSpec(
+        name=name.lower(),
+        resource_dir=resource_dir,
+        search_dir=search_dir,
+        order=order,
+        valid_name=bool(KERNEL_NAME_RE.match(name)),
+    )
     path = os.path.join(resource_dir, "kernel.json")
     from msdoctor.errors import UserError
     from msdoctor.inputs import MiB, read_text
@@ -165,7 +188,7 @@ def read_kernel_dir(resource_dir: str, name: str, search_dir: str, order: int) -
     spec.language = data.get("language") if isinstance(data.get("language"), str) else None
     spec.argv_line = _line_of(text, "argv")
     if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
-        spec.error = "\"argv\" must be a non-empty list of strings (the command that starts the kernel)"
+        spec.error = '"argv" must be a non-empty list of strings (the command that starts the kernel)'
         spec.error_line = spec.argv_line or 1
         return spec
     spec.argv = argv

@@ -84,8 +84,13 @@ def shell_rows(environ: Mapping[str, str]) -> list:
 def running_kernel_row(environ: Mapping[str, str]) -> Optional[Row]:
     """The Jupyter kernel msdoctor runs under: imported into one, or started from a notebook cell."""
     if "ipykernel" in sys.modules:
-        return Row("running-kernel", "the Jupyter kernel msdoctor runs in", sys.executable, used=True,
-                   evidence={"how": "ipykernel is imported in msdoctor's own process"})
+        return Row(
+            "running-kernel",
+            "the Jupyter kernel msdoctor runs in",
+            sys.executable,
+            used=True,
+            evidence={"how": "ipykernel is imported in msdoctor's own process"},
+        )
     if not environ.get("JPY_PARENT_PID"):
         return None
     import psutil
@@ -95,16 +100,29 @@ def running_kernel_row(environ: Mapping[str, str]) -> Optional[Row]:
             cmd = proc.cmdline()
             if any("ipykernel" in part for part in cmd[1:]):
                 exe = cmd[0] if cmd and os.path.isabs(cmd[0]) else proc.exe()
-                return Row("running-kernel", "the Jupyter kernel this msdoctor was started from", exe, used=True,
-                           evidence={"how": f"JPY_PARENT_PID is set; parent process {proc.pid} runs ipykernel",
-                                     "cmdline": cmd})
+                return Row(
+                    "running-kernel",
+                    "the Jupyter kernel this msdoctor was started from",
+                    exe,
+                    used=True,
+                    evidence={
+                        "how": f"JPY_PARENT_PID is set; parent process {proc.pid} runs ipykernel",
+                        "cmdline": cmd,
+                    },
+                )
     except (psutil.Error, OSError) as exc:  # no access to a parent: say so, don't guess
         reason = f"{type(exc).__name__}: {exc}"
     else:
         reason = "no parent process runs ipykernel"
-    return Row("running-kernel", "the Jupyter kernel this msdoctor was started from", None, used=True,
-               problem=f"JPY_PARENT_PID is set (a Jupyter kernel started msdoctor), but {reason}",
-               problem_kind="unknown", evidence={"JPY_PARENT_PID": environ.get("JPY_PARENT_PID")})
+    return Row(
+        "running-kernel",
+        "the Jupyter kernel this msdoctor was started from",
+        None,
+        used=True,
+        problem=f"JPY_PARENT_PID is set (a Jupyter kernel started msdoctor), but {reason}",
+        problem_kind="unknown",
+        evidence={"JPY_PARENT_PID": environ.get("JPY_PARENT_PID")},
+    )
 
 
 def kernel_rows(jf: JupyterFacts, environ: Mapping[str, str]) -> list:
@@ -114,9 +132,18 @@ def kernel_rows(jf: JupyterFacts, environ: Mapping[str, str]) -> list:
         if nb.kernel_name:
             by_name.setdefault(nb.kernel_name.lower(), []).append(nb)
     for spec in jf.visible():
-        row = Row("kernel", spec.label, kernel=spec, location=_loc(spec.kernel_json, spec.argv_line),
-                  evidence={"kernel": spec.name, "kernel_json": spec.kernel_json, "argv": spec.argv,
-                            "display_name": spec.display_name})
+        row = Row(
+            "kernel",
+            spec.label,
+            kernel=spec,
+            location=_loc(spec.kernel_json, spec.argv_line),
+            evidence={
+                "kernel": spec.name,
+                "kernel_json": spec.kernel_json,
+                "argv": spec.argv,
+                "display_name": spec.display_name,
+            },
+        )
         row.notebooks = [nb.path for nb in by_name.get(spec.name, [])]
         row.used = any(nb.imports_mindspore for nb in by_name.get(spec.name, []))
         if spec.error:
@@ -139,10 +166,18 @@ def kernel_rows(jf: JupyterFacts, environ: Mapping[str, str]) -> list:
     for name, nbs in sorted(by_name.items()):
         if jf.find(name) is None:
             first = nbs[0]
-            rows.append(Row("notebook", f"notebook {os.path.basename(first.path)} asks for kernel '{name}'",
-                            used=any(nb.imports_mindspore for nb in nbs), location=_loc(first.path),
-                            problem=f"no kernel named '{name}' is installed", problem_kind="missing-kernel",
-                            notebooks=[nb.path for nb in nbs], evidence={"kernel": name}))
+            rows.append(
+                Row(
+                    "notebook",
+                    f"notebook {os.path.basename(first.path)} asks for kernel '{name}'",
+                    used=any(nb.imports_mindspore for nb in nbs),
+                    location=_loc(first.path),
+                    problem=f"no kernel named '{name}' is installed",
+                    problem_kind="missing-kernel",
+                    notebooks=[nb.path for nb in nbs],
+                    evidence={"kernel": name},
+                )
+            )
     return rows
 
 
@@ -150,14 +185,33 @@ def vscode_rows(vs: VSCodeFacts) -> list:
     rows = []
     for name, f in sorted(vs.files.items()):
         if not f.ok:
-            rows.append(Row("vscode", f".vscode/{name}", used=True, location=Location(f.path, f.line, f.column),
-                            problem=f.error, problem_kind="invalid"))
-    labels = {"default": "python.defaultInterpreterPath", "legacy": "legacy python.pythonPath",
-              "launch": "launch.json", "task": "tasks.json", "hidden": "hidden from the kernel picker"}
+            rows.append(
+                Row(
+                    "vscode",
+                    f".vscode/{name}",
+                    used=True,
+                    location=Location(f.path, f.line, f.column),
+                    problem=f.error,
+                    problem_kind="invalid",
+                )
+            )
+    labels = {
+        "default": "python.defaultInterpreterPath",
+        "legacy": "legacy python.pythonPath",
+        "launch": "launch.json",
+        "task": "tasks.json",
+        "hidden": "hidden from the kernel picker",
+    }
     for ref in vs.refs:
-        row = Row("vscode", f"{labels[ref.kind]} ({ref.key})" if ref.kind in ("launch", "task") else labels[ref.kind],
-                  ref.resolved, used=ref.kind in ("default", "launch", "task"), location=_loc(ref.file, ref.line),
-                  ref=ref, evidence={"file": ref.file, "key": ref.key, "value": ref.raw, "resolved": ref.resolved})
+        row = Row(
+            "vscode",
+            f"{labels[ref.kind]} ({ref.key})" if ref.kind in ("launch", "task") else labels[ref.kind],
+            ref.resolved,
+            used=ref.kind in ("default", "launch", "task"),
+            location=_loc(ref.file, ref.line),
+            ref=ref,
+            evidence={"file": ref.file, "key": ref.key, "value": ref.raw, "resolved": ref.resolved},
+        )
         if ref.kind in ("legacy", "hidden"):
             row.problem_kind = ref.kind
         if ref.resolved is None:
@@ -189,6 +243,7 @@ def _compute(ctx: Context) -> KernelView:
     except FactUnavailable:
         pass  # its row says why
     early.join()
+
     # the target's Jupyter search path (one probe) overlaps the probes that do not depend on it; the target is
     # asked for first with its Jupyter paths, so that one probe answers every row naming it (a plain thread:
     # concurrent.futures would import logging on every check --quick)
@@ -209,10 +264,17 @@ def _compute(ctx: Context) -> KernelView:
         jupyter, jupyter_error = None, exc.message
     target = probes.get(tpath, jupyter=True)
     if not target.ok:
-        raise FactUnavailable(f"could not run the target {tpath}: {target.error}",
-                              "pass --python the path of a working interpreter")
-    view = KernelView(tpath, target, [Row("target", "the target interpreter", tpath, info=target)] + rows,
-                      jupyter=jupyter, jupyter_error=jupyter_error, vscode=vscode)
+        raise FactUnavailable(
+            f"could not run the target {tpath}: {target.error}", "pass --python the path of a working interpreter"
+        )
+    view = KernelView(
+        tpath,
+        target,
+        [Row("target", "the target interpreter", tpath, info=target)] + rows,
+        jupyter=jupyter,
+        jupyter_error=jupyter_error,
+        vscode=vscode,
+    )
     if jupyter is not None:
         krows = kernel_rows(jupyter, ctx.environ)
         _fill(krows, probes)
@@ -231,8 +293,9 @@ def _fill(rows: list, probes: Any) -> None:
 
 
 #: The rows of the kernel-mismatch check.
-KERNEL_VIEW: FactSpec[KernelView] = FactSpec("kernel-view", _compute, slow=True,
-                                             description="interpreters the editor, notebooks and shell run")
+KERNEL_VIEW: FactSpec[KernelView] = FactSpec(
+    "kernel-view", _compute, slow=True, description="interpreters the editor, notebooks and shell run"
+)
 
 
 def describe(info: Optional[InterpInfo]) -> dict[str, Any]:
@@ -243,6 +306,12 @@ def describe(info: Optional[InterpInfo]) -> dict[str, Any]:
     if not info.ok:
         return {"probe_error": info.error, **via}
     ms = info.mindspore
-    return {"executable": info.executable, "prefix": info.prefix, "python": info.python_version,
-            "mindspore": info.versions.get("mindspore") if ms.importable else None,
-            "mindspore_at": ms.home, "ipykernel": info.has_ipykernel, **via}
+    return {
+        "executable": info.executable,
+        "prefix": info.prefix,
+        "python": info.python_version,
+        "mindspore": info.versions.get("mindspore") if ms.importable else None,
+        "mindspore_at": ms.home,
+        "ipykernel": info.has_ipykernel,
+        **via,
+    }

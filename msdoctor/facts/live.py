@@ -41,7 +41,9 @@ SMOKE_BEGIN, SMOKE_END = "@@MSDOCTOR-SMOKE-BEGIN@@", "@@MSDOCTOR-SMOKE-END@@"
 #: MindSpore's Python logger and glog both start a record with "[LEVEL] MODULE(pid...)...".
 #: Python: "[WARNING] ME(11237:1403...,MainProcess):2026-11-29-19:21:58.190.00 [mindspore/run_check/_check_version.py:315] msg"
 #: C++:    "[WARNING] DEVICE(123,7f..,python):2025-... [mindspore/ccsrc/...cc:12] Func] msg"   (observed: GLOG_v=1 run)
-LOG_RE = re.compile(r"^\[(DEBUG|INFO|WARNING|ERROR|CRITICAL|EXCEPTION)\]\s+(\w+)\(([^)]*)\):(\S+)\s+\[([^\]]+)\]\s?(.*)$")
+LOG_RE = re.compile(
+    r"^\[(DEBUG|INFO|WARNING|ERROR|CRITICAL|EXCEPTION)\]\s+(\w+)\(([^)]*)\):(\S+)\s+\[([^\]]+)\]\s?(.*)$"
+)
 
 
 @dataclass
@@ -187,14 +189,22 @@ def smoke_block(stdout: str) -> Optional[dict[str, Any]]:
     if start < 0 or end < start:
         return None
     try:
-        data = json.loads(stdout[start + len(SMOKE_BEGIN):end])
+        data = json.loads(stdout[start + len(SMOKE_BEGIN) : end])
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
 
 
-def run_live(python: str, target: Optional[str], *, timeout: float, environ: Mapping[str, str],
-             size: int = 64, steps: Optional[list] = None, device: bool = True) -> LiveDevice:
+def run_live(
+    python: str,
+    target: Optional[str],
+    *,
+    timeout: float,
+    environ: Mapping[str, str],
+    size: int = 64,
+    steps: Optional[list] = None,
+    device: bool = True,
+) -> LiveDevice:
     """Run the live probe and return what happened (never raises for probe failures).
 
     Args:
@@ -214,8 +224,9 @@ def run_live(python: str, target: Optional[str], *, timeout: float, environ: Map
     args = {"target": target, "size": size, "seed": 0, "steps": steps or [], "device": device, "scratch": scratch}
     try:
         argv = [python, "-W", "ignore", "-", json.dumps(args)]
-        res = proc.run(argv, timeout=timeout, input=probe_source("live.py"), cwd=scratch,
-                       env=safe_env(probe_env(environ)))
+        res = proc.run(
+            argv, timeout=timeout, input=probe_source("live.py"), cwd=scratch, env=safe_env(probe_env(environ))
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     result.duration_s = res.duration_s
@@ -237,8 +248,10 @@ def run_live(python: str, target: Optional[str], *, timeout: float, environ: Map
         data = extract_json(res.stdout)
     except ProbeError:
         tail = " | ".join(other[-3:]) or "no output"
-        result.failure = (f"{python} exited with status {res.returncode} during the live device probe"
-                          f" (phase '{result.last_phase or 'start'}'): {tail}")
+        result.failure = (
+            f"{python} exited with status {res.returncode} during the live device probe"
+            f" (phase '{result.last_phase or 'start'}'): {tail}"
+        )
         return result
     if not isinstance(data, dict) or data.get("live_schema") != LIVE_SCHEMA:
         result.failure = "the live probe returned data msdoctor does not understand"
@@ -255,10 +268,12 @@ def _compute(ctx: Context) -> Optional[LiveDevice]:
 
     python = ctx.options.python or sys.executable
     # the probe decides itself which stack packages are installed: it starts before the target probe ends
-    return run_live(python, requested_device_target(ctx), timeout=ctx.options.live_timeout_s, environ=ctx.environ,
-                    steps=all_steps())
+    return run_live(
+        python, requested_device_target(ctx), timeout=ctx.options.live_timeout_s, environ=ctx.environ, steps=all_steps()
+    )
 
 
 #: The stack imported and MindSpore used on the requested device, in one target process (None with --quick).
-LIVE_DEVICE: FactSpec[Optional[LiveDevice]] = FactSpec("live-device", _compute, slow=True,
-                                                       description="live MindSpore probe (imports + device)")
+LIVE_DEVICE: FactSpec[Optional[LiveDevice]] = FactSpec(
+    "live-device", _compute, slow=True, description="live MindSpore probe (imports + device)"
+)

@@ -22,5 +22,6 @@ def _compute(ctx: Context) -> "Matrix":
 
 
 #: msdoctor's compatibility matrix (raises MatrixError when the packaged files are broken).
-MATRIX: "FactSpec[Matrix]" = FactSpec("compat-matrix", _compute, slow=True,
-                                      description="msdoctor's compatibility matrix, parsed")
+MATRIX: "FactSpec[Matrix]" = FactSpec(
+    "compat-matrix", _compute, slow=True, description="msdoctor's compatibility matrix, parsed"
+)

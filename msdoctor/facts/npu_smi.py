@@ -118,8 +118,7 @@ class NpuSmiInfo:
     def processes_on(self, chip: NpuChip) -> list[NpuProcess]:
         """Processes on one chip (rows without a chip column count for every chip of their NPU)."""
         return [
-            p for p in self.processes
-            if p.npu_id == chip.npu_id and (p.chip_id is None or p.chip_id == chip.chip_id)
+            p for p in self.processes if p.npu_id == chip.npu_id and (p.chip_id is None or p.chip_id == chip.chip_id)
         ]
 
     def busy_chips(self) -> list[NpuChip]:
@@ -299,8 +298,9 @@ class NpuSmiFailed(FactUnavailable):
         output: what it printed (stdout + stderr, trimmed).
     """
 
-    def __init__(self, message: str, fix: Optional[str], *, kind: str, path: str, output: str = "",
-                 code: Optional[int] = None) -> None:
+    def __init__(
+        self, message: str, fix: Optional[str], *, kind: str, path: str, output: str = "", code: Optional[int] = None
+    ) -> None:
         super().__init__(message, fix)
         self.kind = kind
         self.code = code
@@ -334,33 +334,49 @@ def run_npu_smi(path: str, environ: Mapping[str, str], timeout: float = NPU_SMI_
     output = (res.stdout + ("\n" + res.stderr if res.stderr else "")).strip()
     short = "\n".join(output.splitlines()[-5:])
     if res.start_error:
-        raise NpuSmiFailed(f"could not run {path}: {res.start_error}",
-                           f"check the permissions of {path} (run msdoctor as the user who trains)",
-                           kind="exit", path=path, output=short)
+        raise NpuSmiFailed(
+            f"could not run {path}: {res.start_error}",
+            f"check the permissions of {path} (run msdoctor as the user who trains)",
+            kind="exit",
+            path=path,
+            output=short,
+        )
     if res.timed_out:
         raise NpuSmiFailed(
             f"`{path} info` did not answer within {timeout:.0f} s and was stopped",
             "the driver is not answering: check `dmesg` for davinci errors, and whether another job "
             "hangs on the devices; a reboot of the node (or reloading the driver) clears a stuck driver",
-            kind="timeout", path=path, output=short,
+            kind="timeout",
+            path=path,
+            output=short,
         )
     code = dcmi_error(output)
     if code is not None:
         raise NpuSmiFailed(
             f"`npu-smi info` failed: dcmi initialisation returned {code}",
-            _DCMI_FIX, kind="dcmi", path=path, output=short, code=code,
+            _DCMI_FIX,
+            kind="dcmi",
+            path=path,
+            output=short,
+            code=code,
         )
     try:
         info = parse_npu_smi_info(res.stdout)
     except NpuSmiParseError:
         if not res.ok:
-            raise NpuSmiFailed(f"`npu-smi info` {res.describe_failure().split(': ', 1)[-1]}",
-                               "run `npu-smi info` by hand to see the driver's message",
-                               kind="exit", path=path, output=short) from None
+            raise NpuSmiFailed(
+                f"`npu-smi info` {res.describe_failure().split(': ', 1)[-1]}",
+                "run `npu-smi info` by hand to see the driver's message",
+                kind="exit",
+                path=path,
+                output=short,
+            ) from None
         raise NpuSmiFailed(
             "`npu-smi info` printed no device table msdoctor recognises",
             "run `npu-smi info` by hand; if it shows a table, report it to msdoctor with that output",
-            kind="unparseable", path=path, output=short,
+            kind="unparseable",
+            path=path,
+            output=short,
         ) from None
     return info
 
@@ -375,4 +391,3 @@ def _compute_npu_smi(ctx: Context) -> Optional[NpuSmiInfo]:
 
 #: `npu-smi info` parsed; None when npu-smi is not installed; raises NpuSmiFailed when it fails.
 NPU_SMI: FactSpec[Optional[NpuSmiInfo]] = FactSpec("npu-smi", _compute_npu_smi, description="npu-smi info")
-

@@ -159,11 +159,11 @@ def parse_ldconfig(text: str) -> list[tuple[str, str]]:
 
 
 def lib_version(filename: str, stem: str) -> Optional[str]:
-    """"11.6.55" from "libcudart.so.11.6.55" (stem "libcudart.so"); None for the bare .so."""
+    """ "11.6.55" from "libcudart.so.11.6.55" (stem "libcudart.so"); None for the bare .so."""
     base = os.path.basename(filename)
     if not base.startswith(stem + "."):
         return None
-    version = base[len(stem) + 1:]
+    version = base[len(stem) + 1 :]
     return version if re.fullmatch(r"\d+(\.\d+)*", version) else None
 
 
@@ -201,8 +201,9 @@ def _scan_dir(d: str, stem: str, environ: Mapping[str, str], via: str, on_path: 
     return unique
 
 
-def find_libs(stem: str, env: Mapping[str, str], environ: Mapping[str, str],
-              ldconfig: list[tuple[str, str]]) -> list[CudaLib]:
+def find_libs(
+    stem: str, env: Mapping[str, str], environ: Mapping[str, str], ldconfig: list[tuple[str, str]]
+) -> list[CudaLib]:
     """Every ``stem`` library in loader order: LD_LIBRARY_PATH, the ldconfig cache, then CUDA_HOME."""
     found: list[CudaLib] = []
     seen_dirs: set[str] = set()
@@ -245,7 +246,9 @@ def ldconfig_cache(environ: Mapping[str, str]) -> list[tuple[str, str]]:
     return parse_ldconfig(res.stdout) if res.ok else []
 
 
-def _run_smi(path: str, environ: Mapping[str, str], timeout: float) -> tuple[list[NvidiaGpu], Optional[str], Optional[str]]:
+def _run_smi(
+    path: str, environ: Mapping[str, str], timeout: float
+) -> tuple[list[NvidiaGpu], Optional[str], Optional[str]]:
     """(gpus, cuda_driver_version, error) from the two nvidia-smi calls."""
     q = proc.run([path, QUERY, "--format=csv,noheader,nounits"], timeout=timeout, env=environ)
     if not q.ok:
@@ -273,7 +276,9 @@ def proc_driver_version(environ: Mapping[str, str]) -> Optional[str]:
     return m.group(1) if m else None
 
 
-def gather(env: Mapping[str, str], environ: Mapping[str, str], timeout: float = NVIDIA_SMI_TIMEOUT_S) -> Optional[NvidiaInfo]:
+def gather(
+    env: Mapping[str, str], environ: Mapping[str, str], timeout: float = NVIDIA_SMI_TIMEOUT_S
+) -> Optional[NvidiaInfo]:
     """NVIDIA facts for a target process environment ``env`` (host paths through ``environ``)."""
     smi = find_tool("nvidia-smi", environ, ("/usr/bin/nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi"))
     try:
@@ -284,8 +289,9 @@ def gather(env: Mapping[str, str], environ: Mapping[str, str], timeout: float = 
     cudart = find_libs("libcudart.so", env, environ, ldcache)
     if smi is None and not nodes and not cudart:
         return None
-    info = NvidiaInfo(smi_path=smi, device_nodes=nodes, cudart=cudart,
-                      cudnn=find_libs("libcudnn.so", env, environ, ldcache))
+    info = NvidiaInfo(
+        smi_path=smi, device_nodes=nodes, cudart=cudart, cudnn=find_libs("libcudnn.so", env, environ, ldcache)
+    )
     if smi is None:
         info.smi_error = "nvidia-smi is not installed"
         return info
@@ -321,5 +327,6 @@ def _compute_host(ctx: Context) -> Optional[NvidiaInfo]:
 
 
 #: The same from msdoctor's own environment, without the target probe (``msdoctor memory``).
-NVIDIA_HOST: FactSpec[Optional[NvidiaInfo]] = FactSpec("nvidia-host", _compute_host,
-                                                        description="NVIDIA GPUs seen from msdoctor's environment")
+NVIDIA_HOST: FactSpec[Optional[NvidiaInfo]] = FactSpec(
+    "nvidia-host", _compute_host, description="NVIDIA GPUs seen from msdoctor's environment"
+)

@@ -130,7 +130,7 @@ def resolve_shim(path: str, environ: Mapping[str, str], cwd: Optional[str] = Non
     for name in names:
         if name == "system":
             return None
-        plain = name[len("python-"):] if name.startswith("python-") else name
+        plain = name[len("python-") :] if name.startswith("python-") else name
         if os.path.isdir(os.path.join(root, "versions", name)):
             versions.append(name)
         elif os.path.isdir(os.path.join(root, "versions", plain)):

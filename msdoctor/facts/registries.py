@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from msdoctor.context import Context, FactSpec
+
 if TYPE_CHECKING:  # pragma: no cover - the readers load when a fact is computed, not when the check registers
     from msdoctor.facts.target import Distribution, TargetFacts
     from msdoctor.registry_scan.builtins import Builtins
@@ -44,8 +45,9 @@ def builtins_of(t: "TargetFacts") -> Builtins:
         parent = os.path.realpath(os.path.dirname(pkg))
         dist = next((d for d in t.all_named(library) if os.path.realpath(d.location) == parent), None)
         dist = dist or t.dist(library)
-        out.libraries[library] = read_library(library, pkg, dist.name if dist else library,
-                                              dist.version if dist else None)
+        out.libraries[library] = read_library(
+            library, pkg, dist.name if dist else library, dist.version if dist else None
+        )
     mindnlp = out.libraries.get("mindnlp")
     if mindnlp is not None and not mindnlp.has_registry:
         out.notes.append(
@@ -104,7 +106,12 @@ def scan_installed(t: "TargetFacts", builtins: Builtins, project_dir: Optional[s
     """
     from msdoctor.registry_scan.builtins import LIBRARIES
     from msdoctor.registry_scan.sources import (
-        SourceSet, editable_source, may_register, project_files, record_files, requires_any,
+        SourceSet,
+        editable_source,
+        may_register,
+        project_files,
+        record_files,
+        requires_any,
     )
 
     own = {lib for lib, reg in builtins.libraries.items() if reg.has_registry}

@@ -56,9 +56,7 @@ def resolve_python(value: Optional[str]) -> str:
             if cand.is_file() and os.access(cand, os.X_OK):
                 return os.path.abspath(cand)
         raise TargetError(
-            f"--python {value}: the directory holds no Python interpreter (looked for "
-            + ", ".join(_CANDIDATES)
-            + ")",
+            f"--python {value}: the directory holds no Python interpreter (looked for " + ", ".join(_CANDIDATES) + ")",
             "pass the environment's root directory (the one with bin/python) or the interpreter itself",
         )
     if not os.access(path, os.X_OK):

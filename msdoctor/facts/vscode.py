@@ -167,14 +167,26 @@ def _settings_refs(f: VSFile, workspace: Path, environ: Mapping[str, str]) -> li
     for i, raw in enumerate(hidden if isinstance(hidden, list) else []):
         if isinstance(raw, str):
             resolved, problem = resolve(raw, workspace, environ)
-            refs.append(InterpreterRef("hidden", f.path, f.lines.get((EXCLUDE_KEY, i)), f"{EXCLUDE_KEY}[{i}]",
-                                       raw, resolved, problem))
+            refs.append(
+                InterpreterRef(
+                    "hidden", f.path, f.lines.get((EXCLUDE_KEY, i)), f"{EXCLUDE_KEY}[{i}]", raw, resolved, problem
+                )
+            )
     legacy_filter = doc.get(FILTER_KEY)
     for i, item in enumerate(legacy_filter if isinstance(legacy_filter, list) else []):
         if isinstance(item, dict) and isinstance(item.get("path"), str):
             resolved, problem = resolve(item["path"], workspace, environ)
-            refs.append(InterpreterRef("hidden", f.path, f.lines.get((FILTER_KEY, i)), f"{FILTER_KEY}[{i}]",
-                                       item["path"], resolved, problem))
+            refs.append(
+                InterpreterRef(
+                    "hidden",
+                    f.path,
+                    f.lines.get((FILTER_KEY, i)),
+                    f"{FILTER_KEY}[{i}]",
+                    item["path"],
+                    resolved,
+                    problem,
+                )
+            )
     return refs
 
 
@@ -189,8 +201,17 @@ def _launch_refs(f: VSFile, workspace: Path, environ: Mapping[str, str]) -> list
             if isinstance(raw, str):
                 resolved, problem = resolve(raw, workspace, environ)
                 name = cfg.get("name") or f"configurations[{i}]"
-                refs.append(InterpreterRef("launch", f.path, f.lines.get(("configurations", i, key)),
-                                           f"{name}: {key}", raw, resolved, problem))
+                refs.append(
+                    InterpreterRef(
+                        "launch",
+                        f.path,
+                        f.lines.get(("configurations", i, key)),
+                        f"{name}: {key}",
+                        raw,
+                        resolved,
+                        problem,
+                    )
+                )
     return refs
 
 
@@ -225,8 +246,11 @@ def _task_refs(f: VSFile, workspace: Path, environ: Mapping[str, str]) -> list:
             continue
         resolved, problem = resolve(named, workspace, environ)
         label = task.get("label") or f"tasks[{i}]"
-        refs.append(InterpreterRef("task", f.path, f.lines.get(("tasks", i, "command")), f"{label}: command",
-                                   named, resolved, problem))
+        refs.append(
+            InterpreterRef(
+                "task", f.path, f.lines.get(("tasks", i, "command")), f"{label}: command", named, resolved, problem
+            )
+        )
     return refs
 
 

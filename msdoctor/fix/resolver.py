@@ -40,7 +40,9 @@ _OFFLINE_RE = re.compile(
     r"NewConnectionError|Failed to establish a new connection|Temporary failure in name resolution|"
     r"Name or service not known|Network is unreachable|Connection refused|ProxyError|ConnectTimeoutError|"
     r"Read timed out|ReadTimeoutError|SSLError|No route to host|nodename nor servname|"
-    r"Could not fetch URL|connection broken|RemoteDisconnected", re.I)
+    r"Could not fetch URL|connection broken|RemoteDisconnected",
+    re.I,
+)
 _NOT_FOUND_RE = re.compile(r"Could not find a version that satisfies the requirement (.+?) \(from versions: ([^)]*)\)")
 _NO_DIST_RE = re.compile(r"No matching distribution found for (\S+)")
 _AVAILABLE_RE = re.compile(r"^Available versions:\s*(.*)$", re.M)
@@ -99,13 +101,16 @@ def parse_report(text: str) -> tuple[list[Planned], Optional[str]]:
         md = item.get("metadata") or {}
         if not md.get("name") or not md.get("version"):
             continue
-        out.append(Planned(
-            name=str(md["name"]), version=str(md["version"]),
-            requires=tuple(str(r) for r in md.get("requires_dist") or ()),
-            requires_python=md.get("requires_python"),
-            url=(item.get("download_info") or {}).get("url"),
-            requested=bool(item.get("requested")),
-        ))
+        out.append(
+            Planned(
+                name=str(md["name"]),
+                version=str(md["version"]),
+                requires=tuple(str(r) for r in md.get("requires_dist") or ()),
+                requires_python=md.get("requires_python"),
+                url=(item.get("download_info") or {}).get("url"),
+                requested=bool(item.get("requested")),
+            )
+        )
     return out, data.get("pip_version")
 
 
@@ -123,7 +128,7 @@ def classify_failure(stderr: str) -> tuple[str, Optional[str], Optional[list[str
         missing = m.group(1).strip()
         listed = m.group(2).strip()
         available = [] if listed in ("", "none") else [v.strip() for v in listed.split(",") if v.strip()]
-    elif (n := _NO_DIST_RE.search(stderr)):
+    elif n := _NO_DIST_RE.search(stderr):
         missing = n.group(1).strip()
     if _OFFLINE_RE.search(stderr) and not available:
         net = next((ln for ln in lines if _OFFLINE_RE.search(ln)), words)
@@ -170,8 +175,9 @@ class Resolver:
             return res
         scratch = tempfile.mkdtemp(prefix="msdoctor-pip-")
         try:
-            res = self.runner([self.python, "-m", "pip", *args], timeout=min(timeout, left), cwd=scratch,
-                              env=_env(self.environ))
+            res = self.runner(
+                [self.python, "-m", "pip", *args], timeout=min(timeout, left), cwd=scratch, env=_env(self.environ)
+            )
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         res.stdout = res.stdout[:MAX_OUTPUT]
@@ -181,8 +187,14 @@ class Resolver:
         self._cache[key] = res
         return res
 
-    def dry_run(self, specs: Sequence[str], *, no_deps: bool = True,
-                constraints: Sequence[str] = (), timeout_s: Optional[float] = None) -> DryRun:
+    def dry_run(
+        self,
+        specs: Sequence[str],
+        *,
+        no_deps: bool = True,
+        constraints: Sequence[str] = (),
+        timeout_s: Optional[float] = None,
+    ) -> DryRun:
         """What ``pip install SPEC...`` would install now (nothing is installed); ``timeout_s`` bounds this
         one call below the default (a shortcut the caller can do without)."""
         args = ["install", "--dry-run", "--quiet", "--report", "-", *PIP_NET_ARGS]
@@ -213,8 +225,11 @@ class Resolver:
             return out
         if res.timed_out:
             out.state = "timeout"
-            out.error = (f"pip did not answer within {self.dry_run_timeout_s:.0f} s" if res.duration_s
-                         else f"msdoctor's time for asking pip ({self.budget_s:.0f} s) ran out")
+            out.error = (
+                f"pip did not answer within {self.dry_run_timeout_s:.0f} s"
+                if res.duration_s
+                else f"msdoctor's time for asking pip ({self.budget_s:.0f} s) ran out"
+            )
             return out
         if res.returncode == 0:
             try:

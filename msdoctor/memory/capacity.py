@@ -31,9 +31,9 @@ if TYPE_CHECKING:  # pragma: no cover
 RESERVE = {"Ascend": int(4.5 * GIB), "GPU": 2 * GIB, "CPU": 0}
 RESERVE_WHY = {
     "Ascend": "CANN runtime outside MindSpore's pool: 4.5 GiB (Ascend/MindSpeed "
-              "mindspeed/core/auto_parallel/search/memory_model.py cann_memory)",
+    "mindspeed/core/auto_parallel/search/memory_model.py cann_memory)",
     "GPU": "CUDA context + NCCL buffers: 2 GiB (observed 1-2 GiB: torch.cuda.mem_get_info before and after "
-           "init_process_group)",
+    "init_process_group)",
     "CPU": "",
 }
 FRAGMENTATION = 0.05
@@ -81,8 +81,7 @@ def from_nvidia(info: Any) -> Detected:
         why = getattr(info, "smi_error", None) or "nvidia-smi listed no GPU memory"
         return Detected(notes=[f"GPU memory unknown: {why}"])
     names = sorted({str(getattr(g, "name", "?")) for g in gpus})
-    return Detected(min(sizes) * MIB, len(gpus), f"nvidia-smi: {len(gpus)} x {'/'.join(names)}, "
-                    f"{min(sizes)} MiB each")
+    return Detected(min(sizes) * MIB, len(gpus), f"nvidia-smi: {len(gpus)} x {'/'.join(names)}, {min(sizes)} MiB each")
 
 
 def from_host_ram(workers: int) -> Detected:
@@ -142,8 +141,9 @@ def machine_target(ctx: "Context", probe: bool = False) -> Optional[str]:
     return None
 
 
-def make_device(target: str, detected: Detected, cap: Any = None, override: Optional[int] = None,
-                override_text: str = "") -> Device:
+def make_device(
+    target: str, detected: Detected, cap: Any = None, override: Optional[int] = None, override_text: str = ""
+) -> Device:
     """Combine the device's total, the config's cap and --device-memory into what is compared against.
 
     Args:
@@ -162,13 +162,24 @@ def make_device(target: str, detected: Detected, cap: Any = None, override: Opti
     if cap is not None:
         where = f"{cap.key} = {cap.text}" + (f" (line {cap.line})" if cap.line else "")
         if total is not None and cap.bytes > total - reserve:
-            notes.append(f"{where} is more than the device's {fmt_gib(total)} minus the "
-                         f"{fmt_gib(reserve)} runtime reserve: the device is the limit")
-            return Device(target, total, reserve, RESERVE_WHY.get(target, ""), FRAGMENTATION, source,
-                          detected.count, tuple(notes))
+            notes.append(
+                f"{where} is more than the device's {fmt_gib(total)} minus the "
+                f"{fmt_gib(reserve)} runtime reserve: the device is the limit"
+            )
+            return Device(
+                target, total, reserve, RESERVE_WHY.get(target, ""), FRAGMENTATION, source, detected.count, tuple(notes)
+            )
         why = f"none counted: {cap.key} caps MindSpore's memory pool; the runtime lives outside it"
         if total is None:
             notes = [n for n in notes if "unknown" not in n]  # the cap decides; "device unknown" is noise here
         return Device(target, cap.bytes, 0, why, FRAGMENTATION, where, detected.count, tuple(notes))
-    return Device(target, total, reserve, RESERVE_WHY.get(target, ""), FRAGMENTATION,
-                  source or "unknown", detected.count, tuple(notes))
+    return Device(
+        target,
+        total,
+        reserve,
+        RESERVE_WHY.get(target, ""),
+        FRAGMENTATION,
+        source or "unknown",
+        detected.count,
+        tuple(notes),
+    )

@@ -94,7 +94,7 @@ def layer_params(m: ModelShape, t: int, ep: int = 1, dense: bool = False) -> Lay
     if m.bias:
         # column-parallel biases (QKV, FC1) are sharded; row-parallel ones (O, FC2) replicated
         sharded += q + 2 * kv
-        ffn += (2 * f if m.activation == "swiglu" else f)
+        ffn += 2 * f if m.activation == "swiglu" else f
         replicated += h
         ffn_replicated = h
     else:
@@ -106,10 +106,13 @@ def layer_params(m: ModelShape, t: int, ep: int = 1, dense: bool = False) -> Lay
         one = h * ef * glu + ((2 * ef if m.activation == "swiglu" else ef) + h if m.bias else 0)
         experts = m.num_experts * one
         expert_share = experts / (t * max(1, ep))
-        shared = (h * m.shared_ffn_size * glu if m.shared_ffn_size else m.shared_experts * one)
+        shared = h * m.shared_ffn_size * glu if m.shared_ffn_size else m.shared_experts * one
         router = h * m.num_experts
-        return LayerParams((sharded + shared) / t + expert_share + replicated + router,
-                           sharded + shared + experts + replicated + router, expert_share)
+        return LayerParams(
+            (sharded + shared) / t + expert_share + replicated + router,
+            sharded + shared + experts + replicated + router,
+            expert_share,
+        )
     return LayerParams((sharded + ffn) / t + replicated + ffn_replicated, sharded + ffn + replicated + ffn_replicated)
 
 
@@ -187,8 +190,11 @@ def stage_layer_params(m: ModelShape, s: Setup, stage: int, counts: list) -> Lay
         parts.append((moe_n, layer_params(m, t, ep)))
     if mtp_n:
         parts.append((mtp_n, mtp_params(m, t, ep)))
-    return LayerParams(sum(n * lp.per_device for n, lp in parts), sum(n * lp.whole for n, lp in parts),
-                       sum(n * lp.expert for n, lp in parts))
+    return LayerParams(
+        sum(n * lp.per_device for n, lp in parts),
+        sum(n * lp.whole for n, lp in parts),
+        sum(n * lp.expert for n, lp in parts),
+    )
 
 
 def stage_params(m: ModelShape, s: Setup, stage: int, layers: int, lp: LayerParams) -> StageParams:
@@ -208,8 +214,11 @@ def stage_params(m: ModelShape, s: Setup, stage: int, layers: int, lp: LayerPara
         output = h * (1 if m.norm == "rmsnorm" else 2)
         if not m.tie_embeddings or p > 1:
             output += v * h / emb_div
-            parts.append(("output layer" if not m.tie_embeddings else "tied output copy") + f" {v}x{h}"
-                         + (f"/{emb_div}" if emb_div > 1 else ""))
+            parts.append(
+                ("output layer" if not m.tie_embeddings else "tied output copy")
+                + f" {v}x{h}"
+                + (f"/{emb_div}" if emb_div > 1 else "")
+            )
         parts.append("final norm")
     total = lp.per_device + embedding + output
     largest = max(lp.per_device / max(1, layers), embedding, output)
@@ -221,8 +230,7 @@ def stage_params(m: ModelShape, s: Setup, stage: int, layers: int, lp: LayerPara
         if stage == p - 1:
             small += h * norm_w
     tensor = max(m.hidden_size * m.ffn / t, m.hidden_size * m.num_heads * m.head_width / t, embedding, output)
-    return StageParams(layers, total, embedding, output, largest, " + ".join(parts), small, lp.expert,
-                       tensor)
+    return StageParams(layers, total, embedding, output, largest, " + ".join(parts), small, lp.expert, tensor)
 
 
 # -- model states -----------------------------------------------------------------
@@ -306,8 +314,10 @@ MS_LEVEL_SOURCE = {
     2: "level2 also shards gradients, i.e. the accumulated ones (= gradient_accumulation_shard)",
     3: "level3 also all-gathers the weights again before backward, freeing the forward copy",
 }
-GATHER_AFTER_CAST = ("MindSpore all-gathers after the fp32 -> 16-bit Cast (step_parallel.cc "
-                     "InsertAllGatherAfterCast / FindChildCastWithFP32ToFP16)")
+GATHER_AFTER_CAST = (
+    "MindSpore all-gathers after the fp32 -> 16-bit Cast (step_parallel.cc "
+    "InsertAllGatherAfterCast / FindChildCastWithFP32ToFP16)"
+)
 
 
 def gather_dtype_bytes(s: Setup) -> int:
@@ -317,8 +327,9 @@ def gather_dtype_bytes(s: Setup) -> int:
     return DTYPE_BYTES[s.param_dtype]
 
 
-def _gathered(s: Setup, sp: StageParams, level: int, small: float, weight_bytes: int,
-              unsharded: float = 0.0) -> tuple[float, str]:
+def _gathered(
+    s: Setup, sp: StageParams, level: int, small: float, weight_bytes: int, unsharded: float = 0.0
+) -> tuple[float, str]:
     """What the all-gathers hold next to the own shards (the AllGather's output is a whole tensor).
 
     ``unsharded``: params the parallel optimizer leaves whole besides the small ones (expert weights with no
@@ -330,17 +341,25 @@ def _gathered(s: Setup, sp: StageParams, level: int, small: float, weight_bytes:
     cast = f"; {GATHER_AFTER_CAST}" if ms and gb < weight_bytes else ""
     if level >= 3 or (ms and level >= 1 and s.comm_recompute):
         unit = sp.largest_tensor if fw == "deepspeed" else sp.largest_unit
-        why_free = ("level3: gathered again before backward" if level >= 3 and ms else
-                    "parallel_optimizer_comm_recompute: gathered again in backward" if ms else
-                    "ZeRO-3: gathered per block")
-        return (min(n - small, 2 * unit) * gb,
-                f"two {'tensors' if fw == 'deepspeed' else 'blocks'} of {round(unit):,} params gathered at a time x "
-                f"{gb} B ({gdt}), freed per layer ({why_free}){cast}")
+        why_free = (
+            "level3: gathered again before backward"
+            if level >= 3 and ms
+            else "parallel_optimizer_comm_recompute: gathered again in backward"
+            if ms
+            else "ZeRO-3: gathered per block"
+        )
+        return (
+            min(n - small, 2 * unit) * gb,
+            f"two {'tensors' if fw == 'deepspeed' else 'blocks'} of {round(unit):,} params gathered at a time x "
+            f"{gb} B ({gdt}), freed per layer ({why_free}){cast}",
+        )
     if ms and level >= 1:
-        return ((n - small) * gb,
-                f"{round(n - small):,} params x {gb} B ({gdt}): the all-gathered weights are kept from forward to "
-                "backward in graph mode (set parallel_optimizer_comm_recompute or optimizer_level level3 to free "
-                f"them per layer){cast}")
+        return (
+            (n - small) * gb,
+            f"{round(n - small):,} params x {gb} B ({gdt}): the all-gathered weights are kept from forward to "
+            "backward in graph mode (set parallel_optimizer_comm_recompute or optimizer_level level3 to free "
+            f"them per layer){cast}",
+        )
     return 0.0, ""
 
 
@@ -375,8 +394,10 @@ def state_components(m: ModelShape, s: Setup, sp: StageParams) -> list[Component
     out.append(Component("parameters", "parameters", round(b), f"{pn} x {wd.weights} B ({s.param_dtype}){note}{src}"))
     gathered, gwhy = _gathered(s, sp, level, small, wd.weights, expert if de == 1 else 0.0)
     if gathered and expert and de == 1:
-        gwhy += (f"; the {round(expert):,} expert params have no data-parallel replica (expert_parallel = data x "
-                 "context parallel), so they are neither sharded nor gathered")
+        gwhy += (
+            f"; the {round(expert):,} expert params have no data-parallel replica (expert_parallel = data x "
+            "context parallel), so they are neither sharded nor gathered"
+        )
     if gathered:
         out.append(Component("gathered_parameters", "gathered weights", round(gathered), gwhy))
     # gradients: a sliced MindSpore weight's gradient is its slice (the AllGather's backward is a
@@ -390,18 +411,30 @@ def state_components(m: ModelShape, s: Setup, sp: StageParams) -> list[Component
         out.append(Component("gradients", "gradients", round(b), why))
     if wd.master:
         b, note = part(wd.master, level >= 1)
-        out.append(Component("master_weights", "master weights", round(b),
-                             f"{pn} x 4 B (fp32 master copy of 16-bit weights){note}"))
+        out.append(
+            Component(
+                "master_weights", "master weights", round(b), f"{pn} x 4 B (fp32 master copy of 16-bit weights){note}"
+            )
+        )
     b, note = part(wd.optimizer, level >= 1)
-    out.append(Component("optimizer_states", "optimizer states", round(b),
-                         f"{pn} x {wd.optimizer} B ({wd.why_optimizer}){note}"))
+    out.append(
+        Component(
+            "optimizer_states", "optimizer states", round(b), f"{pn} x {wd.optimizer} B ({wd.why_optimizer}){note}"
+        )
+    )
     if wd.accumulation:
         b, note = part(wd.accumulation, level >= 2 or (level >= 1 and s.accumulation_shard))
         reason = "gradient accumulation" if s.grad_accumulation > 1 else "pipeline micro-batches"
         if level == 1 and not s.accumulation_shard:
             note += " (whole at level1: gradient_accumulation_shard / level2 shard it)"
-        out.append(Component("accumulation", "accumulation buffer", round(b),
-                             f"{pn} x {wd.accumulation} B (accu_grads for {reason}){note}"))
+        out.append(
+            Component(
+                "accumulation",
+                "accumulation buffer",
+                round(b),
+                f"{pn} x {wd.accumulation} B (accu_grads for {reason}){note}",
+            )
+        )
     return out
 
 
@@ -426,8 +459,12 @@ def layer_activation(m: ModelShape, s: Setup, mode: str, comm: bool = False) -> 
     tr = t if sp else 1
     if mode == "full":
         full = 2 * scale * sbh / tr
-        return LayerActivation(full, f"layer input only: 2*s*b*h{'/t' if sp else ''} = 2*{seq:g}*{b}*{h}"
-                               + (f"/{t}" if sp else "") + (" (fp32)" if scale == 2 else ""))
+        return LayerActivation(
+            full,
+            f"layer input only: 2*s*b*h{'/t' if sp else ''} = 2*{seq:g}*{b}*{h}"
+            + (f"/{t}" if sp else "")
+            + (" (fp32)" if scale == 2 else ""),
+        )
     drop = 2 if m.dropout else 0
     # R: norm inputs (4) + QKV and FC1 inputs (4) + dropout masks. With sequence parallel Megatron
     # stashes the sequence shard of the QKV/FC1 inputs and gathers again in backward (Korthikanti
@@ -451,7 +488,8 @@ def layer_activation(m: ModelShape, s: Setup, mode: str, comm: bool = False) -> 
         shared = m.shared_ffn_size or m.shared_experts * m.expert_ffn
         ffn_coef = (k * m.expert_ffn / h + 4) * routed + k * shared / h
         ffn_note += f", MoE top-{m.experts_per_token} x{routed:g} routed copies of {m.expert_ffn}" + (
-            f" + shared {shared}" if shared else "")
+            f" + shared {shared}" if shared else ""
+        )
     s_coef = (2 * qf + 4 * kvf + 2 * qf + ffn_coef) * scale
     if s.flash_attention:
         core = 4 * m.num_heads / h  # fp32 softmax statistics (log-sum-exp) only
@@ -465,11 +503,16 @@ def layer_activation(m: ModelShape, s: Setup, mode: str, comm: bool = False) -> 
         core_note = f"materialised attention scores {core * h / (m.num_heads * seq):g}*a*s/h"
     per = sbh * (r_sharded / tr + r_full + s_coef / t + core / t)
     r_txt = f"{r_sharded:g}/{tr}" + (f" + {r_full:g}" if r_full else "")
-    why = (f"s*b*h*(R/{tr} + S/{t} + core/{t}) = {seq:g}*{b}*{h}*({r_txt} + {s_coef:.3f}/{t} + {core:.3f}/{t}) "
-           f"[R: norm, QKV and FC1 inputs{', dropout masks' if drop else ''}"
-           + ("; the gathered QKV/FC1 inputs are kept whole (MindSpore graph mode, no select_comm_recompute)"
-              if r_full else "")
-           + f"; S: Q, K, V, attention output, FFN ({ffn_note}); core: {core_note}]")
+    why = (
+        f"s*b*h*(R/{tr} + S/{t} + core/{t}) = {seq:g}*{b}*{h}*({r_txt} + {s_coef:.3f}/{t} + {core:.3f}/{t}) "
+        f"[R: norm, QKV and FC1 inputs{', dropout masks' if drop else ''}"
+        + (
+            "; the gathered QKV/FC1 inputs are kept whole (MindSpore graph mode, no select_comm_recompute)"
+            if r_full
+            else ""
+        )
+        + f"; S: Q, K, V, attention output, FFN ({ffn_note}); core: {core_note}]"
+    )
     return LayerActivation(per, why)
 
 
@@ -553,21 +596,28 @@ def _io_components(m: ModelShape, s: Setup, stage: int, unit: Setup, flight: flo
         extras += 2 * (2 * scale * sbh / tr)
         parts.append(f"final-norm and output-layer inputs 2 x {2 * scale:g}*{seq:g}*{b}*{h}/{tr}")
     if extras:
-        out.append(Component("embedding_io", "embedding / head inputs", round(extras), " + ".join(parts),
-                             "activation"))
+        out.append(Component("embedding_io", "embedding / head inputs", round(extras), " + ".join(parts), "activation"))
     if stage == p - 1:
         v = m.padded_vocab(t)
         cb = DTYPE_BYTES[s.precision]
         seq = s.seq_length / s.context_parallel  # SeqPipe: the chunks' logits wait for their backward together
         logits = (cb + 4) * seq * b * v / t
-        out.append(Component("logits", "logits / loss buffers", round(logits),
-                             f"({cb} B {s.precision} logits + 4 B fp32 softmax for the cross-entropy) x s*b*V/t = "
-                             f"{cb + 4}*{seq:g}*{b}*{v}/{t}", "activation"))
+        out.append(
+            Component(
+                "logits",
+                "logits / loss buffers",
+                round(logits),
+                f"({cb} B {s.precision} logits + 4 B fp32 softmax for the cross-entropy) x s*b*V/t = "
+                f"{cb + 4}*{seq:g}*{b}*{v}/{t}",
+                "activation",
+            )
+        )
     return out
 
 
-def activation_components(m: ModelShape, s: Setup, stage: int, layers: int,
-                          cache: Optional[dict] = None) -> list[Component]:
+def activation_components(
+    m: ModelShape, s: Setup, stage: int, layers: int, cache: Optional[dict] = None
+) -> list[Component]:
     cache = cache if cache is not None else {}
     u = units(s)
     unit = s.with_(seq_length=max(1, s.seq_length // u)) if u > 1 else s
@@ -585,9 +635,13 @@ def activation_components(m: ModelShape, s: Setup, stage: int, layers: int,
     none_n = layers - full_n - sel_n
     comm_sel = min(comm_n, sel_n)
     comm_none = min(comm_n - comm_sel, none_n)
-    groups = [(full_n, act("full"), "full"),
-              (sel_n - comm_sel, act("selective"), "selective"), (comm_sel, act("selective", True), "selective+comm"),
-              (none_n - comm_none, act("none"), "none"), (comm_none, act("none", True), "none+comm")]
+    groups = [
+        (full_n, act("full"), "full"),
+        (sel_n - comm_sel, act("selective"), "selective"),
+        (comm_sel, act("selective", True), "selective+comm"),
+        (none_n - comm_none, act("none"), "none"),
+        (comm_none, act("none", True), "none+comm"),
+    ]
     groups = [g for g in groups if g[0]]
     stored = flight * sum(n * a.bytes for n, a, _ in groups)
     what = "SeqPipe chunk" if u > 1 else "micro-batch"
@@ -595,49 +649,86 @@ def activation_components(m: ModelShape, s: Setup, stage: int, layers: int,
     sched = ""
     if p > 1:
         sched = f"; scheduler {s.pipeline_scheduler}" + (f", {u} chunks of {unit.seq_length} tokens" if u > 1 else "")
-    why = f"{flight_txt} x (" + " + ".join(f"{n} layers x {fmt_bytes(a.bytes)} ({name}: {a.why})"
-                                            for n, a, name in groups) + ")" + sched
+    why = (
+        f"{flight_txt} x ("
+        + " + ".join(f"{n} layers x {fmt_bytes(a.bytes)} ({name}: {a.why})" for n, a, name in groups)
+        + ")"
+        + sched
+    )
     # sequence parallel in MindSpore graph mode: the all-gathered QKV / FC1 inputs are kept whole where Megatron
     # keeps the sequence shard (layer_activation's r_full); counted apart, as an unconfirmed term of the band
-    sp_kept = flight * sum(n * (a.bytes - act(name.split("+")[0], True).bytes)
-                           for n, a, name in groups if name in ("selective", "none"))
+    sp_kept = flight * sum(
+        n * (a.bytes - act(name.split("+")[0], True).bytes) for n, a, name in groups if name in ("selective", "none")
+    )
     out: list[Component] = [Component("activations", "activations", round(stored - sp_kept), why, "activation")]
     if sp_kept > 0:
-        out.append(Component("sp_gathered_inputs", "sequence-parallel gathered inputs", round(sp_kept),
-                             f"{flight_txt} x the all-gathered QKV and FC1 inputs (4*s*b*h*(1 - 1/t) per layer) "
-                             "kept whole from forward to backward (MindSpore graph mode without "
-                             "select_comm_recompute)", "activation"))
+        out.append(
+            Component(
+                "sp_gathered_inputs",
+                "sequence-parallel gathered inputs",
+                round(sp_kept),
+                f"{flight_txt} x the all-gathered QKV and FC1 inputs (4*s*b*h*(1 - 1/t) per layer) "
+                "kept whole from forward to backward (MindSpore graph mode without "
+                "select_comm_recompute)",
+                "activation",
+            )
+        )
     # while one layer is recomputed in backward, it briefly holds what the recompute had dropped
     kept = min((a.bytes for n, a, name in groups if name != "none"), default=None)
     if kept is not None and act("none").bytes > kept:
         work = act("none").bytes - kept
-        out.append(Component("recompute_working_set", "recompute working set", round(work),
-                             f"one layer recomputed in backward: {fmt_bytes(act('none').bytes)} without recompute "
-                             f"- {fmt_bytes(kept)} kept", "activation"))
+        out.append(
+            Component(
+                "recompute_working_set",
+                "recompute working set",
+                round(work),
+                f"one layer recomputed in backward: {fmt_bytes(act('none').bytes)} without recompute "
+                f"- {fmt_bytes(kept)} kept",
+                "activation",
+            )
+        )
     if u > 1:
         # SeqPipe keeps K/V of the whole sequence and their gradients per layer (MindFormers r1.5.0
         # mindformers/models/llama/llama_transformer.py: key_cache, value_cache, key/value_cache_grad)
         kv = 4 * b * (m.kv_heads / t) * (s.seq_length / s.context_parallel) * m.head_width * DTYPE_BYTES[s.precision]
-        out.append(Component("seqpipe_kv_cache", "SeqPipe K/V caches", round(layers * kv),
-                             f"{layers} layers x 4 x b*(g/t)*s*d*{DTYPE_BYTES[s.precision]} = 4*{b}*{m.kv_heads}/{t}"
-                             f"*{s.seq_length}*{m.head_width} (key/value caches and their gradients)", "activation"))
+        out.append(
+            Component(
+                "seqpipe_kv_cache",
+                "SeqPipe K/V caches",
+                round(layers * kv),
+                f"{layers} layers x 4 x b*(g/t)*s*d*{DTYPE_BYTES[s.precision]} = 4*{b}*{m.kv_heads}/{t}"
+                f"*{s.seq_length}*{m.head_width} (key/value caches and their gradients)",
+                "activation",
+            )
+        )
     out += _io_components(m, s, stage, unit, flight)
     return out
 
 
 # -- the estimate -----------------------------------------------------------------
 def overhead_components(device: Device, allocated: float) -> list[Component]:
-    out = [Component("runtime_reserve", "runtime reserve", int(device.reserve),
-                     device.reserve_why or "none counted", "overhead")]
+    out = [
+        Component(
+            "runtime_reserve", "runtime reserve", int(device.reserve), device.reserve_why or "none counted", "overhead"
+        )
+    ]
     if device.fragmentation:
-        out.append(Component("fragmentation", "fragmentation margin", round(allocated * device.fragmentation),
-                             f"{device.fragmentation:.0%} of the {fmt_bytes(allocated)} allocated "
-                             "(allocator caching and fragmentation)", "overhead"))
+        out.append(
+            Component(
+                "fragmentation",
+                "fragmentation margin",
+                round(allocated * device.fragmentation),
+                f"{device.fragmentation:.0%} of the {fmt_bytes(allocated)} allocated "
+                "(allocator caching and fragmentation)",
+                "overhead",
+            )
+        )
     return out
 
 
-def _stage_breakdown(m: ModelShape, s: Setup, layers: list[int], stage: int,
-                     cache: dict) -> tuple[StageParams, list[Component]]:
+def _stage_breakdown(
+    m: ModelShape, s: Setup, layers: list[int], stage: int, cache: dict
+) -> tuple[StageParams, list[Component]]:
     sp = stage_params(m, s, stage, layers[stage], stage_layer_params(m, s, stage, layers))
     comps = state_components(m, s, sp) + activation_components(m, s, stage, layers[stage], cache)
     return sp, comps
@@ -662,11 +753,22 @@ def estimate(model: ModelShape, setup: Setup, device: Optional[Device] = None) -
     comps = comps + overhead_components(device, allocated)
     notes = []
     if setup.pipeline_stages > 1:
-        notes.append(f"pipeline stage {stage} of {setup.pipeline_stages} is the most loaded "
-                     f"({sp.layers} layers: {sp.why}); schedule modelled: {setup.pipeline_scheduler}"
-                     + (f" with {units(setup)} sequence chunks per micro-batch" if units(setup) > 1 else ""))
-    return Estimate(model, setup, device, stage, tuple(comps), total_params(model, setup.tensor_parallel),
-                    round(sp.params), tuple(stages), tuple(notes))
+        notes.append(
+            f"pipeline stage {stage} of {setup.pipeline_stages} is the most loaded "
+            f"({sp.layers} layers: {sp.why}); schedule modelled: {setup.pipeline_scheduler}"
+            + (f" with {units(setup)} sequence chunks per micro-batch" if units(setup) > 1 else "")
+        )
+    return Estimate(
+        model,
+        setup,
+        device,
+        stage,
+        tuple(comps),
+        total_params(model, setup.tensor_parallel),
+        round(sp.params),
+        tuple(stages),
+        tuple(notes),
+    )
 
 
 def _candidate_stages(m: ModelShape, s: Setup) -> list[int]:
@@ -675,9 +777,14 @@ def _candidate_stages(m: ModelShape, s: Setup) -> list[int]:
     p = s.pipeline_stages
     if p == 1:
         return [0]
-    if (s.stage_offsets or s.recompute_layers is not None or s.selective_layers is not None
-            or s.comm_recompute_layers is not None or (m.num_layers + m.mtp_layers) % p
-            or (m.moe and m.dense_layers) or m.mtp_layers):
+    if (
+        s.stage_offsets
+        or s.recompute_layers is not None
+        or s.selective_layers is not None
+        or s.comm_recompute_layers is not None
+        or (m.num_layers + m.mtp_layers) % p
+        or (m.moe and m.dense_layers)
+        or m.mtp_layers
+    ):
         return list(range(p))
     return [0, p - 1]
-

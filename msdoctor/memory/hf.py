@@ -20,8 +20,12 @@ def _unknown(doc: Document) -> tuple[list[Problem], list[Problem]]:
         if key in K.HF_KNOWN or key.endswith("_config") or key.startswith("_"):
             continue
         hint = did_you_mean(key, K.HF_READ) if len(unknown) < MAX_HINTS else ""
-        problem = Problem((key,), "unknown key, not read by the memory estimate" + (f"; {hint}" if hint else ""),
-                          None, doc.line_of(key))
+        problem = Problem(
+            (key,),
+            "unknown key, not read by the memory estimate" + (f"; {hint}" if hint else ""),
+            None,
+            doc.line_of(key),
+        )
         unknown.append(problem)
         if hint:
             relevant.append(problem)
@@ -88,8 +92,12 @@ def _model(r: Reader, doc: Document, notes: list) -> tuple[Optional[ModelShape],
     """The model shape (None when a required key is missing) and max_position_embeddings."""
     top = ()
     ints = {name: r.int(name, top, names) for name, names in K.HF_INTS.items()}
-    for name, what in (("num_layers", "layers"), ("hidden_size", "hidden size"), ("num_heads", "heads"),
-                       ("vocab_size", "vocabulary")):
+    for name, what in (
+        ("num_layers", "layers"),
+        ("hidden_size", "hidden size"),
+        ("num_heads", "heads"),
+        ("vocab_size", "vocabulary"),
+    ):
         if ints[name] is None:
             r.problems.append(Problem((K.HF_INTS[name][0],), f"is missing: the estimate needs the {what}", None, None))
     kv = ints["num_kv_heads"]
@@ -105,10 +113,11 @@ def _model(r: Reader, doc: Document, notes: list) -> tuple[Optional[ModelShape],
     tie_default = K.HF_TIE_DEFAULT.get(model_type, K.HF_TIE_DEFAULT_REMOTE.get(model_type, K.HF_TIE_FALLBACK))
     tie = r.bool("tie_embeddings", top, ("tie_word_embeddings",), tie_default)
     if "tie_embeddings" not in r.origins:
-        notes.append(f"tie_word_embeddings not set: {tie_default} for model_type {model_type or '(none)'} "
-                     "(the transformers config class default)")
-    bias = (r.bool("bias", top, ("mlp_bias",), False)
-            or r.bool("bias", top, ("bias",), model_type in K.HF_BIAS_TYPES))
+        notes.append(
+            f"tie_word_embeddings not set: {tie_default} for model_type {model_type or '(none)'} "
+            "(the transformers config class default)"
+        )
+    bias = r.bool("bias", top, ("mlp_bias",), False) or r.bool("bias", top, ("bias",), model_type in K.HF_BIAS_TYPES)
     qkv_bias = r.bool("qkv_bias", top, ("attention_bias",), model_type in K.HF_QKV_BIAS)
     dropout = max(r.number("dropout", top, (k,), 0.0) for k in K.HF_DROPOUT)
     attention_dropout = max(r.number("attention_dropout", top, (k,), 0.0) for k in K.HF_ATTENTION_DROPOUT)
@@ -118,29 +127,49 @@ def _model(r: Reader, doc: Document, notes: list) -> tuple[Optional[ModelShape],
         return None, max_pos
     ffn = ints["ffn_size"]
     if ffn is None:
-        notes.append("no intermediate_size: " + ("4 x hidden" if activation == "gelu" else "the Llama rule")
-                     + " assumed")
+        notes.append(
+            "no intermediate_size: " + ("4 x hidden" if activation == "gelu" else "the Llama rule") + " assumed"
+        )
     if moe.get("num_experts"):
-        notes.append(f"mixture of experts: {moe['num_experts']} routed experts of width "
-                     f"{moe['expert_ffn_size'] or ffn}, top-{moe['experts_per_token']}"
-                     + (f", {moe['shared_experts']} shared" if moe["shared_experts"] else "")
-                     + (f", shared width {moe['shared_ffn_size']}" if moe["shared_ffn_size"] else "")
-                     + (f", {moe['dense_layers']} dense layers (counted as the first ones for the pipeline)"
-                        if moe["dense_layers"] and "dense_layers" in r.origins
-                        and r.origins["dense_layers"][-1] in K.HF_SPARSE_STEP + K.HF_MLP_ONLY_LAYERS
-                        else f", first {moe['dense_layers']} layers dense" if moe["dense_layers"] else ""))
+        notes.append(
+            f"mixture of experts: {moe['num_experts']} routed experts of width "
+            f"{moe['expert_ffn_size'] or ffn}, top-{moe['experts_per_token']}"
+            + (f", {moe['shared_experts']} shared" if moe["shared_experts"] else "")
+            + (f", shared width {moe['shared_ffn_size']}" if moe["shared_ffn_size"] else "")
+            + (
+                f", {moe['dense_layers']} dense layers (counted as the first ones for the pipeline)"
+                if moe["dense_layers"]
+                and "dense_layers" in r.origins
+                and r.origins["dense_layers"][-1] in K.HF_SPARSE_STEP + K.HF_MLP_ONLY_LAYERS
+                else f", first {moe['dense_layers']} layers dense"
+                if moe["dense_layers"]
+                else ""
+            )
+        )
     if moe.get("kv_lora_rank"):
-        notes.append(f"multi-head latent attention: kv_lora_rank {moe['kv_lora_rank']}, "
-                     f"q_lora_rank {moe.get('q_lora_rank', 0)}")
+        notes.append(
+            f"multi-head latent attention: kv_lora_rank {moe['kv_lora_rank']}, q_lora_rank {moe.get('q_lora_rank', 0)}"
+        )
     if moe.get("mtp_layers"):
         notes.append(f"{moe['mtp_layers']} multi-token-prediction layer(s) (num_nextn_predict_layers)")
     model = ModelShape(
-        num_layers=layers, hidden_size=hidden, num_heads=heads, vocab_size=vocab, num_kv_heads=kv, ffn_size=ffn, activation=activation,
-        head_dim=ints["head_dim"], tie_embeddings=tie, bias=bias, qkv_bias=qkv_bias,
+        num_layers=layers,
+        hidden_size=hidden,
+        num_heads=heads,
+        vocab_size=vocab,
+        num_kv_heads=kv,
+        ffn_size=ffn,
+        activation=activation,
+        head_dim=ints["head_dim"],
+        tie_embeddings=tie,
+        bias=bias,
+        qkv_bias=qkv_bias,
         norm="layernorm" if r.find(top, K.HF_LAYERNORM_EPS)[1] is not None else "rmsnorm",
         qk_norm=model_type.startswith("qwen3") or r.bool("qk_norm", top, ("qk_norm",), False),
-        position_embeddings=max_pos if model_type in K.HF_LEARNED_POSITIONS else 0, dropout=dropout > 0,
-        attention_dropout=attention_dropout > 0, **moe,
+        position_embeddings=max_pos if model_type in K.HF_LEARNED_POSITIONS else 0,
+        dropout=dropout > 0,
+        attention_dropout=attention_dropout > 0,
+        **moe,
     )
     return model, max_pos
 
@@ -161,9 +190,12 @@ def from_hf(doc: Document) -> Source:
     model, seq = _model(r, doc, notes)
     if r.problems or model is None:
         raise ConfigError(doc.path, r.problems)
-    notes.append(f"a config.json has no training setup: sequence {seq or '(none: pass --seq-length)'} "
-                 "(max_position_embeddings), micro-batch 1, no parallelism, bf16 compute with fp32 weights, "
-                 "AdamW, no recompute, flash attention assumed unless given on the command line")
+    notes.append(
+        f"a config.json has no training setup: sequence {seq or '(none: pass --seq-length)'} "
+        "(max_position_embeddings), micro-batch 1, no parallelism, bf16 compute with fp32 weights, "
+        "AdamW, no recompute, flash attention assumed unless given on the command line"
+    )
     setup = Setup(seq_length=seq, precision="bf16", param_dtype="fp32")
-    return Source(doc.path, "hf", model, setup, None, None, None, dict(r.origins), unknown, relevant, notes,
-                  dict(doc.lines))
+    return Source(
+        doc.path, "hf", model, setup, None, None, None, dict(r.origins), unknown, relevant, notes, dict(doc.lines)
+    )

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 # MindFormers: top level ---------------------------------------------------------------
-MF_TOP = frozenset("""
+MF_TOP = frozenset(
+    """
 seed output_dir load_checkpoint load_ckpt_format src_strategy_path_or_dir auto_trans_ckpt only_save_strategy
 resume_training run_mode use_legacy use_parallel trainer runner_config optimizer lr_schedule train_dataset
 train_dataset_task eval_dataset eval_dataset_task do_eval eval_step_interval eval_epoch_interval parallel
@@ -29,14 +30,16 @@ tensorboard load_ckpt_async transform_process_num ignore_data_skip data_skip_ste
 device_num local_rank model_name check_for_nan_in_loss_and_grad print_separate_loss train_precision_sync
 infer_precision_sync postprocess_use_numpy use_graceful_exit ckpt_use_legacy_format exclude_cann_cpu mstx
 src_strategy_path_or_dir pipeline_config pretrained_model_dir profiler_level generation_config
-""".split())
+""".split()
+)
 
 #: top-level sections whose content changes the memory estimate
 MF_RELEVANT = ("model", "parallel_config", "parallel", "recompute_config", "runner_config", "context", "optimizer")
 
 MF_MODEL = frozenset("model_config arch".split())
 
-MF_MODEL_CONFIG = frozenset("""
+MF_MODEL_CONFIG = frozenset(
+    """
 type batch_size seq_length hidden_size num_layers num_heads n_kv_heads vocab_size multiple_of ffn_dim_multiplier
 intermediate_size rms_norm_eps bos_token_id eos_token_id pad_token_id ignore_token_id compute_dtype
 layernorm_compute_type softmax_compute_type rotary_dtype param_init_type embedding_init_type residual_dtype
@@ -61,41 +64,54 @@ first_k_dense_replace q_lora_rank kv_lora_rank qk_nope_head_dim qk_head_dim qk_r
 v_head_dim mtp_depth num_nextn_predict_layers mtp_num_layers multi_latent_attention moe_grouped_gemm
 router_dense_type moe_router_dtype moe_router_pre_softmax moe_token_drop_policy routed_scaling_factor
 router_aux_loss_coef moe_aux_loss_coeff moe_router_load_balancing_type norm_topk_prob
-""".split())
+""".split()
+)
 
-MF_PARALLEL_CONFIG = frozenset("""
+MF_PARALLEL_CONFIG = frozenset(
+    """
 data_parallel model_parallel pipeline_stage context_parallel micro_batch_num use_seq_parallel vocab_emb_dp
 gradient_aggregation_group optimizer_shard expert_parallel context_parallel_algo ulysses_degree_in_cp mem_coeff
 seq_split_num select_recompute recompute use_sep_parallel
 data_parallel_size tensor_model_parallel_size pipeline_model_parallel_size context_parallel_size
 expert_model_parallel_size virtual_pipeline_model_parallel_size sequence_parallel
-""".split())
+""".split()
+)
 
-MF_PARALLEL = frozenset("""
+MF_PARALLEL = frozenset(
+    """
 parallel_mode gradients_mean enable_alltoall full_batch search_mode enable_parallel_optimizer
 strategy_ckpt_save_file strategy_ckpt_load_file strategy_ckpt_config parallel_optimizer_config dataset_strategy
 pipeline_config loss_repeated_mean device_num dump_local_norm dump_device_local_norm auto_pipeline
-""".split())
+""".split()
+)
 
 MF_PIPELINE = frozenset("pipeline_interleave pipeline_scheduler".split())
 
-MF_OPTIMIZER_PARALLEL = frozenset("""
+MF_OPTIMIZER_PARALLEL = frozenset(
+    """
 gradient_accumulation_shard parallel_optimizer_threshold optimizer_weight_shard_size optimizer_level
-""".split())
+""".split()
+)
 
-MF_RECOMPUTE = frozenset("""
+MF_RECOMPUTE = frozenset(
+    """
 recompute select_recompute parallel_optimizer_comm_recompute mp_comm_recompute recompute_slice_activation
 select_comm_recompute select_recompute_exclude select_comm_recompute_exclude
-""".split())
+""".split()
+)
 
-MF_RUNNER = frozenset("epochs batch_size sink_mode sink_size gradient_accumulation_steps initial_epoch initial_step".split())
+MF_RUNNER = frozenset(
+    "epochs batch_size sink_mode sink_size gradient_accumulation_steps initial_epoch initial_step".split()
+)
 
-MF_CONTEXT = frozenset("""
+MF_CONTEXT = frozenset(
+    """
 mode device_target max_call_depth max_device_memory save_graphs save_graphs_path device_id memory_optimize_level
 jit_config ascend_config enable_graph_kernel graph_kernel_flags runtime_num_threads mempool_block_size
 affinity_cpu_list deterministic pynative_synchronize enable_compile_cache compile_cache_path variable_memory_max_size
 max_device_memory_ratio
-""".split())
+""".split()
+)
 
 MF_OPTIMIZER = frozenset("type beta1 beta2 betas eps learning_rate weight_decay momentum loss_scale".split())
 
@@ -113,7 +129,8 @@ MF_SECTIONS = {
 }
 
 # Hugging Face config.json ---------------------------------------------------------------
-HF_READ = frozenset("""
+HF_READ = frozenset(
+    """
 num_hidden_layers n_layer num_layers hidden_size n_embd d_model num_attention_heads n_head num_key_value_heads
 num_kv_heads multi_query intermediate_size n_inner ffn_dim vocab_size max_position_embeddings n_positions
 seq_length hidden_act activation_function tie_word_embeddings attention_bias mlp_bias bias head_dim torch_dtype
@@ -122,9 +139,11 @@ embd_pdrop model_type architectures num_local_experts num_experts n_routed_exper
 moe_intermediate_size n_shared_experts router_aux_loss_coef output_router_logits router_jitter_noise
 first_k_dense_replace shared_expert_intermediate_size q_lora_rank kv_lora_rank qk_nope_head_dim qk_rope_head_dim
 v_head_dim num_nextn_predict_layers decoder_sparse_step mlp_only_layers
-""".split())
+""".split()
+)
 
-HF_IGNORED = frozenset("""
+HF_IGNORED = frozenset(
+    """
 bos_token_id eos_token_id pad_token_id sep_token_id decoder_start_token_id transformers_version use_cache
 initializer_range initializer_factor rope_theta rope_scaling rope_parameters pretraining_tp partial_rotary_factor
 rotary_pct rotary_emb_base use_sliding_window sliding_window max_window_layers layer_types attn_implementation
@@ -141,7 +160,8 @@ output_scores return_dict_in_generate tie_encoder_decoder torch_compile architec
 use_return_dict cache_implementation norm_topk_prob
 rope_type original_max_position_embeddings attention_multiplier embedding_multiplier logits_scaling
 residual_multiplier
-""".split())
+""".split()
+)
 
 HF_KNOWN = HF_READ | HF_IGNORED
 
@@ -212,10 +232,22 @@ MF_PARALLEL_INTS = {
 #:   params_dtype float32, compute_dtype bfloat16 (the configs/qwen3 defaults); TransformerConfig
 #:   use_flash_attention True and seq_length 4096 (mindformers 2.1.0 parallel_core/transformer_config.py).
 MF_FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
-    "legacy": {"vocab_emb_dp": True, "param_dtype": "fp16", "precision": "fp16", "tie_embeddings": False,
-               "flash_attention": False, "seq_length": None},
-    "mcore": {"vocab_emb_dp": False, "param_dtype": "fp32", "precision": "bf16", "tie_embeddings": False,
-              "flash_attention": True, "seq_length": 4096},
+    "legacy": {
+        "vocab_emb_dp": True,
+        "param_dtype": "fp16",
+        "precision": "fp16",
+        "tie_embeddings": False,
+        "flash_attention": False,
+        "seq_length": None,
+    },
+    "mcore": {
+        "vocab_emb_dp": False,
+        "param_dtype": "fp32",
+        "precision": "bf16",
+        "tie_embeddings": False,
+        "flash_attention": True,
+        "seq_length": 4096,
+    },
 }
 
 #: MindFormers recompute_config: select_recompute True means these patterns (LayerSetting's
@@ -227,17 +259,38 @@ MF_FFN_PATTERN_WORDS = ("mul", "silu", "activat", "gelu", "swiglu")
 
 #: pipeline_config.pipeline_scheduler values MindSpore accepts (mindspore/context.py 2.7:
 #: gpipe/1f1b/seqpipe/seqvpp/seqsmartvpp/zero_bubble_v) -> what the estimate models
-MF_SCHEDULERS = {"1f1b": "1f1b", "gpipe": "gpipe", "seqpipe": "seqpipe", "seqvpp": "seqpipe",
-                 "seqsmartvpp": "seqpipe", "zero_bubble_v": "1f1b"}
+MF_SCHEDULERS = {
+    "1f1b": "1f1b",
+    "gpipe": "gpipe",
+    "seqpipe": "seqpipe",
+    "seqvpp": "seqpipe",
+    "seqsmartvpp": "seqpipe",
+    "zero_bubble_v": "1f1b",
+}
 
 
 # Hugging Face: tie_word_embeddings when config.json does not say (the config class default) ----
 #: transformers 4.57.1 models/<type>/configuration_<type>.py; PretrainedConfig's own default is True.
 #: tests/test_memory_mindformers.py reads these defaults from the installed transformers' source.
 HF_TIE_DEFAULT = {
-    "llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen2_moe": False, "qwen3": False,
-    "qwen3_moe": False, "phi": False, "phi3": False, "olmo": False, "olmo2": False, "glm": False, "glm4": False,
-    "deepseek_v2": False, "deepseek_v3": False, "gemma": True, "gemma2": True, "gemma3_text": True,
+    "llama": False,
+    "mistral": False,
+    "mixtral": False,
+    "qwen2": False,
+    "qwen2_moe": False,
+    "qwen3": False,
+    "qwen3_moe": False,
+    "phi": False,
+    "phi3": False,
+    "olmo": False,
+    "olmo2": False,
+    "glm": False,
+    "glm4": False,
+    "deepseek_v2": False,
+    "deepseek_v3": False,
+    "gemma": True,
+    "gemma2": True,
+    "gemma3_text": True,
 }
 #: remote-code models transformers does not ship (their config.json files say it when they tie)
 HF_TIE_DEFAULT_REMOTE = {"internlm2": False, "chatglm": False, "baichuan": False}

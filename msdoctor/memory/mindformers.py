@@ -66,7 +66,7 @@ def _stage_counts(r: Reader, value: Any, keys: tuple, what: str) -> Optional[tup
             if isinstance(item, (list, tuple)):
                 counts.append(sum(int(x) for x in item if isinstance(x, int) and not isinstance(x, bool)))
             elif isinstance(item, bool):
-                counts.append(10 ** 6 if item else 0)
+                counts.append(10**6 if item else 0)
             elif isinstance(item, int):
                 counts.append(item)
             elif isinstance(item, str):
@@ -115,25 +115,39 @@ def recompute(r: Reader, notes: list) -> dict:
     sel, sel_patterns = _patterns(r, sel_raw, sel_keys or RC, K.MF_SELECT_DEFAULT) if sel_keys else ((), [])
     comm, _ = _patterns(r, comm_raw, comm_keys or RC, K.MF_SELECT_COMM_DEFAULT) if comm_keys else ((), [])
     ffn = any(w in p.lower() for p in sel_patterns for w in K.MF_FFN_PATTERN_WORDS)
-    out: dict = {"comm_recompute": comm_opt, "recompute": "none", "recompute_layers": None,
-                 "selective_layers": None, "comm_recompute_layers": comm if comm != () else None,
-                 "selective_ffn": ffn if sel_patterns else None}
+    out: dict = {
+        "comm_recompute": comm_opt,
+        "recompute": "none",
+        "recompute_layers": None,
+        "selective_layers": None,
+        "comm_recompute_layers": comm if comm != () else None,
+        "selective_ffn": ffn if sel_patterns else None,
+    }
     if full is None or (full and any(full)):
         out["recompute"] = "full"
         out["recompute_layers"] = full
         if full is not None and sel != ():
-            out["selective_layers"] = sel if sel is not None else (10 ** 6,) * max(1, len(full))
-            notes.append("recompute: the first layers of each stage listed in recompute get full recompute, "
-                         "select_recompute applies to the rest it covers (MindFormers LayerSetting)")
+            out["selective_layers"] = sel if sel is not None else (10**6,) * max(1, len(full))
+            notes.append(
+                "recompute: the first layers of each stage listed in recompute get full recompute, "
+                "select_recompute applies to the rest it covers (MindFormers LayerSetting)"
+            )
     elif sel != ():
         out["recompute"] = "selective"
         out["selective_layers"] = sel
         if sel_keys:
             r.origins["recompute"] = sel_keys
     if out["recompute"] in ("selective", "full") and sel_patterns:
-        notes.append("select_recompute " + ", ".join(sel_patterns) + ": "
-                     + ("the FFN activation and the attention core are recomputed (MindFormers' meaning)"
-                        if ffn else "the attention core is recomputed; no FFN activation pattern named"))
+        notes.append(
+            "select_recompute "
+            + ", ".join(sel_patterns)
+            + ": "
+            + (
+                "the FFN activation and the attention core are recomputed (MindFormers' meaning)"
+                if ffn
+                else "the attention core is recomputed; no FFN activation pattern named"
+            )
+        )
     return out
 
 
@@ -171,10 +185,16 @@ def parallel_optimizer(r: Reader, notes: list) -> dict:
     accu = r.bool("accumulation_shard", POC, ("gradient_accumulation_shard",), False)
     _, shard_keys = r.find(PC, ("optimizer_shard",))
     if shard_keys:
-        notes.append(f"{'.'.join(shard_keys)} is deprecated since MindFormers r0.7 and has no effect; "
-                     "parallel.enable_parallel_optimizer turns the parallel optimizer on")
-    return {"optimizer_sharding": sharding, "optimizer_shard_size": size if size and size > 0 else None,
-            "shard_threshold": int(max(0.0, threshold_kb) * 1024), "accumulation_shard": accu}
+        notes.append(
+            f"{'.'.join(shard_keys)} is deprecated since MindFormers r0.7 and has no effect; "
+            "parallel.enable_parallel_optimizer turns the parallel optimizer on"
+        )
+    return {
+        "optimizer_sharding": sharding,
+        "optimizer_shard_size": size if size and size > 0 else None,
+        "shard_threshold": int(max(0.0, threshold_kb) * 1024),
+        "accumulation_shard": accu,
+    }
 
 
 def scheduler(r: Reader, pp: int, notes: list) -> str:
@@ -197,21 +217,29 @@ def _pretrained(r: Reader, doc: Document, override: Optional[str], notes: list) 
     if keys is None and not override:
         return None
     text = override or str(raw)
-    where = ("--pretrained-model-dir" if override or keys is None
-             else f"pretrained_model_dir (line {doc.line_of(*keys)})")
+    where = (
+        "--pretrained-model-dir" if override or keys is None else f"pretrained_model_dir (line {doc.line_of(*keys)})"
+    )
     folder = Path(text).expanduser()
     if not folder.is_absolute() and doc.path is not None and not override:
-        folder = (Path(doc.path).parent / folder)
+        folder = Path(doc.path).parent / folder
     config = folder / "config.json"
     if not config.is_file():
         if r.find(MC, ("num_hidden_layers", "num_layers"))[1] and r.find(MC, ("hidden_size",))[1]:
-            notes.append(f"{where} = {text}: no config.json there (a placeholder); the model shape comes from "
-                         "model.model_config")
+            notes.append(
+                f"{where} = {text}: no config.json there (a placeholder); the model shape comes from model.model_config"
+            )
             return None
-        r.problems.append(Problem(keys or ("pretrained_model_dir",),
-                                  f"{text!r} has no config.json: this is a placeholder for the Hugging Face model "
-                                  "directory the shape comes from; point it at the downloaded model (or pass "
-                                  "--pretrained-model-dir DIR)", None, doc.line_of(*keys) if keys else None))
+        r.problems.append(
+            Problem(
+                keys or ("pretrained_model_dir",),
+                f"{text!r} has no config.json: this is a placeholder for the Hugging Face model "
+                "directory the shape comes from; point it at the downloaded model (or pass "
+                "--pretrained-model-dir DIR)",
+                None,
+                doc.line_of(*keys) if keys else None,
+            )
+        )
         return None
     from msdoctor.docfile import load
     from msdoctor.memory.hf import from_hf
@@ -224,12 +252,16 @@ def _pretrained(r: Reader, doc: Document, override: Optional[str], notes: list) 
 def _model(r: Reader, doc: Document, fam: str, notes: list) -> Optional[ModelShape]:
     ints = {name: r.int(name, MC, names) for name, names in K.MF_MODEL_INTS.items() if name != "seq_length"}
     hidden, heads, layers, vocab = ints["hidden_size"], ints["num_heads"], ints["num_layers"], ints["vocab_size"]
-    for _name, value, hint in (("hidden_size", hidden, "hidden_size"), ("num_heads", heads, "num_heads"),
-                              ("num_layers", layers, "num_layers / num_hidden_layers"),
-                              ("vocab_size", vocab, "vocab_size / padded_vocab_size")):
+    for _name, value, hint in (
+        ("hidden_size", hidden, "hidden_size"),
+        ("num_heads", heads, "num_heads"),
+        ("num_layers", layers, "num_layers / num_hidden_layers"),
+        ("vocab_size", vocab, "vocab_size / padded_vocab_size"),
+    ):
         if value is None:
-            r.problems.append(Problem(MC + (hint.split(" ")[0],), f"is missing: the estimate needs {hint}",
-                                      None, doc.line_of(*MC)))
+            r.problems.append(
+                Problem(MC + (hint.split(" ")[0],), f"is missing: the estimate needs {hint}", None, doc.line_of(*MC))
+            )
     kv = ints["num_kv_heads"]
     glm = _glm(r)
     if kv is None and glm:
@@ -241,8 +273,11 @@ def _model(r: Reader, doc: Document, fam: str, notes: list) -> Optional[ModelSha
         multiple_of = r.int("multiple_of", MC, ("multiple_of",), 256) or 256
         mult = r.number("ffn_dim_multiplier", MC, ("ffn_dim_multiplier",), 0.0) or None
         ffn = llama_ffn(hidden, multiple_of, mult)
-        notes.append(f"FFN size {ffn} from the Llama rule (multiple_of {multiple_of}"
-                     + (f", ffn_dim_multiplier {mult}" if mult else "") + ")")
+        notes.append(
+            f"FFN size {ffn} from the Llama rule (multiple_of {multiple_of}"
+            + (f", ffn_dim_multiplier {mult}" if mult else "")
+            + ")"
+        )
     act_raw, act_keys = r.find(MC, ("hidden_act",))
     activation = "swiglu"
     if act_keys:
@@ -262,10 +297,20 @@ def _model(r: Reader, doc: Document, fam: str, notes: list) -> Optional[ModelSha
     if r.problems or hidden is None or heads is None or layers is None or vocab is None:
         return None
     return ModelShape(
-        num_layers=layers, hidden_size=hidden, num_heads=heads, vocab_size=vocab, num_kv_heads=kv, ffn_size=ffn,
-        activation=activation, head_dim=ints["head_dim"], tie_embeddings=tie, bias=bias, qkv_bias=qkv_bias,
+        num_layers=layers,
+        hidden_size=hidden,
+        num_heads=heads,
+        vocab_size=vocab,
+        num_kv_heads=kv,
+        ffn_size=ffn,
+        activation=activation,
+        head_dim=ints["head_dim"],
+        tie_embeddings=tie,
+        bias=bias,
+        qkv_bias=qkv_bias,
         norm="layernorm" if norm_raw is not None and "layer" in str(norm_raw).lower() else "rmsnorm",
-        qk_norm=r.bool("qk_norm", MC, ("qk_layernorm",), False), fused_qkv=glm,
+        qk_norm=r.bool("qk_norm", MC, ("qk_layernorm",), False),
+        fused_qkv=glm,
         dropout=r.number("dropout", MC, ("hidden_dropout",), 0.0) > 0,
         attention_dropout=r.number("attention_dropout", MC, ("attention_dropout",), 0.0) > 0,
     )
@@ -286,8 +331,9 @@ def _seq_length(r: Reader, doc: Document, defaults: dict, notes: list) -> int:
     if seq is None:
         seq = r.int("seq_length", MC, ("max_position_embeddings",))
     if seq is None:
-        r.problems.append(Problem(MC + ("seq_length",), "is missing: the estimate needs the sequence length",
-                                  None, doc.line_of(*MC)))
+        r.problems.append(
+            Problem(MC + ("seq_length",), "is missing: the estimate needs the sequence length", None, doc.line_of(*MC))
+        )
     return seq or 0
 
 
@@ -313,23 +359,32 @@ def _moe(r: Reader, model: Optional[ModelShape], notes: list) -> Optional[ModelS
         dense = pick("dense_layers", A["dense_layers"], 0)
         # MoEConfig's first_k_dense_replace defaults to True (a flag); only a count says how many layers
         dense = dense if isinstance(dense, int) and not isinstance(dense, bool) and dense > 0 else 0
-        changes.update(num_experts=experts, experts_per_token=chosen, capacity_factor=cf,
-                       expert_ffn_size=pick("expert_ffn_size", A["expert_ffn_size"]),
-                       shared_experts=pick("shared_experts", A["shared_experts"], 0) or 0,
-                       shared_ffn_size=pick("shared_ffn_size", A["shared_ffn_size"]),
-                       dense_layers=min(dense, model.num_layers))
-        notes.append(f"mixture of experts: {experts} routed experts of width "
-                     f"{changes['expert_ffn_size'] or model.ffn}, top-{chosen}, capacity factor {cf:g}"
-                     + (f", {changes['shared_experts']} shared" if changes["shared_experts"] else "")
-                     + (f", first {changes['dense_layers']} layers dense" if changes["dense_layers"] else "")
-                     + "; expert weights split over expert_parallel")
+        changes.update(
+            num_experts=experts,
+            experts_per_token=chosen,
+            capacity_factor=cf,
+            expert_ffn_size=pick("expert_ffn_size", A["expert_ffn_size"]),
+            shared_experts=pick("shared_experts", A["shared_experts"], 0) or 0,
+            shared_ffn_size=pick("shared_ffn_size", A["shared_ffn_size"]),
+            dense_layers=min(dense, model.num_layers),
+        )
+        notes.append(
+            f"mixture of experts: {experts} routed experts of width "
+            f"{changes['expert_ffn_size'] or model.ffn}, top-{chosen}, capacity factor {cf:g}"
+            + (f", {changes['shared_experts']} shared" if changes["shared_experts"] else "")
+            + (f", first {changes['dense_layers']} layers dense" if changes["dense_layers"] else "")
+            + "; expert weights split over expert_parallel"
+        )
     for field, names in K.MF_MLA_ALIASES.items():
         got = r.int(field, MC, names, None)
         if got:
             changes[field] = got
     if changes.get("kv_lora_rank"):
-        notes.append("multi-head latent attention: kv_lora_rank {kv_lora_rank}, q_lora_rank {q}".format(
-            kv_lora_rank=changes["kv_lora_rank"], q=changes.get("q_lora_rank", 0)))
+        notes.append(
+            "multi-head latent attention: kv_lora_rank {kv_lora_rank}, q_lora_rank {q}".format(
+                kv_lora_rank=changes["kv_lora_rank"], q=changes.get("q_lora_rank", 0)
+            )
+        )
     mtp = r.int("mtp_layers", MC, K.MF_MTP_ALIASES, 0) or 0
     if mtp > 0:
         changes["mtp_layers"] = mtp
@@ -339,25 +394,36 @@ def _moe(r: Reader, model: Optional[ModelShape], notes: list) -> Optional[ModelS
 
 def _layout(r: Reader, fam: str, defaults: dict, flash: bool, notes: list) -> dict:
     """parallel_config, parallel (optimizer, pipeline scheduler) and recompute_config, as Setup fields."""
-    par = {name: r.int(name, PC, K.MF_PARALLEL_ALIASES.get(name, (key,)), default)
-           for name, (key, default) in K.MF_PARALLEL_INTS.items()}
+    par = {
+        name: r.int(name, PC, K.MF_PARALLEL_ALIASES.get(name, (key,)), default)
+        for name, (key, default) in K.MF_PARALLEL_INTS.items()
+    }
     vocab_dp = r.bool("embedding_tp_sharded", PC, ("vocab_emb_dp",), defaults["vocab_emb_dp"])
     if fam == "mcore" and vocab_dp:
         vocab_dp = False
-        notes.append("vocab_emb_dp is ignored by mcore models (MindFormers turns it off): embedding and output "
-                     "layer are counted TP-sharded")
+        notes.append(
+            "vocab_emb_dp is ignored by mcore models (MindFormers turns it off): embedding and output "
+            "layer are counted TP-sharded"
+        )
     sched = scheduler(r, par["pipeline_stages"] or 1, notes)
     if sched == "seqpipe" and (par["seq_split_num"] or 1) > 1 and not flash:
         notes.append("SeqPipe needs flash attention (MindFormers raises 'Seq pipe must using flash attention')")
-    out = dict(par, seq_split_num=par["seq_split_num"] or 1, pipeline_scheduler=sched,
-               sequence_parallel=r.bool("sequence_parallel", PC, K.MF_SEQ_PARALLEL_ALIASES, False),
-               embedding_tp_sharded=not vocab_dp,
-               expert_parallel=r.int("expert_parallel", PC, K.MF_PARALLEL_ALIASES["expert_parallel"], 1) or 1,
-               virtual_pipeline_chunks=(r.int("virtual_pipeline_chunks", MC, K.MF_VPP_ALIASES, None)
-                                        or r.int("virtual_pipeline_chunks", PC, K.MF_VPP_ALIASES, 1) or 1),
-               stage_offsets=_offsets(r, notes),
-               micro_batch_size=r.int("micro_batch_size", ("runner_config",), ("batch_size",), 1),
-               grad_accumulation=r.int("grad_accumulation", ("runner_config",), ("gradient_accumulation_steps",), 1))
+    out = dict(
+        par,
+        seq_split_num=par["seq_split_num"] or 1,
+        pipeline_scheduler=sched,
+        sequence_parallel=r.bool("sequence_parallel", PC, K.MF_SEQ_PARALLEL_ALIASES, False),
+        embedding_tp_sharded=not vocab_dp,
+        expert_parallel=r.int("expert_parallel", PC, K.MF_PARALLEL_ALIASES["expert_parallel"], 1) or 1,
+        virtual_pipeline_chunks=(
+            r.int("virtual_pipeline_chunks", MC, K.MF_VPP_ALIASES, None)
+            or r.int("virtual_pipeline_chunks", PC, K.MF_VPP_ALIASES, 1)
+            or 1
+        ),
+        stage_offsets=_offsets(r, notes),
+        micro_batch_size=r.int("micro_batch_size", ("runner_config",), ("batch_size",), 1),
+        grad_accumulation=r.int("grad_accumulation", ("runner_config",), ("gradient_accumulation_steps",), 1),
+    )
     out.update(parallel_optimizer(r, notes))
     out.update(recompute(r, notes))
     return out
@@ -392,17 +458,40 @@ def from_mindformers(doc: Document, pretrained_model_dir: Optional[str] = None) 
         r.origins["device_target"] = target_keys
     cap = cap_of(r, ("context",), ("max_device_memory",))
     model = _moe(r, model, notes)
-    setup = Setup(seq_length=seq, precision=compute, param_dtype=param, optimizer=opt,
-                  optimizer_state_dtype=state_dtype, flash_attention=flash and target != "CPU",
-                  framework="mindspore", **layout)
+    setup = Setup(
+        seq_length=seq,
+        precision=compute,
+        param_dtype=param,
+        optimizer=opt,
+        optimizer_state_dtype=state_dtype,
+        flash_attention=flash and target != "CPU",
+        framework="mindspore",
+        **layout,
+    )
     # the shape a pretrained_model_dir's config.json gave is located at that key of this file
     origins = {name: ("pretrained_model_dir",) + tuple(keys) for name, keys in hf.origins.items()} if hf else {}
     origins.update(r.origins)
     if r.problems or model is None:
-        raise SourceError(doc.path, r.problems, Partial(setup, target, None, origins, dict(r.defaults),
-                                                        dict(doc.lines), notes, unknown))
-    return Source(doc.path, "mindformers", model, setup, target, cap, None, origins, unknown, relevant, notes,
-                  dict(doc.lines), dict(r.defaults))
+        raise SourceError(
+            doc.path,
+            r.problems,
+            Partial(setup, target, None, origins, dict(r.defaults), dict(doc.lines), notes, unknown),
+        )
+    return Source(
+        doc.path,
+        "mindformers",
+        model,
+        setup,
+        target,
+        cap,
+        None,
+        origins,
+        unknown,
+        relevant,
+        notes,
+        dict(doc.lines),
+        dict(r.defaults),
+    )
 
 
 def _offsets(r: Reader, notes: list) -> Any:
@@ -415,8 +504,12 @@ def _offsets(r: Reader, notes: list) -> Any:
     r.origins["stage_offsets"] = keys
     if isinstance(raw, (list, tuple)) and all(isinstance(x, int) and not isinstance(x, bool) for x in raw):
         return tuple(raw) if any(raw) or not raw else None  # [] is refused by the placement, as MindFormers does
-    if isinstance(raw, (list, tuple)) and raw and all(isinstance(x, (list, tuple)) for x in raw) and all(
-            isinstance(v, int) and not isinstance(v, bool) for c in raw for v in c):
+    if (
+        isinstance(raw, (list, tuple))
+        and raw
+        and all(isinstance(x, (list, tuple)) for x in raw)
+        and all(isinstance(v, int) and not isinstance(v, bool) for c in raw for v in c)
+    ):
         return tuple(tuple(c) for c in raw) if any(v for c in raw for v in c) else None
     if isinstance(raw, int) and not isinstance(raw, bool):
         return raw or None

@@ -20,10 +20,22 @@ if TYPE_CHECKING:  # pragma: no cover
 #: the sequence and the micro-batches in flight, and shrink with tensor / context parallel and recompute; model
 #: states shrink with tensor, pipeline and expert parallel and the parallel optimizer's group
 DRIVERS = {
-    "activation": ("micro_batch_size", "seq_length", "recompute", "micro_batch_num", "tensor_parallel",
-                   "context_parallel"),
-    "state": ("tensor_parallel", "pipeline_stages", "expert_parallel", "optimizer_sharding", "data_parallel",
-              "param_dtype"),
+    "activation": (
+        "micro_batch_size",
+        "seq_length",
+        "recompute",
+        "micro_batch_num",
+        "tensor_parallel",
+        "context_parallel",
+    ),
+    "state": (
+        "tensor_parallel",
+        "pipeline_stages",
+        "expert_parallel",
+        "optimizer_sharding",
+        "data_parallel",
+        "param_dtype",
+    ),
 }
 
 
@@ -74,15 +86,23 @@ def _default_target(ctx: "Context", device_memory: Optional[str], probe: bool, n
     if found:
         return found
     if device_memory:
-        notes.append("the config names no device and none was found here: Ascend assumed "
-                     "(pass --device-target to change)")
+        notes.append(
+            "the config names no device and none was found here: Ascend assumed (pass --device-target to change)"
+        )
         return "Ascend"
     notes.append("the config names no device and no NPU or GPU was found here: planning for this host's RAM")
     return "CPU"
 
 
-def make_plan(source: Source, ctx: "Context", *, device_memory: Optional[str] = None, probe: bool = True,
-              limit: int = 3, detected: Optional[Detected] = None) -> Plan:
+def make_plan(
+    source: Source,
+    ctx: "Context",
+    *,
+    device_memory: Optional[str] = None,
+    probe: bool = True,
+    limit: int = 3,
+    detected: Optional[Detected] = None,
+) -> Plan:
     """Estimate a source against the device it will run on and search for changes that fit.
 
     Args:

@@ -17,6 +17,7 @@ from msdoctor.memory.spec import TARGETS, Setup
 from msdoctor.memory.units import SizeError, parse_size
 from msdoctor.domain.problems import ConfigError, Problem
 
+
 @dataclass
 class Partial:
     """What a reader could read of a file it could not read whole: the layout (batch, parallel degrees,
@@ -42,9 +43,14 @@ class SourceError(ConfigError):
 
 
 DTYPE_NAMES = {
-    "float16": "fp16", "fp16": "fp16", "half": "fp16",
-    "bfloat16": "bf16", "bf16": "bf16",
-    "float32": "fp32", "fp32": "fp32", "float": "fp32",
+    "float16": "fp16",
+    "fp16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "bf16": "bf16",
+    "float32": "fp32",
+    "fp32": "fp32",
+    "float": "fp32",
 }
 
 
@@ -65,8 +71,9 @@ class Reader:
         if node is None:
             return {}
         if not isinstance(node, dict):
-            self.problems.append(Problem(path, f"must be a mapping of keys, got {type(node).__name__}",
-                                         None, self.doc.line_of(*path)))
+            self.problems.append(
+                Problem(path, f"must be a mapping of keys, got {type(node).__name__}", None, self.doc.line_of(*path))
+            )
             return {}
         return node
 
@@ -150,8 +157,15 @@ def did_you_mean(key: str, known: Any) -> str:
     return f"did you mean {close[0]!r}?" if close else ""
 
 
-def unknown_keys(doc: Document, path: tuple, known: frozenset, out: list, relevant: list, is_relevant: bool,
-                  relevant_names: tuple = ()) -> None:
+def unknown_keys(
+    doc: Document,
+    path: tuple,
+    known: frozenset,
+    out: list,
+    relevant: list,
+    is_relevant: bool,
+    relevant_names: tuple = (),
+) -> None:
     node: Any = doc.data
     for p in path:
         node = node.get(p) if isinstance(node, dict) else None
@@ -166,8 +180,12 @@ def unknown_keys(doc: Document, path: tuple, known: frozenset, out: list, releva
         msg = "unknown key, not read by the memory estimate" + (f"; {hint}" if hint else "")
         problem = Problem(keys, msg, None, doc.line_of(*keys))
         out.append(problem)
-        near_relevant = (hinted and bool(relevant_names) and len(str(key)) <= MAX_HINT_KEY
-                         and bool(difflib.get_close_matches(str(key), relevant_names, n=1, cutoff=0.75)))
+        near_relevant = (
+            hinted
+            and bool(relevant_names)
+            and len(str(key)) <= MAX_HINT_KEY
+            and bool(difflib.get_close_matches(str(key), relevant_names, n=1, cutoff=0.75))
+        )
         if is_relevant or near_relevant:
             relevant.append(problem)
 

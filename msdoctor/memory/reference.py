@@ -102,8 +102,13 @@ def megatron_activation_bytes(a: MegatronArgs, num_microbatches: Optional[int] =
 
 def megatron_activation_bytes_without_sp(a: MegatronArgs, num_microbatches: Optional[int] = None) -> float:
     """compute_activation_memory_without_sp (HEAD): TP only, x1.05 for temporaries."""
-    s, b, h, p, t = a.seq_length, a.micro_batch_size, a.hidden_size, a.pipeline_model_parallel_size, \
-        a.tensor_model_parallel_size
+    s, b, h, p, t = (
+        a.seq_length,
+        a.micro_batch_size,
+        a.hidden_size,
+        a.pipeline_model_parallel_size,
+        a.tensor_model_parallel_size,
+    )
     act = s * b * h * (10 + 24 / t) * a.num_layers
     act += 8 * s * b * p + s * b * h * p  # not divided by t
     act *= _pipeline_factor(a, num_microbatches)

@@ -14,9 +14,12 @@ from msdoctor.shipped import path as shipped
 
 #: estimator field -> MindFormers key (docs feature/configuration.md)
 MINDFORMERS_KEY = {
-    "data_parallel": "parallel_config.data_parallel", "tensor_parallel": "parallel_config.model_parallel",
-    "pipeline_stages": "parallel_config.pipeline_stage", "micro_batch_num": "parallel_config.micro_batch_num",
-    "sequence_parallel": "parallel_config.use_seq_parallel", "micro_batch_size": "runner_config.batch_size",
+    "data_parallel": "parallel_config.data_parallel",
+    "tensor_parallel": "parallel_config.model_parallel",
+    "pipeline_stages": "parallel_config.pipeline_stage",
+    "micro_batch_num": "parallel_config.micro_batch_num",
+    "sequence_parallel": "parallel_config.use_seq_parallel",
+    "micro_batch_size": "runner_config.batch_size",
     "grad_accumulation": "runner_config.gradient_accumulation_steps",
     "flash_attention": "model.model_config.use_flash_attention",
 }
@@ -79,28 +82,44 @@ def to_json(plan: Plan) -> dict:
         "stage": est.stage,
         "stages": [dataclasses.asdict(s) for s in est.stages],
         "components": [
-            {"key": c.key, "label": c.label, "bytes": c.bytes, "gib": round(c.bytes / GIB, 4), "kind": c.kind,
-             "why": c.why}
+            {
+                "key": c.key,
+                "label": c.label,
+                "bytes": c.bytes,
+                "gib": round(c.bytes / GIB, 4),
+                "kind": c.kind,
+                "why": c.why,
+            }
             for c in est.components
         ],
         "allocated_bytes": est.allocated,
         "model_states_bytes": est.model_states,
         "total_bytes": est.total,
         "capacity": {
-            "bytes": dev.capacity, "gib": None if dev.capacity is None else round(dev.capacity / GIB, 4),
-            "target": dev.target, "source": dev.source, "devices_found": dev.count, "notes": list(dev.notes),
+            "bytes": dev.capacity,
+            "gib": None if dev.capacity is None else round(dev.capacity / GIB, 4),
+            "target": dev.target,
+            "source": dev.source,
+            "devices_found": dev.count,
+            "notes": list(dev.notes),
         },
         "headroom_bytes": est.headroom,
         "headroom_fraction": None if est.headroom_fraction is None else round(est.headroom_fraction, 4),
-        "verdict": est.verdict, "may_not_fit": est.may_not_fit, "low_bytes": est.low,
+        "verdict": est.verdict,
+        "may_not_fit": est.may_not_fit,
+        "low_bytes": est.low,
         "unconfirmed": [{"key": k, "label": lab, "bytes": b, "why": why} for k, lab, b, why in est.unconfirmed],
         "largest": plan.largest_kind,
         "drivers": [{"field": d.fieldname, "key": d.key, "line": d.line, "value": d.value} for d in plan.drivers()],
         "suggestions": [
             {
-                "changes": [{"kind": c.kind, "text": c.text, "cost": c.cost,
-                             "edits": {k: v for k, v in c.edits}} for c in s.changes],
-                "total_bytes": s.total, "total_gib": round(s.total / GIB, 4), "verdict": s.verdict,
+                "changes": [
+                    {"kind": c.kind, "text": c.text, "cost": c.cost, "edits": {k: v for k, v in c.edits}}
+                    for c in s.changes
+                ],
+                "total_bytes": s.total,
+                "total_gib": round(s.total / GIB, 4),
+                "verdict": s.verdict,
                 "how": how(plan, s),
             }
             for s in plan.suggestions
@@ -119,12 +138,16 @@ VERDICT_STYLE = {"fits": "green", "tight": "yellow", "does not fit": "bold red",
 def verdict_line(plan: Plan) -> str:
     est = plan.estimate
     if est.capacity is None:
-        return (f"estimate {fmt_gib(est.total)} per device; capacity unknown "
-                f"({'; '.join(est.device.notes) or 'no device found'}): pass --device-memory, e.g. 64GiB")
+        return (
+            f"estimate {fmt_gib(est.total)} per device; capacity unknown "
+            f"({'; '.join(est.device.notes) or 'no device found'}): pass --device-memory, e.g. 64GiB"
+        )
     frac = est.headroom_fraction or 0.0
     room = f"{frac:.1%} headroom" if frac >= 0 else f"{fmt_gib(est.total - est.capacity)} over"
-    line = (f"{est.verdict}{': may not fit' if est.may_not_fit else ''}: {fmt_gib(est.total)} of "
-            f"{fmt_gib(est.capacity)} per device ({room}; capacity from {est.device.source})")
+    line = (
+        f"{est.verdict}{': may not fit' if est.may_not_fit else ''}: {fmt_gib(est.total)} of "
+        f"{fmt_gib(est.capacity)} per device ({room}; capacity from {est.device.source})"
+    )
     return line + "\n" + band_lines(est) + ("\n" + driver_line(plan) if est.verdict != "fits" else "")
 
 
@@ -172,7 +195,8 @@ def _print_setup(plan: Plan, console: Any) -> None:
         f"  model: {m.num_layers} layers, hidden {m.hidden_size}, {m.num_heads} heads"
         + (f" ({m.kv_heads} KV)" if m.kv_heads != m.num_heads else "")
         + f", FFN {m.ffn} {m.activation}, vocab {m.vocab_size}: {fmt_count(est.params_total)} parameters",
-        style="dim")
+        style="dim",
+    )
     console.print(
         f"  setup: seq {s.seq_length}, micro-batch {s.micro_batch_size}, accumulation {s.grad_accumulation}, "
         f"dp {s.data_parallel} x tp {s.tensor_parallel} x pp {s.pipeline_stages}"
@@ -182,7 +206,9 @@ def _print_setup(plan: Plan, console: Any) -> None:
         + (", SP" if s.sequence_parallel else "")
         + (f", {s.pipeline_scheduler} schedule" if s.pipeline_stages > 1 else "")
         + (f" ({s.seq_split_num} sequence chunks)" if s.pipeline_scheduler == "seqpipe" and s.seq_split_num > 1 else "")
-        + (f", {s.framework} convention" if s.framework != "mindspore" else ""), style="dim")
+        + (f", {s.framework} convention" if s.framework != "mindspore" else ""),
+        style="dim",
+    )
 
 
 def _print_components(plan: Plan, console: Any, verbose: bool) -> None:
@@ -198,9 +224,9 @@ def _print_components(plan: Plan, console: Any, verbose: bool) -> None:
         rows.append(("capacity", f"{est.capacity / GIB:.2f}", f"{est.capacity:,}"))
     lines = _table(rows)
     console.print(lines[0], style="dim")
-    for line in lines[1:len(est.components) + 1]:
+    for line in lines[1 : len(est.components) + 1]:
         console.print(line)
-    for line in lines[len(est.components) + 1:]:
+    for line in lines[len(est.components) + 1 :]:
         console.print(line, style="bold")
     if verbose:
         console.print("why:")
@@ -208,8 +234,10 @@ def _print_components(plan: Plan, console: Any, verbose: bool) -> None:
             console.print(f"  {c.label}: {c.why}", style="dim")
         console.print(f"  capacity: {est.device.source}", style="dim")
         for st in est.stages if s.pipeline_stages > 1 else ():
-            console.print(f"  stage {st.stage}: {st.layers} layers, {fmt_count(st.params)} params, "
-                          f"{st.total / GIB:.2f} GiB", style="dim")
+            console.print(
+                f"  stage {st.stage}: {st.layers} layers, {fmt_count(st.params)} params, {st.total / GIB:.2f} GiB",
+                style="dim",
+            )
 
 
 def _print_suggestions(plan: Plan, console: Any) -> None:
@@ -223,8 +251,11 @@ def _print_suggestions(plan: Plan, console: Any) -> None:
             if edits:
                 console.print(f"     set: {'; '.join(edits)}", style="cyan")
     elif plan.estimate.verdict == "does not fit":
-        console.print("no change within reach (recompute, sharding, sequence parallel, micro-batch, layout of these "
-                      "devices) fits: more devices are needed", style="bold red")
+        console.print(
+            "no change within reach (recompute, sharding, sequence parallel, micro-batch, layout of these "
+            "devices) fits: more devices are needed",
+            style="bold red",
+        )
 
 
 def _print_notes(plan: Plan, console: Any, verbose: bool) -> None:
@@ -234,12 +265,16 @@ def _print_notes(plan: Plan, console: Any, verbose: bool) -> None:
         where = f"{src.path}:{p.line}" if p.line else str(src.path)
         console.print(f"  unknown key {'.'.join(str(k) for k in p.keys)} ({where}): {p.message}", style="yellow")
     if len(src.unknown) > MAX_LISTED:
-        console.print(f"  ... and {len(src.unknown) - MAX_LISTED} more unknown keys (all of them: --format json)",
-                      style="yellow")
+        console.print(
+            f"  ... and {len(src.unknown) - MAX_LISTED} more unknown keys (all of them: --format json)", style="yellow"
+        )
     for note in list(src.notes) + list(est.notes) + list(plan.notes):
         console.print(f"  note: {note}", style="dim")
     if verbose:
-        console.print("  the estimate is a formula (msdoctor.memory.estimator names each term's source); for a "
-                      "measured figure on Ascend, compile one rank per pipeline stage with MindSpore's DryRun: "
-                      "msrun --sim_level=1 --sim_rank_id=R (or MS_SIMULATION_LEVEL=1 RANK_ID=R) and GLOG_v=1, "
-                      f"then read 'Used peak memory usage' ({shipped('docs/memory.md')})", style="dim")
+        console.print(
+            "  the estimate is a formula (msdoctor.memory.estimator names each term's source); for a "
+            "measured figure on Ascend, compile one rank per pipeline stage with MindSpore's DryRun: "
+            "msrun --sim_level=1 --sim_rank_id=R (or MS_SIMULATION_LEVEL=1 RANK_ID=R) and GLOG_v=1, "
+            f"then read 'Used peak memory usage' ({shipped('docs/memory.md')})",
+            style="dim",
+        )

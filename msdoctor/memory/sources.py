@@ -18,8 +18,23 @@ from msdoctor.memory.reader import Partial, SourceError
 from msdoctor.memory.source import DeviceCap, Overrides, Source
 from msdoctor.memory.validate import OPTION_OF, apply_overrides, check, validate
 
-__all__ = ["MSDOCTOR_ORIGINS", "OPTION_OF", "DeviceCap", "Overrides", "Partial", "Source", "SourceError",
-           "apply_overrides", "check", "from_hf", "from_mindformers", "from_run_config", "load", "read", "validate"]
+__all__ = [
+    "MSDOCTOR_ORIGINS",
+    "OPTION_OF",
+    "DeviceCap",
+    "Overrides",
+    "Partial",
+    "Source",
+    "SourceError",
+    "apply_overrides",
+    "check",
+    "from_hf",
+    "from_mindformers",
+    "from_run_config",
+    "load",
+    "read",
+    "validate",
+]
 
 
 def load(config: Any, overrides: Optional[Overrides] = None) -> Source:

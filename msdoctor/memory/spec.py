@@ -360,8 +360,11 @@ class Estimate:
     @property
     def unconfirmed(self) -> tuple:
         """(component key, label, bytes, why) of the terms no hardware measurement has confirmed."""
-        return tuple((c.key, c.label, c.bytes, UNCONFIRMED[c.key]) for c in self.components
-                     if c.key in UNCONFIRMED and c.bytes > 0)
+        return tuple(
+            (c.key, c.label, c.bytes, UNCONFIRMED[c.key])
+            for c in self.components
+            if c.key in UNCONFIRMED and c.bytes > 0
+        )
 
     @property
     def low(self) -> int:
@@ -384,18 +387,20 @@ class Estimate:
 #: band's low end leaves them out; "does not fit" is said only when even the low end is over.
 UNCONFIRMED = {
     "accumulation": "a full-size accumulation buffer resident next to full-size gradients (MindSpore may "
-                    "accumulate into the gradients in place)",
+    "accumulate into the gradients in place)",
     "recompute_working_set": "one recomputed layer's working set on top of the stored activations",
     "sp_gathered_inputs": "sequence parallel's all-gathered layer inputs kept whole until backward (MindSpore graph "
-                          "mode may free them and gather again, as Megatron does)",
+    "mode may free them and gather again, as Megatron does)",
     "fragmentation": "the allocator fragmentation margin",
 }
 
 #: how to settle a verdict inside the band (MindFormers docs: DryRun memory estimation; MindSpore
 #: environment variable MS_SIMULATION_LEVEL, docs "environment variables" and "dry run")
-MEASURE_HINT = ("measure it: run the job once with MS_SIMULATION_LEVEL=1 (MindSpore's DryRun: it compiles the "
-                "graph for one rank without devices) and read the peak it logs ('Actual peak memory usage' / "
-                "'Used peak memory'), or run a few steps and read the peak with the profiler")
+MEASURE_HINT = (
+    "measure it: run the job once with MS_SIMULATION_LEVEL=1 (MindSpore's DryRun: it compiles the "
+    "graph for one rank without devices) and read the peak it logs ('Actual peak memory usage' / "
+    "'Used peak memory'), or run a few steps and read the peak with the profiler"
+)
 
 
 def band_verdict(low: int, total: int, capacity: Optional[int]) -> str:

@@ -77,18 +77,28 @@ def _recompute_moves(s: Setup) -> Iterator[tuple[Change, Setup]]:
     here = order.index(s.recompute)
     if s.recompute == "full" and s.recompute_layers is not None:
         here = 1  # partial full recompute: recomputing every layer is still a step up
-    for level in order[here + 1:]:
+    for level in order[here + 1 :]:
         if level == "selective":
-            what = ("the attention core and the FFN activation" if s.ffn_selective
-                    else "the attention core (QK^T, softmax, dropout)")
+            what = (
+                "the attention core and the FFN activation"
+                if s.ffn_selective
+                else "the attention core (QK^T, softmax, dropout)"
+            )
             cost = f"~+3-7% step time: recomputes {what} (Korthikanti et al. 2022, Table 4)"
             score = 0.05
         else:
             cost = "~+33% compute: every layer's forward runs again in backward (Korthikanti et al. 2022: 30-40%)"
             score = 0.33
-        yield (Change("recompute", f"recompute {s.recompute} -> {level}", cost, score,
-                      (("recompute", level), ("recompute_layers", None))),
-               s.with_(recompute=level, recompute_layers=None, selective_layers=None))
+        yield (
+            Change(
+                "recompute",
+                f"recompute {s.recompute} -> {level}",
+                cost,
+                score,
+                (("recompute", level), ("recompute_layers", None)),
+            ),
+            s.with_(recompute=level, recompute_layers=None, selective_layers=None),
+        )
 
 
 _SHARD_COST = {
@@ -108,22 +118,44 @@ def _sharding_moves(s: Setup) -> Iterator[tuple[Change, Setup]]:
         cost, score = _SHARD_COST[level]
         probe = s.with_(optimizer_sharding=level)
         d = shard_degree(probe)
-        yield (Change("optimizer_sharding", f"optimizer sharding {s.optimizer_sharding} -> {level} (over {d} devices)",
-                      cost, score, (("optimizer_sharding", level),)), probe)
+        yield (
+            Change(
+                "optimizer_sharding",
+                f"optimizer sharding {s.optimizer_sharding} -> {level} (over {d} devices)",
+                cost,
+                score,
+                (("optimizer_sharding", level),),
+            ),
+            probe,
+        )
 
 
 def _sp_moves(s: Setup) -> Iterator[tuple[Change, Setup]]:
     if s.tensor_parallel > 1 and not s.sequence_parallel:
-        yield (Change("sequence_parallel", "sequence parallel on",
-                      "none: all-gather/reduce-scatter replace TP's all-reduce, same bytes (Table 4: -3% time)", 0.0,
-                      (("sequence_parallel", True),)), s.with_(sequence_parallel=True))
+        yield (
+            Change(
+                "sequence_parallel",
+                "sequence parallel on",
+                "none: all-gather/reduce-scatter replace TP's all-reduce, same bytes (Table 4: -3% time)",
+                0.0,
+                (("sequence_parallel", True),),
+            ),
+            s.with_(sequence_parallel=True),
+        )
 
 
 def _flash_moves(s: Setup, target: str) -> Iterator[tuple[Change, Setup]]:
     if not s.flash_attention and target != "CPU":
-        yield (Change("flash_attention", "flash attention on",
-                      "none: the fused kernel keeps no s x s score matrix and is faster (Ascend / GPU only)", 0.0,
-                      (("flash_attention", True),)), s.with_(flash_attention=True))
+        yield (
+            Change(
+                "flash_attention",
+                "flash attention on",
+                "none: the fused kernel keeps no s x s score matrix and is faster (Ascend / GPU only)",
+                0.0,
+                (("flash_attention", True),),
+            ),
+            s.with_(flash_attention=True),
+        )
 
 
 def _micro_batch_moves(s: Setup) -> Iterator[tuple[Change, Setup]]:
@@ -137,9 +169,16 @@ def _micro_batch_moves(s: Setup) -> Iterator[tuple[Change, Setup]]:
             new = s.with_(micro_batch_size=mbs, grad_accumulation=s.grad_accumulation * k)
             more = f"accumulation {s.grad_accumulation} -> {new.grad_accumulation}"
             edits = (("micro_batch_size", mbs), ("grad_accumulation", new.grad_accumulation))
-        yield (Change("micro_batch", f"micro-batch {s.micro_batch_size} -> {mbs}, {more}",
-                      f"smaller matmuls, lower device utilisation; global batch stays {s.global_batch}",
-                      0.04 * math.log2(k), edits), new)
+        yield (
+            Change(
+                "micro_batch",
+                f"micro-batch {s.micro_batch_size} -> {mbs}, {more}",
+                f"smaller matmuls, lower device utilisation; global batch stays {s.global_batch}",
+                0.04 * math.log2(k),
+                edits,
+            ),
+            new,
+        )
 
 
 def _layout_moves(m: ModelShape, s: Setup, devices: int) -> Iterator[tuple[Change, Setup]]:
@@ -166,13 +205,27 @@ def _layout_moves(m: ModelShape, s: Setup, devices: int) -> Iterator[tuple[Chang
             if pp > 1 and micro < pp:
                 continue
             if pp > 1:
-                new = s.with_(data_parallel=dp, tensor_parallel=tp, pipeline_stages=pp, micro_batch_num=micro,
-                              grad_accumulation=1, stage_offsets=None, recompute_layers=None,
-                              sequence_parallel=s.sequence_parallel and tp > 1)
+                new = s.with_(
+                    data_parallel=dp,
+                    tensor_parallel=tp,
+                    pipeline_stages=pp,
+                    micro_batch_num=micro,
+                    grad_accumulation=1,
+                    stage_offsets=None,
+                    recompute_layers=None,
+                    sequence_parallel=s.sequence_parallel and tp > 1,
+                )
             else:
-                new = s.with_(data_parallel=dp, tensor_parallel=tp, pipeline_stages=1, micro_batch_num=1,
-                              grad_accumulation=micro, stage_offsets=None, recompute_layers=None,
-                              sequence_parallel=s.sequence_parallel and tp > 1)
+                new = s.with_(
+                    data_parallel=dp,
+                    tensor_parallel=tp,
+                    pipeline_stages=1,
+                    micro_batch_num=1,
+                    grad_accumulation=micro,
+                    stage_offsets=None,
+                    recompute_layers=None,
+                    sequence_parallel=s.sequence_parallel and tp > 1,
+                )
             yield _layout_change(s, new, gb), new
 
 
@@ -192,12 +245,24 @@ def _layout_change(s: Setup, new: Setup, gb: int) -> Change:
             score += bubble
     if new.data_parallel != s.data_parallel:
         parts.append(f"data parallel {s.data_parallel} -> {new.data_parallel}")
-    acc = (f"accumulation {s.grad_accumulation} -> {new.grad_accumulation}" if new.pipeline_stages == 1
-           else f"{new.micro_batch_num} pipeline micro-batches")
+    acc = (
+        f"accumulation {s.grad_accumulation} -> {new.grad_accumulation}"
+        if new.pipeline_stages == 1
+        else f"{new.micro_batch_num} pipeline micro-batches"
+    )
     costs.append(f"{acc} keeps the global batch {gb}")
-    edits = tuple((k, getattr(new, k)) for k in ("data_parallel", "tensor_parallel", "pipeline_stages",
-                                                  "micro_batch_num", "grad_accumulation", "sequence_parallel")
-                  if getattr(new, k) != getattr(s, k))
+    edits = tuple(
+        (k, getattr(new, k))
+        for k in (
+            "data_parallel",
+            "tensor_parallel",
+            "pipeline_stages",
+            "micro_batch_num",
+            "grad_accumulation",
+            "sequence_parallel",
+        )
+        if getattr(new, k) != getattr(s, k)
+    )
     return Change("layout", ", ".join(parts), "; ".join(costs), score, edits)
 
 
@@ -211,8 +276,16 @@ def neighbours(m: ModelShape, s: Setup, target: str, devices: Optional[int]) -> 
     yield from _layout_moves(m, s, devices or s.devices)
 
 
-def search(model: ModelShape, setup: Setup, device: Device, *, devices: Optional[int] = None, limit: int = 3,
-           max_changes: int = 3, beam: int = 6) -> list[Suggestion]:
+def search(
+    model: ModelShape,
+    setup: Setup,
+    device: Device,
+    *,
+    devices: Optional[int] = None,
+    limit: int = 3,
+    max_changes: int = 3,
+    beam: int = 6,
+) -> list[Suggestion]:
     """The few smallest changes after which the estimate fits the device's capacity.
 
     Args:

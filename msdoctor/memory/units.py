@@ -11,8 +11,18 @@ GIB = 1 << 30
 TIB = 1 << 40
 
 # SI units (powers of 1000) and IEC units (powers of 1024). A bare number is bytes.
-_SI = {"": 1, "B": 1, "K": 10**3, "KB": 10**3, "M": 10**6, "MB": 10**6, "G": 10**9, "GB": 10**9,
-       "T": 10**12, "TB": 10**12}
+_SI = {
+    "": 1,
+    "B": 1,
+    "K": 10**3,
+    "KB": 10**3,
+    "M": 10**6,
+    "MB": 10**6,
+    "G": 10**9,
+    "GB": 10**9,
+    "T": 10**12,
+    "TB": 10**12,
+}
 _IEC = {"KIB": KIB, "MIB": MIB, "GIB": GIB, "TIB": TIB}
 _SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*$")
 

@@ -11,15 +11,29 @@ from msdoctor.memory.source import Overrides, Source
 from msdoctor.domain.problems import ConfigError, Problem
 
 OPTION_OF = {
-    "seq_length": "--seq-length", "micro_batch_size": "--micro-batch-size", "grad_accumulation": "--grad-accumulation",
-    "data_parallel": "--data-parallel", "tensor_parallel": "--tensor-parallel", "pipeline_stages": "--pipeline-stages",
+    "seq_length": "--seq-length",
+    "micro_batch_size": "--micro-batch-size",
+    "grad_accumulation": "--grad-accumulation",
+    "data_parallel": "--data-parallel",
+    "tensor_parallel": "--tensor-parallel",
+    "pipeline_stages": "--pipeline-stages",
     "expert_parallel": "--expert-parallel",
-    "devices": "--devices", "recompute": "--recompute", "optimizer_sharding": "--optimizer-sharding",
-    "precision": "--precision", "param_dtype": "--param-dtype", "device_target": "--device-target",
-    "micro_batch_num": "--micro-batch-num", "sequence_parallel": "--sequence-parallel",
-    "flash_attention": "--flash-attention", "dropout": "--dropout", "framework": "--framework",
-    "master_weights": "--master-weights", "grad_dtype": "--grad-dtype", "selective_ffn": "--recompute",
-    "pretrained_model_dir": "--pretrained-model-dir", "stage_offsets": "--stage-offsets",
+    "devices": "--devices",
+    "recompute": "--recompute",
+    "optimizer_sharding": "--optimizer-sharding",
+    "precision": "--precision",
+    "param_dtype": "--param-dtype",
+    "device_target": "--device-target",
+    "micro_batch_num": "--micro-batch-num",
+    "sequence_parallel": "--sequence-parallel",
+    "flash_attention": "--flash-attention",
+    "dropout": "--dropout",
+    "framework": "--framework",
+    "master_weights": "--master-weights",
+    "grad_dtype": "--grad-dtype",
+    "selective_ffn": "--recompute",
+    "pretrained_model_dir": "--pretrained-model-dir",
+    "stage_offsets": "--stage-offsets",
 }
 #: options that change the model rather than the setup
 MODEL_OPTIONS = ("dropout",)
@@ -70,13 +84,28 @@ def apply_overrides(src: Source, ov: Optional[Overrides]) -> Source:
 #: 61 layers, 256 experts, arXiv 2412.19437); the bounds also keep the suggestion search and the per-stage
 #: lists finite.
 LIMITS = {
-    "num_layers": 100_000, "hidden_size": 1_000_000, "num_heads": 100_000, "num_kv_heads": 100_000,
-    "vocab_size": 100_000_000, "ffn_size": 10_000_000, "head_dim": 100_000, "seq_length": 1 << 30,
-    "micro_batch_size": 1_000_000, "grad_accumulation": 1_000_000, "data_parallel": 1_000_000,
-    "tensor_parallel": 100_000, "pipeline_stages": 100_000, "context_parallel": 1_000_000,
-    "micro_batch_num": 1_000_000, "virtual_pipeline_chunks": 100_000, "devices": 10_000_000,
-    "expert_parallel": 1_000_000, "num_experts": 1_000_000, "seq_split_num": 1 << 30,
-    "mtp_layers": 100_000, "dense_layers": 100_000,
+    "num_layers": 100_000,
+    "hidden_size": 1_000_000,
+    "num_heads": 100_000,
+    "num_kv_heads": 100_000,
+    "vocab_size": 100_000_000,
+    "ffn_size": 10_000_000,
+    "head_dim": 100_000,
+    "seq_length": 1 << 30,
+    "micro_batch_size": 1_000_000,
+    "grad_accumulation": 1_000_000,
+    "data_parallel": 1_000_000,
+    "tensor_parallel": 100_000,
+    "pipeline_stages": 100_000,
+    "context_parallel": 1_000_000,
+    "micro_batch_num": 1_000_000,
+    "virtual_pipeline_chunks": 100_000,
+    "devices": 10_000_000,
+    "expert_parallel": 1_000_000,
+    "num_experts": 1_000_000,
+    "seq_split_num": 1 << 30,
+    "mtp_layers": 100_000,
+    "dense_layers": 100_000,
 }
 
 
@@ -91,8 +120,9 @@ def _limit_problems(src: Source) -> list[Problem]:
         if name == "devices":
             value = src.devices
         if isinstance(value, int) and value > limit:
-            out.append(_problem(src, name, f"is {value:,}: past any real training run (at most {limit:,}); "
-                                "a typo?", value))
+            out.append(
+                _problem(src, name, f"is {value:,}: past any real training run (at most {limit:,}); a typo?", value)
+            )
     return out
 
 
@@ -101,8 +131,14 @@ def validate(src: Source) -> list[Problem]:
     out = _limit_problems(src) + _size_problems(src)
     if out:
         return out  # the divisibility rules below assume positive sizes
-    return (_head_problems(src) + _pipeline_problems(src) + _sequence_problems(src) + _recompute_problems(src)
-            + _expert_problems(src) + _devices_problems(src))
+    return (
+        _head_problems(src)
+        + _pipeline_problems(src)
+        + _sequence_problems(src)
+        + _recompute_problems(src)
+        + _expert_problems(src)
+        + _devices_problems(src)
+    )
 
 
 def _problem(src: Source, fieldname: str, msg: str, value: Any) -> Problem:
@@ -115,17 +151,29 @@ def _size_problems(src: Source) -> list[Problem]:
     """Every size and count is a positive integer (the optional ones when given)."""
     m, s = src.model, src.setup
     out: list[Problem] = []
-    positive = (("num_layers", m.num_layers), ("hidden_size", m.hidden_size), ("num_heads", m.num_heads),
-                ("vocab_size", m.vocab_size), ("seq_length", s.seq_length),
-                ("micro_batch_size", s.micro_batch_size), ("grad_accumulation", s.grad_accumulation),
-                ("data_parallel", s.data_parallel), ("tensor_parallel", s.tensor_parallel),
-                ("pipeline_stages", s.pipeline_stages), ("context_parallel", s.context_parallel),
-                ("micro_batch_num", s.micro_batch_num), ("virtual_pipeline_chunks", s.virtual_pipeline_chunks))
+    positive = (
+        ("num_layers", m.num_layers),
+        ("hidden_size", m.hidden_size),
+        ("num_heads", m.num_heads),
+        ("vocab_size", m.vocab_size),
+        ("seq_length", s.seq_length),
+        ("micro_batch_size", s.micro_batch_size),
+        ("grad_accumulation", s.grad_accumulation),
+        ("data_parallel", s.data_parallel),
+        ("tensor_parallel", s.tensor_parallel),
+        ("pipeline_stages", s.pipeline_stages),
+        ("context_parallel", s.context_parallel),
+        ("micro_batch_num", s.micro_batch_num),
+        ("virtual_pipeline_chunks", s.virtual_pipeline_chunks),
+    )
     for name, value in positive:
         if value is None or value < 1:
             out.append(_problem(src, name, "must be a positive integer", value))
     optional: tuple[tuple[str, Optional[int]], ...] = (
-        ("num_kv_heads", m.num_kv_heads), ("ffn_size", m.ffn_size), ("head_dim", m.head_dim))
+        ("num_kv_heads", m.num_kv_heads),
+        ("ffn_size", m.ffn_size),
+        ("head_dim", m.head_dim),
+    )
     for name, opt in optional:
         if opt is not None and opt < 1:
             out.append(_problem(src, name, "must be a positive integer", opt))
@@ -141,8 +189,9 @@ def _head_problems(src: Source) -> list[Problem]:
     if m.num_heads % m.kv_heads:
         out.append(_problem(src, "num_kv_heads", f"must divide the attention heads ({m.num_heads})", m.kv_heads))
     if m.head_dim is None and m.hidden_size % m.num_heads:
-        out.append(_problem(src, "hidden_size", f"must be divisible by the attention heads ({m.num_heads})",
-                            m.hidden_size))
+        out.append(
+            _problem(src, "hidden_size", f"must be divisible by the attention heads ({m.num_heads})", m.hidden_size)
+        )
     if m.num_heads % t:
         out.append(_problem(src, "tensor_parallel", f"must divide the attention heads ({m.num_heads})", t))
     elif m.kv_heads % t and not m.fused_qkv:
@@ -167,16 +216,29 @@ def _pipeline_problems(src: Source) -> list[Problem]:
         counts, why = placed(n, p, s.virtual_pipeline_chunks, s.stage_offsets)
         if counts is None:
             mtp = f" ({m.num_layers} + {m.mtp_layers} MTP)" if m.mtp_layers else ""
-            out.append(_problem(src, "stage_offsets", f"does not place the {n} layers{mtp}: {why}",
-                                _plain(s.stage_offsets)))
+            out.append(
+                _problem(src, "stage_offsets", f"does not place the {n} layers{mtp}: {why}", _plain(s.stage_offsets))
+            )
     elif (m.num_layers + m.mtp_layers) % (p * s.virtual_pipeline_chunks):
         what = "pipeline stages" if s.virtual_pipeline_chunks == 1 else "pipeline stages x interleaved chunks"
         mtp = f" + {m.mtp_layers} MTP" if m.mtp_layers else ""
-        out.append(_problem(src, "pipeline_stages", f"{what} ({p * s.virtual_pipeline_chunks}) must divide the layers "
-                            f"({m.num_layers}{mtp})", p))
+        out.append(
+            _problem(
+                src,
+                "pipeline_stages",
+                f"{what} ({p * s.virtual_pipeline_chunks}) must divide the layers ({m.num_layers}{mtp})",
+                p,
+            )
+        )
     if p > 1 and s.micro_batch_num < p:
-        out.append(_problem(src, "micro_batch_num", f"must be >= the pipeline stages ({p}) so every stage has work",
-                            s.micro_batch_num))
+        out.append(
+            _problem(
+                src,
+                "micro_batch_num",
+                f"must be >= the pipeline stages ({p}) so every stage has work",
+                s.micro_batch_num,
+            )
+        )
     return out
 
 
@@ -185,11 +247,11 @@ def _sequence_problems(src: Source) -> list[Problem]:
     s = src.setup
     out: list[Problem] = []
     if s.pipeline_scheduler == "seqpipe" and s.seq_split_num > 1 and s.seq_length % s.seq_split_num:
-        out.append(_problem(src, "seq_split_num", f"must divide the sequence length ({s.seq_length})",
-                            s.seq_split_num))
+        out.append(_problem(src, "seq_split_num", f"must divide the sequence length ({s.seq_length})", s.seq_split_num))
     if s.seq_length % s.context_parallel:
-        out.append(_problem(src, "context_parallel", f"must divide the sequence length ({s.seq_length})",
-                            s.context_parallel))
+        out.append(
+            _problem(src, "context_parallel", f"must divide the sequence length ({s.seq_length})", s.context_parallel)
+        )
     return out
 
 
@@ -217,8 +279,14 @@ def _recompute_problems(src: Source) -> list[Problem]:
     """Per-stage recompute layer counts: at most one per stage, none negative."""
     s = src.setup
     if s.recompute_layers and (len(s.recompute_layers) > s.pipeline_stages or min(s.recompute_layers) < 0):
-        return [_problem(src, "recompute", f"needs at most one non-negative layer count per pipeline stage "
-                         f"({s.pipeline_stages})", list(s.recompute_layers))]
+        return [
+            _problem(
+                src,
+                "recompute",
+                f"needs at most one non-negative layer count per pipeline stage ({s.pipeline_stages})",
+                list(s.recompute_layers),
+            )
+        ]
     return []
 
 
@@ -226,10 +294,15 @@ def _devices_problems(src: Source) -> list[Problem]:
     """The parallel layout uses exactly the devices given."""
     s = src.setup
     if src.devices is not None and s.devices != src.devices:
-        return [_problem(src, "devices" if "devices" in src.origins else "data_parallel",
-                         f"data x tensor x pipeline x context parallel = {s.data_parallel} x {s.tensor_parallel} x "
-                         f"{s.pipeline_stages} x {s.context_parallel} = {s.devices}, not the {src.devices} devices",
-                         src.devices)]
+        return [
+            _problem(
+                src,
+                "devices" if "devices" in src.origins else "data_parallel",
+                f"data x tensor x pipeline x context parallel = {s.data_parallel} x {s.tensor_parallel} x "
+                f"{s.pipeline_stages} x {s.context_parallel} = {s.devices}, not the {src.devices} devices",
+                src.devices,
+            )
+        ]
     return []
 
 

@@ -54,8 +54,15 @@ class Row:
     busbw_gbs: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {"group": self.group, "op": self.op, "size_bytes": self.size_bytes, "ranks": self.ranks,
-                "time_s": self.time_s, "algbw_gbs": self.algbw_gbs, "busbw_gbs": self.busbw_gbs}
+        return {
+            "group": self.group,
+            "op": self.op,
+            "size_bytes": self.size_bytes,
+            "ranks": self.ranks,
+            "time_s": self.time_s,
+            "algbw_gbs": self.algbw_gbs,
+            "busbw_gbs": self.busbw_gbs,
+        }
 
 
 def row(group: str, op: str, size_bytes: int, per_rank_seconds: Sequence[float]) -> Row:
@@ -66,6 +73,7 @@ def row(group: str, op: str, size_bytes: int, per_rank_seconds: Sequence[float])
 
 
 # Baselines -------------------------------------------------------------------------------------
+
 
 class BaselineError(Exception):
     pass
@@ -89,15 +97,16 @@ def load_baseline(path: Path) -> dict[str, Any]:
 
     from msdoctor.schema import BASELINE, EARLIER_REPORT, require
 
-    fix = ('write {"busbw_gbs": {"GROUP/OP/BYTES": GB/s}} (optional "warn_below"/"fail_below", 0..1), '
-           "or pass an earlier preflight-report.json")
+    fix = (
+        'write {"busbw_gbs": {"GROUP/OP/BYTES": GB/s}} (optional "warn_below"/"fail_below", 0..1), '
+        "or pass an earlier preflight-report.json"
+    )
     try:  # the one bounded reader: a FIFO, /dev/zero, a flood or deep nesting is refused, never read
         doc = load_json_file(Path(path), "baseline")
         data = doc.data
         if isinstance(data, dict) and "bandwidth" in data:  # an earlier preflight report
             require(doc, EARLIER_REPORT, what="a preflight-report.json", fix=fix)
-            return {"busbw_gbs": {key(r["group"], r["op"], r["size_bytes"]): r["busbw_gbs"]
-                                  for r in data["bandwidth"]}}
+            return {"busbw_gbs": {key(r["group"], r["op"], r["size_bytes"]): r["busbw_gbs"] for r in data["bandwidth"]}}
         return dict(require(doc, BASELINE, what="a busbw baseline", fix=fix))
     except UserError as exc:
         raise BaselineError(exc.message) from None

@@ -23,9 +23,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def args_for(cfg: "RunConfig") -> MsrunArgs:
     rt = cfg.runtime
-    return MsrunArgs(worker_num=rt.device_num, local_worker_num=rt.device_num // rt.num_nodes,
-                     master_addr=rt.master_addr, master_port=rt.master_port, node_rank=rt.node_rank,
-                     cluster_time_out=rt.cluster_time_out)
+    return MsrunArgs(
+        worker_num=rt.device_num,
+        local_worker_num=rt.device_num // rt.num_nodes,
+        master_addr=rt.master_addr,
+        master_port=rt.master_port,
+        node_rank=rt.node_rank,
+        cluster_time_out=rt.cluster_time_out,
+    )
 
 
 def needed(cfg: "RunConfig") -> bool:
@@ -35,8 +40,14 @@ def needed(cfg: "RunConfig") -> bool:
 def run(cfg: "RunConfig", python: str, run_dir: Path, config_path: Path) -> int:
     """0 when the preflight passed on every rank; the report is in RUN/preflight/."""
     out = run_dir / "preflight"
-    task_args = ["--config", str(Path(config_path).resolve()), "--device-target", cfg.runtime.device_target,
-                 "--python", python]
+    task_args = [
+        "--config",
+        str(Path(config_path).resolve()),
+        "--device-target",
+        cfg.runtime.device_target,
+        "--python",
+        python,
+    ]
     return run_launch(python, args_for(cfg), out, out / "msrun_log", task_args)
 
 
@@ -47,8 +58,10 @@ def run_launch(python: str, args: Any, out: Path, log_dir: Path, task_args: list
     from msdoctor.preflight.launch import run
 
     out = out.resolve()
-    click.echo(f"msdoctor preflight: msrun on node_rank {args.node_rank} ({args.local_worker_num} of {args.worker_num} "
-               f"workers, master {args.master_addr}:{args.master_port}, --cluster_time_out {args.cluster_time_out})")
+    click.echo(
+        f"msdoctor preflight: msrun on node_rank {args.node_rank} ({args.local_worker_num} of {args.worker_num} "
+        f"workers, master {args.master_addr}:{args.master_port}, --cluster_time_out {args.cluster_time_out})"
+    )
     res = run(python, args, log_dir.resolve(), out, task_args, os.environ)
     rep = res.report
     if rep is not None and rep.get("cluster_formed") is not False and "cluster" in rep:
@@ -56,9 +69,12 @@ def run_launch(python: str, args: Any, out: Path, log_dir: Path, task_args: list
     if res.summary:
         click.echo(f"msdoctor preflight: {res.summary}", err=True)
     ok = (res.returncode == 0 or res.ended_after_verdict) and rep is not None and rep.get("exit_code") == 0
-    click.echo(f"msdoctor preflight: {'passed' if ok else 'FAILED'} in {res.seconds:.0f} s (msrun exit "
-               f"{res.returncode if not res.timed_out else 'stopped'}; report {out / 'preflight-report.json'}; "
-               f"logs {res.log_dir})", err=not ok)
+    click.echo(
+        f"msdoctor preflight: {'passed' if ok else 'FAILED'} in {res.seconds:.0f} s (msrun exit "
+        f"{res.returncode if not res.timed_out else 'stopped'}; report {out / 'preflight-report.json'}; "
+        f"logs {res.log_dir})",
+        err=not ok,
+    )
     return int(ExitCode.OK if ok else ExitCode.PROBLEMS)
 
 

@@ -66,11 +66,27 @@ ENV_PREFIXES = ("MS_", "HCCL_", "ASCEND_", "NCCL_", "GLOG_", "GE_", "RANK_")
 ENV_NAMES = ("DEVICE_ID", "RANK_ID", "RANK_SIZE", "CUDA_VISIBLE_DEVICES", "LD_PRELOAD", "PYTHONPATH", "OMP_NUM_THREADS")
 
 #: set per node or per rank by construction (msrun, the runtime, or the site's launch script): never a difference
-PER_NODE_ENV = frozenset({
-    "MS_NODE_RANK", "MS_NODE_ID", "MS_WORKER_IP", "MS_ROLE", "HCCL_IF_IP", "RANK_ID", "DEVICE_ID",
-    "ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NCCL_SOCKET_IFNAME",
-    "HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "RANK", "LOCAL_RANK", "NODE_RANK", "HOSTNAME",
-})
+PER_NODE_ENV = frozenset(
+    {
+        "MS_NODE_RANK",
+        "MS_NODE_ID",
+        "MS_WORKER_IP",
+        "MS_ROLE",
+        "HCCL_IF_IP",
+        "RANK_ID",
+        "DEVICE_ID",
+        "ASCEND_RT_VISIBLE_DEVICES",
+        "ASCEND_VISIBLE_DEVICES",
+        "CUDA_VISIBLE_DEVICES",
+        "NCCL_SOCKET_IFNAME",
+        "HCCL_SOCKET_IFNAME",
+        "GLOO_SOCKET_IFNAME",
+        "RANK",
+        "LOCAL_RANK",
+        "NODE_RANK",
+        "HOSTNAME",
+    }
+)
 
 
 def interesting_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -96,12 +112,22 @@ def timeouts(before_import: Mapping[str, str], after_init: Mapping[str, str]) ->
         default = MINDSPORE_DEFAULTS.get(name)
         if name in before_import:
             value = before_import[name]
-            src = ("environment, or MindSpore's default (mindspore/context.py sets 600 when unset; msrun's own import "
-                   "of mindspore does it)") if value == default else "environment (set by the user or the site)"
+            src = (
+                (
+                    "environment, or MindSpore's default (mindspore/context.py sets 600 when unset; msrun's own import "
+                    "of mindspore does it)"
+                )
+                if value == default
+                else "environment (set by the user or the site)"
+            )
             out[name] = {"value": value, "source": src}
         elif name in after_init:
-            out[name] = {"value": after_init[name], "source": "MindSpore's default, set during import (mindspore/context.py)"
-                         if after_init[name] == default else "set during import/init"}
+            out[name] = {
+                "value": after_init[name],
+                "source": "MindSpore's default, set during import (mindspore/context.py)"
+                if after_init[name] == default
+                else "set during import/init",
+            }
         else:
             out[name] = {"value": None, "source": "unset (HCCL's own default applies)"}
     return out

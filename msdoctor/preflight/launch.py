@@ -54,8 +54,10 @@ class LaunchResult:
 #: starts (after site), so the command drops it before importing anything (``-P`` does the same from Python 3.11:
 #: https://docs.python.org/3/using/cmdline.html#cmdoption-P; targets may be older). msrun runs ``python ARGS`` as
 #: given (mindspore/parallel/cluster/process_entity/_api.py in MindSpore 2.7.0).
-SAFE_MAIN = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
-             "import runpy; runpy.run_module('msdoctor', run_name='__main__', alter_sys=True)")
+SAFE_MAIN = (
+    "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+    "import runpy; runpy.run_module('msdoctor', run_name='__main__', alter_sys=True)"
+)
 
 
 def rank_command(task_args: list[str]) -> list[str]:
@@ -66,10 +68,18 @@ def rank_command(task_args: list[str]) -> list[str]:
 def msrun_argv(python: str, args: MsrunArgs, log_dir: Path, task_args: list[str]) -> list[str]:
     from msdoctor.training.launch import msrun_command
 
-    return [*msrun_command(python), f"--worker_num={args.worker_num}", f"--local_worker_num={args.local_worker_num}",
-            f"--master_addr={args.master_addr}", f"--master_port={args.master_port}", f"--node_rank={args.node_rank}",
-            f"--log_dir={log_dir}", "--join=True", f"--cluster_time_out={args.cluster_time_out}",
-            *rank_command(task_args)]
+    return [
+        *msrun_command(python),
+        f"--worker_num={args.worker_num}",
+        f"--local_worker_num={args.local_worker_num}",
+        f"--master_addr={args.master_addr}",
+        f"--master_port={args.master_port}",
+        f"--node_rank={args.node_rank}",
+        f"--log_dir={log_dir}",
+        "--join=True",
+        f"--cluster_time_out={args.cluster_time_out}",
+        *rank_command(task_args),
+    ]
 
 
 def environment(python: str, environ: Mapping[str, str]) -> dict[str, str]:
@@ -96,8 +106,15 @@ def _console(path: Path) -> int:
         raise WriteError(path, exc) from None
 
 
-def run(python: str, args: MsrunArgs, log_dir: Path, out: Path, task_args: list[str],
-        environ: Mapping[str, str], work_timeout: float = 600.0) -> LaunchResult:
+def run(
+    python: str,
+    args: MsrunArgs,
+    log_dir: Path,
+    out: Path,
+    task_args: list[str],
+    environ: Mapping[str, str],
+    work_timeout: float = 600.0,
+) -> LaunchResult:
     from msdoctor import proc
 
     from .schedlog import read
@@ -120,8 +137,9 @@ def run(python: str, args: MsrunArgs, log_dir: Path, out: Path, task_args: list[
     scratch = tempfile.mkdtemp(prefix="msdoctor-preflight-")  # msrun and the ranks run outside the project
     try:
         with os.fdopen(_console(console), "wb") as sink:  # never through a planted link
-            child = proc.spawn(argv, env=environment(python, environ), stdout=sink, stderr=subprocess.STDOUT,
-                               cwd=scratch)
+            child = proc.spawn(
+                argv, env=environment(python, environ), stdout=sink, stderr=subprocess.STDOUT, cwd=scratch
+            )
             try:
                 formed = False
                 form_by = started + args.cluster_time_out + FORM_MARGIN_S
@@ -150,21 +168,29 @@ def run(python: str, args: MsrunArgs, log_dir: Path, out: Path, task_args: list[
         if sched_log.is_file():
             summary = read(sched_log).summary(args.local_worker_num, args.worker_num)
         elif args.node_rank != 0:
-            summary = ("the cluster did not form or this node's ranks failed; node_rank 0's "
-                       f"{log_dir.name}/scheduler.log names the nodes that never registered")
+            summary = (
+                "the cluster did not form or this node's ranks failed; node_rank 0's "
+                f"{log_dir.name}/scheduler.log names the nodes that never registered"
+            )
         else:
             summary = "msrun ended without a preflight report"
         if timed_out:
             summary += f"; msrun was stopped after {bound:.0f} s"
     output = console.read_text(encoding="utf-8", errors="replace") if console.is_file() else ""
     after = False
-    if rc not in (0, None) and report is not None and report.get("exit_code") == 0 \
-            and verdicts(log_dir) >= args.local_worker_num:
+    if (
+        rc not in (0, None)
+        and report is not None
+        and report.get("exit_code") == 0
+        and verdicts(log_dir) >= args.local_worker_num
+    ):
         after = True
         crashed = sorted(set(_EXITED.findall(output)))
-        summary = (f"msrun exited {rc} after every rank on this node had logged the cluster's verdict"
-                   + (f" (msrun.out: worker process exit code {', '.join(crashed)})" if crashed else "")
-                   + ": a process ended abnormally in MindSpore's teardown, after the preflight; the verdict stands")
+        summary = (
+            f"msrun exited {rc} after every rank on this node had logged the cluster's verdict"
+            + (f" (msrun.out: worker process exit code {', '.join(crashed)})" if crashed else "")
+            + ": a process ended abnormally in MindSpore's teardown, after the preflight; the verdict stands"
+        )
     return LaunchResult(rc, timed_out, seconds, report, summary, output, log_dir, after)
 
 
@@ -201,5 +227,10 @@ def joined(log_dir: Path) -> bool:
 
 
 def describe(result: LaunchResult) -> dict[str, Any]:
-    return {"returncode": result.returncode, "timed_out": result.timed_out, "seconds": round(result.seconds, 1),
-            "summary": result.summary, "log_dir": str(result.log_dir)}
+    return {
+        "returncode": result.returncode,
+        "timed_out": result.timed_out,
+        "seconds": round(result.seconds, 1),
+        "summary": result.summary,
+        "log_dir": str(result.log_dir),
+    }

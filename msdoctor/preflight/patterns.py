@@ -87,9 +87,9 @@ def explain(case: Case, got: Sequence[float], world: int) -> Optional[str]:
         slots = sorted({j // SLOT for j in bad})
         found = []
         for s in slots:
-            chunk = got[s * SLOT:(s + 1) * SLOT]
+            chunk = got[s * SLOT : (s + 1) * SLOT]
             for r in range(world):
-                if chunk == case.expected[r * SLOT:(r + 1) * SLOT]:
+                if chunk == case.expected[r * SLOT : (r + 1) * SLOT]:
                     found.append(f"slot {s} holds rank {r}'s data")
                     break
             else:

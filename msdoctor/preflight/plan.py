@@ -137,8 +137,9 @@ def visible_devices(device_target: str, env: Mapping[str, str]) -> tuple[Optiona
     return None, "CPU workers share the host's cores"
 
 
-def check(args: MsrunArgs, *, device_target: str, expected_python: Optional[str],
-          env: Optional[Mapping[str, str]] = None) -> PlanResult:
+def check(
+    args: MsrunArgs, *, device_target: str, expected_python: Optional[str], env: Optional[Mapping[str, str]] = None
+) -> PlanResult:
     env = dict(os.environ if env is None else env)
     res = PlanResult(args)
     a = args
@@ -161,18 +162,27 @@ def check(args: MsrunArgs, *, device_target: str, expected_python: Optional[str]
 def _args_finding(a: MsrunArgs, nodes: int) -> Finding:
     """The msrun arguments add up: whole nodes of local_worker_num workers, and node_rank among them."""
     if a.local_worker_num <= 0 or a.worker_num <= 0 or a.worker_num % a.local_worker_num:
-        return Finding.fail(f"--worker_num {a.worker_num} is not a multiple of --local_worker_num {a.local_worker_num}",
-                            detail="msrun numbers ranks node_rank x local_worker_num + local index: every node must "
-                                   "start the same number of workers", fix="give every node the same "
-                                   "--local_worker_num and --worker_num = nodes x local_worker_num", code="args")
+        return Finding.fail(
+            f"--worker_num {a.worker_num} is not a multiple of --local_worker_num {a.local_worker_num}",
+            detail="msrun numbers ranks node_rank x local_worker_num + local index: every node must "
+            "start the same number of workers",
+            fix="give every node the same --local_worker_num and --worker_num = nodes x local_worker_num",
+            code="args",
+        )
     if not 0 <= a.node_rank < nodes:
-        return Finding.fail(f"--node_rank {a.node_rank} is outside 0..{nodes - 1}",
-                            detail=f"{a.worker_num} workers / {a.local_worker_num} per node = {nodes} nodes",
-                            fix=f"number the nodes 0..{nodes - 1}, one number per node", code="args")
-    return Finding.passed(f"{nodes} node(s) x {a.local_worker_num} workers = {a.worker_num}; this is node_rank "
-                          f"{a.node_rank}, ranks {a.node_rank * a.local_worker_num}.."
-                          f"{(a.node_rank + 1) * a.local_worker_num - 1}",
-                          proved="the msrun arguments are consistent on this node", code="args")
+        return Finding.fail(
+            f"--node_rank {a.node_rank} is outside 0..{nodes - 1}",
+            detail=f"{a.worker_num} workers / {a.local_worker_num} per node = {nodes} nodes",
+            fix=f"number the nodes 0..{nodes - 1}, one number per node",
+            code="args",
+        )
+    return Finding.passed(
+        f"{nodes} node(s) x {a.local_worker_num} workers = {a.worker_num}; this is node_rank "
+        f"{a.node_rank}, ranks {a.node_rank * a.local_worker_num}.."
+        f"{(a.node_rank + 1) * a.local_worker_num - 1}",
+        proved="the msrun arguments are consistent on this node",
+        code="args",
+    )
 
 
 def _loopback(*addrs: Optional[str]) -> bool:
@@ -193,36 +203,62 @@ def _master_addr_finding(a: MsrunArgs, ip: Optional[str], local: set[str], nodes
     if nodes > 1 and (_loopback(a.master_addr, ip) or a.master_addr.lower().rstrip(".") == "localhost"):
         # on every node the loopback address is that node itself: node 0's scheduler is unreachable from the
         # others, and each other node would see a "local" master (a connection there reaches itself, not node 0)
-        here = ("other nodes cannot reach the loopback address of this host, and every node would think the master "
-                "is local and start its own scheduler (observed: the second fails with \"Failed to init the tcp "
-                "server\")") if a.node_rank == 0 else (
+        here = (
+            (
+                "other nodes cannot reach the loopback address of this host, and every node would think the master "
+                'is local and start its own scheduler (observed: the second fails with "Failed to init the tcp '
+                'server")'
+            )
+            if a.node_rank == 0
+            else (
                 f"on node_rank {a.node_rank} {a.master_addr} is this node itself, not node_rank 0: msrun would start "
-                "a scheduler here, or reach one of this node's own processes, never node 0's")
-        return Finding.fail(f"--master_addr {a.master_addr} is a loopback address in a {nodes}-node job",
-                            detail=here, fix="give every node node_rank 0's address on the network the nodes share",
-                            code="master-addr")
+                "a scheduler here, or reach one of this node's own processes, never node 0's"
+            )
+        )
+        return Finding.fail(
+            f"--master_addr {a.master_addr} is a loopback address in a {nodes}-node job",
+            detail=here,
+            fix="give every node node_rank 0's address on the network the nodes share",
+            code="master-addr",
+        )
     if ip is None:
-        return Finding.fail(f"--master_addr {a.master_addr} does not resolve", fix="use the master node's IPv4 address",
-                            code="master-addr")
+        return Finding.fail(
+            f"--master_addr {a.master_addr} does not resolve",
+            fix="use the master node's IPv4 address",
+            code="master-addr",
+        )
     if a.node_rank == 0:
         if ip not in local:
-            return Finding.fail(f"node_rank 0 but --master_addr {a.master_addr} ({ip}) is not an address of this host",
-                                detail="msrun starts the scheduler only where the master address is local; nobody "
-                                       "would start it", fix="run node_rank 0 on the host that owns the master "
-                                                             "address, or give that host's address", code="master-addr")
-        return Finding.passed(f"--master_addr {a.master_addr} is this host's address",
-                              proved="msrun will start the scheduler here", code="master-addr")
+            return Finding.fail(
+                f"node_rank 0 but --master_addr {a.master_addr} ({ip}) is not an address of this host",
+                detail="msrun starts the scheduler only where the master address is local; nobody would start it",
+                fix="run node_rank 0 on the host that owns the master address, or give that host's address",
+                code="master-addr",
+            )
+        return Finding.passed(
+            f"--master_addr {a.master_addr} is this host's address",
+            proved="msrun will start the scheduler here",
+            code="master-addr",
+        )
     if ip in local and not ip.startswith("127."):
-        return Finding.fail(f"node_rank {a.node_rank} but --master_addr {a.master_addr} is this host",
-                            detail="msrun would start a second scheduler here", fix="run node_rank 0 on this host, "
-                            "or give the master node's address", code="master-addr")
+        return Finding.fail(
+            f"node_rank {a.node_rank} but --master_addr {a.master_addr} is this host",
+            detail="msrun would start a second scheduler here",
+            fix="run node_rank 0 on this host, or give the master node's address",
+            code="master-addr",
+        )
     ok, why = reachable(ip, a.master_port)
     if ok:
-        return Finding.passed(f"master {a.master_addr}:{a.master_port} is reachable: {why}",
-                              proved="a TCP connection attempt got an answer", code="master-addr")
-    return Finding.fail(f"master {a.master_addr}:{a.master_port} is not reachable from this host: {why}",
-                        fix="check the address, the route (ip route get " + ip + ") and firewalls between the "
-                            "nodes", code="master-addr")
+        return Finding.passed(
+            f"master {a.master_addr}:{a.master_port} is reachable: {why}",
+            proved="a TCP connection attempt got an answer",
+            code="master-addr",
+        )
+    return Finding.fail(
+        f"master {a.master_addr}:{a.master_port} is not reachable from this host: {why}",
+        fix="check the address, the route (ip route get " + ip + ") and firewalls between the nodes",
+        code="master-addr",
+    )
 
 
 def _master_port_finding(a: MsrunArgs, ip: str) -> Finding:
@@ -231,43 +267,62 @@ def _master_port_finding(a: MsrunArgs, ip: str) -> Finding:
     if err is None:
         return Finding.passed(f"port {a.master_port} is free on {ip}", proved="a bind on it succeeded", code="port")
     holder = port_holder(a.master_port)
-    who = (f"pid {holder.get('pid')} ({holder.get('name', '?')}: {holder.get('cmdline', '')})"
-           if holder and holder.get("pid") else "another process (run `ss -ltnp` as root to see which)")
-    return Finding.fail(f"port {a.master_port} on {ip} is taken by {who}",
-                        detail=f"bind: {errno.errorcode.get(err, err)}. The scheduler would fail with \"Failed "
-                               "to init the tcp server\" and the workers wait until --cluster_time_out",
-                        fix=f"pick another --master_port on every node, or stop pid {holder.get('pid')}"
-                            if holder and holder.get("pid") else "pick another --master_port on every node",
-                        evidence={"port": a.master_port, "holder": holder}, code="port")
+    who = (
+        f"pid {holder.get('pid')} ({holder.get('name', '?')}: {holder.get('cmdline', '')})"
+        if holder and holder.get("pid")
+        else "another process (run `ss -ltnp` as root to see which)"
+    )
+    return Finding.fail(
+        f"port {a.master_port} on {ip} is taken by {who}",
+        detail=f'bind: {errno.errorcode.get(err, err)}. The scheduler would fail with "Failed '
+        'to init the tcp server" and the workers wait until --cluster_time_out',
+        fix=f"pick another --master_port on every node, or stop pid {holder.get('pid')}"
+        if holder and holder.get("pid")
+        else "pick another --master_port on every node",
+        evidence={"port": a.master_port, "holder": holder},
+        code="port",
+    )
 
 
 def _devices_finding(a: MsrunArgs, device_target: str, env: Mapping[str, str]) -> Finding:
     """local_worker_num fits the devices this node's workers can see (CPU workers: the cores)."""
     count, source = visible_devices(device_target, env)
     if count is not None and a.local_worker_num > count:
-        return Finding.fail(f"--local_worker_num {a.local_worker_num} > {count} visible {device_target} devices "
-                            f"({source})", fix=f"--local_worker_num {count} (and --worker_num nodes x {count})",
-                            code="devices")
+        return Finding.fail(
+            f"--local_worker_num {a.local_worker_num} > {count} visible {device_target} devices ({source})",
+            fix=f"--local_worker_num {count} (and --worker_num nodes x {count})",
+            code="devices",
+        )
     if count is not None:
-        return Finding.passed(f"{a.local_worker_num} workers for {count} visible devices ({source})",
-                              proved="each worker gets its own device", code="devices")
+        return Finding.passed(
+            f"{a.local_worker_num} workers for {count} visible devices ({source})",
+            proved="each worker gets its own device",
+            code="devices",
+        )
     cores = os.cpu_count() or 1
     if a.local_worker_num <= cores:
-        return Finding.passed(f"{a.local_worker_num} CPU workers on {cores} cores",
-                              proved="CPU workers need no device", code="devices")
-    return Finding.warn(f"{a.local_worker_num} CPU workers on {cores} cores", detail="workers will share cores",
-                        code="devices")
+        return Finding.passed(
+            f"{a.local_worker_num} CPU workers on {cores} cores", proved="CPU workers need no device", code="devices"
+        )
+    return Finding.warn(
+        f"{a.local_worker_num} CPU workers on {cores} cores", detail="workers will share cores", code="devices"
+    )
 
 
 def _interpreter_finding(on_path: Optional[str], expected_python: str) -> Finding:
     """``python`` on PATH, which msrun starts for every worker, is the job's interpreter."""
     if on_path is not None and _same_interpreter(on_path, expected_python):
-        return Finding.passed(f"`python` on PATH is the job's interpreter ({on_path})",
-                              proved="msrun starts `python` from PATH, and that is the target", code="python")
-    return Finding.fail(f"`python` on PATH is {on_path or '(none)'}, not the job's interpreter {expected_python}",
-                        detail="msrun starts every worker as `python` from PATH, not with its own interpreter",
-                        fix=f"export PATH={os.path.dirname(expected_python)}:$PATH before msrun",
-                        code="python")
+        return Finding.passed(
+            f"`python` on PATH is the job's interpreter ({on_path})",
+            proved="msrun starts `python` from PATH, and that is the target",
+            code="python",
+        )
+    return Finding.fail(
+        f"`python` on PATH is {on_path or '(none)'}, not the job's interpreter {expected_python}",
+        detail="msrun starts every worker as `python` from PATH, not with its own interpreter",
+        fix=f"export PATH={os.path.dirname(expected_python)}:$PATH before msrun",
+        code="python",
+    )
 
 
 def msdoctor_source() -> tuple[Optional[str], str]:
@@ -300,8 +355,11 @@ def msdoctor_source() -> tuple[Optional[str], str]:
         checkout = Path(__file__).resolve().parents[2]  # msdoctor/preflight/plan.py in a checkout
         if (checkout / "pyproject.toml").is_file() and (checkout / "msdoctor").is_dir():
             return str(checkout), "the checkout this msdoctor runs from"
-        return None, ("this msdoctor's metadata does not say where it was installed from" if raws
-                      else "no msdoctor metadata on sys.path says where this msdoctor came from")
+        return None, (
+            "this msdoctor's metadata does not say where it was installed from"
+            if raws
+            else "no msdoctor metadata on sys.path says where this msdoctor came from"
+        )
     path = unquote(url.path)
     if not os.path.exists(path):
         return None, f"it was installed from {path}, which no longer exists"
@@ -311,8 +369,11 @@ def msdoctor_source() -> tuple[Optional[str], str]:
 def _has_msdoctor(python: str, env: Mapping[str, str]) -> Any:
     from msdoctor import proc
 
-    return proc.run([python, "-I", "-c", "import importlib.util, sys; "
-                     "sys.exit(0 if importlib.util.find_spec('msdoctor') else 1)"], timeout=10, env=env)
+    return proc.run(
+        [python, "-I", "-c", "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('msdoctor') else 1)"],
+        timeout=10,
+        env=env,
+    )
 
 
 def _msdoctor_fix(on_path: str, expected_python: Optional[str], env: Mapping[str, str]) -> str:
@@ -321,35 +382,52 @@ def _msdoctor_fix(on_path: str, expected_python: Optional[str], env: Mapping[str
     if expected_python and not _same_interpreter(on_path, expected_python):
         # this msdoctor's own interpreter needs no question: it is running msdoctor now
         if _same_interpreter(expected_python, sys.executable) or _has_msdoctor(expected_python, env).returncode == 0:
-            fixes.append(f"export PATH={os.path.dirname(expected_python)}:$PATH before msrun, on every node "
-                         f"(verified here: {expected_python} has msdoctor)")
+            fixes.append(
+                f"export PATH={os.path.dirname(expected_python)}:$PATH before msrun, on every node "
+                f"(verified here: {expected_python} has msdoctor)"
+            )
     source, what = msdoctor_source()
     if source is not None:
-        fixes.append(f"{on_path} -m pip install {source} on every node ({what}; unverified: not installed by "
-                     "this check, and the path must exist on each node)")
+        fixes.append(
+            f"{on_path} -m pip install {source} on every node ({what}; unverified: not installed by "
+            "this check, and the path must exist on each node)"
+        )
     else:
-        fixes.append(f"{on_path} -m pip install /path/to/msdoctor-checkout on every node (unverified: {what}; "
-                     "msdoctor is not on the package index)")
+        fixes.append(
+            f"{on_path} -m pip install /path/to/msdoctor-checkout on every node (unverified: {what}; "
+            "msdoctor is not on the package index)"
+        )
     return "; or ".join(fixes)
 
 
-def _msdoctor_importable_findings(on_path: str, env: Mapping[str, str],
-                                  expected_python: Optional[str] = None) -> list[Finding]:
+def _msdoctor_importable_findings(
+    on_path: str, env: Mapping[str, str], expected_python: Optional[str] = None
+) -> list[Finding]:
     """The task is ``python -m msdoctor preflight``: msdoctor must be importable by the ``python`` msrun starts."""
     probe = _has_msdoctor(on_path, env)
     if probe.returncode == 1:
-        return [Finding.fail(f"msdoctor is not installed for {on_path}",
-                             detail="msrun runs `python -m msdoctor preflight` with that interpreter on every rank",
-                             fix=_msdoctor_fix(on_path, expected_python, env), code="msdoctor-importable")]
+        return [
+            Finding.fail(
+                f"msdoctor is not installed for {on_path}",
+                detail="msrun runs `python -m msdoctor preflight` with that interpreter on every rank",
+                fix=_msdoctor_fix(on_path, expected_python, env),
+                code="msdoctor-importable",
+            )
+        ]
     if not probe.ok:
-        return [Finding.warn(f"could not ask {on_path} whether it has msdoctor: {probe.describe_failure()}",
-                             code="msdoctor-importable")]
+        return [
+            Finding.warn(
+                f"could not ask {on_path} whether it has msdoctor: {probe.describe_failure()}",
+                code="msdoctor-importable",
+            )
+        ]
     return []
 
 
 def _same_interpreter(a: str, b: str) -> bool:
     """The same environment: both in one bin directory (a venv's python is a symlink to the base interpreter, so
     resolving the file itself would call the system Python and every venv on it the same)."""
+
     def where(p: str) -> str:
         return os.path.realpath(os.path.dirname(os.path.abspath(p)))
 
@@ -368,28 +446,54 @@ def compare(plans: list[dict[str, Any]]) -> list[Finding]:
         values = {str(a.get(key)) for a in args}
         if len(values) > 1:
             shown = ", ".join(f"node_rank {a.get('node_rank')}: {a.get(key)}" for a in args)
-            out.append(Finding.fail(f"--{key} differs between the nodes' plans ({shown})",
-                                    fix=f"give every node the same --{key}", code=f"plans-{key}"))
+            out.append(
+                Finding.fail(
+                    f"--{key} differs between the nodes' plans ({shown})",
+                    fix=f"give every node the same --{key}",
+                    code=f"plans-{key}",
+                )
+            )
     ranks = [a.get("node_rank") for a in args]
     dup = sorted({r for r in ranks if ranks.count(r) > 1}, key=str)
     if dup:
-        out.append(Finding.fail(f"node_rank {', '.join(map(str, dup))} used by more than one node",
-                                fix="number the nodes 0..N-1, one number per node", code="plans-node-rank"))
+        out.append(
+            Finding.fail(
+                f"node_rank {', '.join(map(str, dup))} used by more than one node",
+                fix="number the nodes 0..N-1, one number per node",
+                code="plans-node-rank",
+            )
+        )
     total = sum(int(a.get("local_worker_num") or 0) for a in args)
     wn = args[0].get("worker_num") if args else None
     if wn is not None and not dup and total != wn:
         missing = sorted(set(range(int(wn) // max(int(args[0].get("local_worker_num") or 1), 1))) - set(ranks))
-        out.append(Finding.fail(f"the plans' local workers add up to {total}, --worker_num is {wn}",
-                                detail=f"node ranks without a plan: {', '.join(map(str, missing))}" if missing else "",
-                                fix="run --plan on every node and compare all of them", code="plans-sum"))
+        out.append(
+            Finding.fail(
+                f"the plans' local workers add up to {total}, --worker_num is {wn}",
+                detail=f"node ranks without a plan: {', '.join(map(str, missing))}" if missing else "",
+                fix="run --plan on every node and compare all of them",
+                code="plans-sum",
+            )
+        )
     for p in plans:
         if p.get("status") in ("fail", "error"):
             a = p.get("args") or {}
-            out.append(Finding.fail(f"node_rank {a.get('node_rank')}'s own plan failed",
-                                    detail="; ".join(f["title"] for f in p.get("findings") or []
-                                                     if f.get("status") in ("fail", "error")), code="plans-node"))
+            out.append(
+                Finding.fail(
+                    f"node_rank {a.get('node_rank')}'s own plan failed",
+                    detail="; ".join(
+                        f["title"] for f in p.get("findings") or [] if f.get("status") in ("fail", "error")
+                    ),
+                    code="plans-node",
+                )
+            )
     if not out:
-        out.append(Finding.passed(f"{len(plans)} plans describe one job of {wn} workers",
-                                  proved="same worker_num, master, port and cluster_time_out; node ranks unique "
-                                         "and local workers adding up", code="plans"))
+        out.append(
+            Finding.passed(
+                f"{len(plans)} plans describe one job of {wn} workers",
+                proved="same worker_num, master, port and cluster_time_out; node ranks unique "
+                "and local workers adding up",
+                code="plans",
+            )
+        )
     return out

@@ -66,8 +66,10 @@ SKEW_TOLERANCE = 2.0
 
 # [LEVEL] MODULE(PID,TID,proc):2026-12-02-12:37:54.433.629  (C++)   [LEVEL] ME(PID:TID,proc):...  (Python)
 # CANN's plog: [LEVEL] MODULE(PID,process):2025-05-13-02:25:58.068.817 (https://github.com/gpustack/gpustack/issues/2021)
-_PREFIX = re.compile(r"^\[(?P<level>[A-Z]+)\] (?P<mod>[A-Z_]+)\((?P<pid>\d+)(?:[,:](?P<tid>\w+))?,(?P<proc>[^)]*)\):"
-                     r"(?P<ts>\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d\.\d{3}\.\d{3})")
+_PREFIX = re.compile(
+    r"^\[(?P<level>[A-Z]+)\] (?P<mod>[A-Z_]+)\((?P<pid>\d+)(?:[,:](?P<tid>\w+))?,(?P<proc>[^)]*)\):"
+    r"(?P<ts>\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d\.\d{3}\.\d{3})"
+)
 # any of: 2026-12-02-12:37:54.433.629 (MindSpore, CANN), 2025-01-01 12:00:00,123 (Python logging), ISO 8601
 _TIME = re.compile(r"(?P<d>\d{4}-\d\d-\d\d)[- T](?P<t>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{1,6})(?:\.(?P<us>\d{3}))?)?")
 _RANK_ID = re.compile(r"This node (?P<node>\S+) rank id: (?P<rank>\d+)")
@@ -83,17 +85,37 @@ _PLOG_NAME = re.compile(r"^plog-(?P<pid>\d+)_")
 _WORKER_NAME = re.compile(r"(?:^|_)(?P<rank>\d+)\.log$")
 # msrun's own end-of-job `grep -rn -E 'ERROR|...' -C 5 LOG_DIR` prints "path:NN:" / "path-NN-" before each line
 _GREP_COPY = re.compile(r"^\S+?\.log[:-]\d+[:-]")
-_EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault))(?::\s*(?P<msg>.*))?$")
+_EXCEPTION = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault))(?::\s*(?P<msg>.*))?$"
+)
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
 _PLOG = re.compile(r"(?P<path>(?:~|/)[\w./\-]*?/(?:plog|ascend/log)(?:/[\w.\-]+)*)")
 #: the literals a line must hold to be looked at (the rest only feed the tail and the clock); searched with
 #: str.find, which is far faster than one regex of alternatives
 _LITERALS = (
-    "[ERROR]", "[CRITICAL]", "Traceback (most recent call last)", "rank id: ", "Error code: ", "is timed out",
-    "registered successfully", "Topology build timed out", "Building networking for MS_", "Failed to init the tcp",
-    "There's worker exits", "exit with exception", "Time out nodes are", "Start worker process", "times out",
-    "timeout", "Fatal Python error", "Segmentation fault", "terminate called", "plog", ", pid ",
-    "Kill this process with SIGTERM")
+    "[ERROR]",
+    "[CRITICAL]",
+    "Traceback (most recent call last)",
+    "rank id: ",
+    "Error code: ",
+    "is timed out",
+    "registered successfully",
+    "Topology build timed out",
+    "Building networking for MS_",
+    "Failed to init the tcp",
+    "There's worker exits",
+    "exit with exception",
+    "Time out nodes are",
+    "Start worker process",
+    "times out",
+    "timeout",
+    "Fatal Python error",
+    "Segmentation fault",
+    "terminate called",
+    "plog",
+    ", pid ",
+    "Kill this process with SIGTERM",
+)
 #: MindSpore's runtime ends a worker whose cluster reported a failure (distributed/init.cc, observed on 2.7.0:
 #: "Callback on exception is called." then "Kill this process with SIGTERM.")
 _RUNTIME_SIGTERM = "Kill this process with SIGTERM"
@@ -123,9 +145,12 @@ COLLECTIVE_TIMEOUT = re.compile(
     r"\bEI0002\b|\bEI0006\b|Notify register times out|Getting socket times out|event wait timeout|"
     r"hccl fftsplus task timeout|wait receiving \[\d+|Watchdog caught collective operation timeout|"
     r"socket establish timeout|Launch kernel failed, name:[\w/]*(?:AllReduce|AllGather|Broadcast|ReduceScatter|Send|Receive)",
-    re.I)
-CLUSTER_NOT_FORMED = re.compile(r"Failed to initialize distributed job cluster because some processes|"
-                                r"Building networking for MS_\w+ failed")
+    re.I,
+)
+CLUSTER_NOT_FORMED = re.compile(
+    r"Failed to initialize distributed job cluster because some processes|"
+    r"Building networking for MS_\w+ failed"
+)
 # the scheduler's own summary, raised by the scheduler process (which runs the same script, so its traceback can land
 # in a rank's log): "The total number of timed out node is 2. ..., worker 0 is the first one timed out" (observed)
 SCHEDULER_TIMEOUT = re.compile(r"The total number of timed out node is \d+|The node: \S+ is timed out")
@@ -274,7 +299,7 @@ def _blocks(path: Path) -> Iterator[list[str]]:
             if cut < 0:  # no newline for a whole block: keep the line's start only
                 rest = data[:MAX_LINE]
                 continue
-            rest = data[cut + 1:]
+            rest = data[cut + 1 :]
             if len(rest) > MAX_LINE:
                 rest = rest[:MAX_LINE]
             yield lines(data[:cut])
@@ -375,8 +400,12 @@ def _time_before(block: list[str], i: int, reach: int = 50) -> Optional[datetime
 def _traceback_line(s: Scan, tb: list[Any], line: str, ln: int) -> Optional[list[Any]]:
     """Add a line to an open traceback; None once it ended (the exception line)."""
     stripped = line.rstrip()
-    if stripped.startswith((" ", "\t")) or not stripped or stripped.startswith(("During handling", "The above")) \
-            or stripped.startswith("Traceback (most recent call last)"):
+    if (
+        stripped.startswith((" ", "\t"))
+        or not stripped
+        or stripped.startswith(("During handling", "The above"))
+        or stripped.startswith("Traceback (most recent call last)")
+    ):
         if len(tb[1]) < MAX_TRACEBACK:
             tb[1].append(stripped)
         return tb
@@ -416,8 +445,11 @@ def _event_line(s: Scan, line: str, ln: int, t: Optional[datetime]) -> None:
     if "Start worker process" in line and (m := _START_WORKER.search(line)):
         s.start_worker[int(m.group("rank"))] = m.group("log").strip()
         return
-    if s.scheduler is not None and ("registered successfully" in line or "is timed out" in line) \
-            and _scheduler_line(s, s.scheduler, line, ln, t, ev):
+    if (
+        s.scheduler is not None
+        and ("registered successfully" in line or "is timed out" in line)
+        and _scheduler_line(s, s.scheduler, line, ln, t, ev)
+    ):
         return
     if "Topology build timed out" in line and TOPO_TIMEOUT.search(line):
         s.topology_timeouts += 1
@@ -456,14 +488,19 @@ def _scheduler_line(s: Scan, sched: SchedulerLogParser, line: str, ln: int, t: O
 
 
 def _is_error_text(line: str) -> bool:
-    return bool(COLLECTIVE_TIMEOUT.search(line) or CLUSTER_NOT_FORMED.search(line)
-                or re.search(r"\bE[A-Z0-9]\d{4}:|Fatal Python error|Segmentation fault|terminate called", line))
+    return bool(
+        COLLECTIVE_TIMEOUT.search(line)
+        or CLUSTER_NOT_FORMED.search(line)
+        or re.search(r"\bE[A-Z0-9]\d{4}:|Fatal Python error|Segmentation fault|terminate called", line)
+    )
 
 
 # -- collecting the job's files ----------------------------------------------------------------------------------
 
 
-def _refuse(path: Path, why: str, fix: str = "pass msrun's --log_dir (or a directory of node directories)") -> UserError:
+def _refuse(
+    path: Path, why: str, fix: str = "pass msrun's --log_dir (or a directory of node directories)"
+) -> UserError:
     return UserError(f"--log-dir {path}: {why}", fix)
 
 
@@ -667,15 +704,34 @@ class PostMortem:
             "world_size": self.world,
             "workers_per_node": self.per_node,
             "failed": self.failed,
-            "first_failure": None if ff is None else {
-                "rank": ff.rank, "node_rank": ff.node_rank, "time": t(ff.time), "log": ff.log, "line": ff.line,
-                "error": ff.error, "how": ff.how, "detail": ff.detail, "cause": ff.cause, "fix": ff.fix,
-                "catalogue_entry": ff.explained_by, "ranks": ff.ranks,
+            "first_failure": None
+            if ff is None
+            else {
+                "rank": ff.rank,
+                "node_rank": ff.node_rank,
+                "time": t(ff.time),
+                "log": ff.log,
+                "line": ff.line,
+                "error": ff.error,
+                "how": ff.how,
+                "detail": ff.detail,
+                "cause": ff.cause,
+                "fix": ff.fix,
+                "catalogue_entry": ff.explained_by,
+                "ranks": ff.ranks,
             },
-            "consequences": [{
-                "kind": c.kind, "rank": c.rank, "node_rank": c.node_rank, "time": t(c.time), "log": c.log,
-                "line": c.line, "text": c.text,
-            } for c in self.consequences],
+            "consequences": [
+                {
+                    "kind": c.kind,
+                    "rank": c.rank,
+                    "node_rank": c.node_rank,
+                    "time": t(c.time),
+                    "log": c.log,
+                    "line": c.line,
+                    "text": c.text,
+                }
+                for c in self.consequences
+            ],
             "clocks": self.clock_notes,
             "notes": self.notes,
         }
@@ -685,9 +741,9 @@ class PostMortem:
         from .cluster import ranks_text
 
         def clip(s: str, n: int = width) -> str:
-            lead = s[:len(s) - len(s.lstrip())]
+            lead = s[: len(s) - len(s.lstrip())]
             s = lead + " ".join(s.split())
-            return s if len(s) <= n else s[:n - 1] + "…"
+            return s if len(s) <= n else s[: n - 1] + "…"
 
         def when(x: Optional[datetime]) -> str:
             return x.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] if x else "time unknown"
@@ -695,16 +751,24 @@ class PostMortem:
         nodes = {r.node_rank for r in self.ranks.values() if r.node_rank is not None}
         if self.world and self.per_node:
             nodes |= set(range(-(-self.world // self.per_node)))
-        head = f"Post-mortem of the msrun job in {', '.join(self.sources[:3])}" + (" ..." if len(self.sources) > 3 else "")
-        size = (f"{self.world} ranks" if self.world else f"{len(self.ranks)} rank logs") + \
-            (f" on {len(nodes)} node{'s' if len(nodes) != 1 else ''}" if nodes else "")
+        head = f"Post-mortem of the msrun job in {', '.join(self.sources[:3])}" + (
+            " ..." if len(self.sources) > 3 else ""
+        )
+        size = (f"{self.world} ranks" if self.world else f"{len(self.ranks)} rank logs") + (
+            f" on {len(nodes)} node{'s' if len(nodes) != 1 else ''}" if nodes else ""
+        )
         out = [clip(head), f"  {size}"]
         ff = self.first_failure
         if ff is None:
             out.append("No failure found: " + ("; ".join(self.notes) if self.notes else "no rank failed"))
             return out
-        who = (f"rank {ff.rank}" if ff.rank is not None and not ff.ranks[1:] else
-               f"ranks {ranks_text(ff.ranks)}" if ff.ranks else "the cluster")
+        who = (
+            f"rank {ff.rank}"
+            if ff.rank is not None and not ff.ranks[1:]
+            else f"ranks {ranks_text(ff.ranks)}"
+            if ff.ranks
+            else "the cluster"
+        )
         where = f" (node_rank {ff.node_rank})" if ff.node_rank is not None else ""
         out.append(clip(f"First failure: {who}{where} at {when(ff.time)}"))
         out.append("  " + clip(ff.error, width - 2))
@@ -717,8 +781,11 @@ class PostMortem:
                 wrapped = textwrap.wrap(" ".join(value.split()), width - 9, max_lines=3, placeholder=" …")
                 out += [("  " + label if k == 0 else " " * 9) + w for k, w in enumerate(wrapped)]
         if not ff.cause and not ff.fix:
-            out.append("  cause: not in msdoctor's error catalogue; read the traceback from its innermost frame"
-                       if ff.how == "traceback" else "  cause: not in msdoctor's error catalogue")
+            out.append(
+                "  cause: not in msdoctor's error catalogue; read the traceback from its innermost frame"
+                if ff.how == "traceback"
+                else "  cause: not in msdoctor's error catalogue"
+            )
         if self.consequences:
             out.append(f"Consequences ({len(self.consequences)}):")
             groups: dict[str, list[Consequence]] = {}
@@ -730,8 +797,13 @@ class PostMortem:
                 who = f"rank {rs[0]}" if len(rs) == 1 else f"ranks {ranks_text(rs)}" if rs else "the scheduler"
                 out.append(clip(f"  {who}: {KINDS[kind]}" + (f", from {when(first)[11:]}" if first else "")))
                 sample = cs[0]
-                out.append("    e.g. " + clip(f"{Path(sample.log).name if sample.log else ''}:{sample.line}: "
-                                              f"{_strip_prefix(sample.text)}", width - 9))
+                out.append(
+                    "    e.g. "
+                    + clip(
+                        f"{Path(sample.log).name if sample.log else ''}:{sample.line}: {_strip_prefix(sample.text)}",
+                        width - 9,
+                    )
+                )
         for note in (self.clock_notes + self.notes)[:3]:
             out.append(clip(note))
         return out
@@ -743,7 +815,7 @@ _SOURCE = re.compile(r"^\s*\[[^\]]*\]\s*(?:\w+\]\s*)?")
 def _strip_prefix(text: str) -> str:
     """A log line without MindSpore's prefix and source location: what it says."""
     p = _PREFIX.match(text)
-    return _SOURCE.sub("", text[p.end():], count=1) if p else text
+    return _SOURCE.sub("", text[p.end() :], count=1) if p else text
 
 
 def analyse(paths: Sequence[Path], python: Optional[str] = None) -> PostMortem:
@@ -762,8 +834,9 @@ def analyse(paths: Sequence[Path], python: Optional[str] = None) -> PostMortem:
     return build(scans, [str(Path(p)) for p in paths], python, notes)
 
 
-def build(scans: list[Scan], sources: list[str], python: Optional[str] = None,
-          notes: Optional[list[str]] = None) -> PostMortem:
+def build(
+    scans: list[Scan], sources: list[str], python: Optional[str] = None, notes: Optional[list[str]] = None
+) -> PostMortem:
     """The post-mortem of scanned logs (:func:`analyse` reads them)."""
     scheds = [s for s in scans if s.kind == "scheduler"]
     msruns = [s for s in scans if s.kind == "msrun"]
@@ -792,8 +865,10 @@ def build(scans: list[Scan], sources: list[str], python: Optional[str] = None,
     ff = _first_failure(ranks, summary, sched, per_node, node_of, python)
     failed = ff is not None or _failed_anyway(ranks, msruns, sched)
     if ff is None and failed:
-        notes.append("the logs show errors but none that names a failed rank; `msdoctor explain --log FILE` on each "
-                     "worker log explains its own errors")
+        notes.append(
+            "the logs show errors but none that names a failed rank; `msdoctor explain --log FILE` on each "
+            "worker log explains its own errors"
+        )
     consequences = _consequences(ranks, ff, sched, msruns, node_of, killed_at) if ff else []
     if not ranks and not sched:
         notes.append("no msrun worker or scheduler log among the files read")
@@ -824,8 +899,13 @@ def _per_node(summary: Optional[SchedulerSummary], world: Optional[int], workers
     return per_node
 
 
-def _ranks(workers: list[Scan], msruns: list[Scan], plogs: list[Scan], node_of: Callable[[Optional[int]], Optional[int]],
-           notes: list[str]) -> tuple[dict[int, Rank], dict[int, int]]:
+def _ranks(
+    workers: list[Scan],
+    msruns: list[Scan],
+    plogs: list[Scan],
+    node_of: Callable[[Optional[int]], Optional[int]],
+    notes: list[str],
+) -> tuple[dict[int, Rank], dict[int, int]]:
     """Every rank the logs show (its worker logs merged, msrun's copy of its output, its plogs) and pid -> rank."""
     ranks: dict[int, Rank] = {}
     for w in workers:
@@ -854,7 +934,9 @@ def _ranks(workers: list[Scan], msruns: list[Scan], plogs: list[Scan], node_of: 
     return ranks, pid_to_rank
 
 
-def _exits(msruns: list[Scan], ranks: dict[int, Rank], pid_to_rank: dict[int, int], notes: list[str]) -> dict[str, Event]:
+def _exits(
+    msruns: list[Scan], ranks: dict[int, Rank], pid_to_rank: dict[int, int], notes: list[str]
+) -> dict[str, Event]:
     """Each rank's exit code as msrun reports it; returns, per node, msrun's "kill all" event."""
     killed_at: dict[str, Event] = {}
     for m in msruns:
@@ -871,14 +953,17 @@ def _exits(msruns: list[Scan], ranks: dict[int, Rank], pid_to_rank: dict[int, in
 
 def _failed_anyway(ranks: dict[int, Rank], msruns: list[Scan], sched: Optional[Scan]) -> bool:
     """The logs show a failure even where none names the first failed rank."""
-    return any(r.errors or r.traceback or (r.exit_code not in (None, 0)) for r in ranks.values()) \
-        or any(m.worker_exits or m.sched_exit for m in msruns) or bool(sched and (sched.node_timeouts or sched.sched_failed))
+    return (
+        any(r.errors or r.traceback or (r.exit_code not in (None, 0)) for r in ranks.values())
+        or any(m.worker_exits or m.sched_exit for m in msruns)
+        or bool(sched and (sched.node_timeouts or sched.sched_failed))
+    )
 
 
 def _merge(r: Rank, other: Scan) -> None:
     """A second log of the same rank: its pid, errors and traceback count too; the log with the traceback leads."""
     r.pid = r.pid or other.pid
-    r.errors = sorted(r.errors + other.errors, key=lambda e: (e.log, e.line))[:2 * MAX_ERRORS]
+    r.errors = sorted(r.errors + other.errors, key=lambda e: (e.log, e.line))[: 2 * MAX_ERRORS]
     if r.traceback is None and other.traceback is not None:
         r.traceback, r.log = other.traceback, other
     elif r.log is not None and r.log.last_time is None and other.last_time is not None and r.traceback is None:
@@ -917,9 +1002,12 @@ def _clocks(ranks: dict[int, Rank], sched: Optional[Scan], node_of: Any) -> tupl
         lag = (ev.time - dead.log.last_time).total_seconds()  # < 0: the worker wrote after it was declared dead
         if lag < -SKEW_TOLERANCE:
             ahead[dead.node_rank] = max(ahead.get(dead.node_rank, 0.0), -lag)
-    notes = [f"clocks disagree: node_rank {n}'s clock runs at least {s:.0f} s ahead of the scheduler's (its log starts "
-             f"after the scheduler registered it, or goes on after the scheduler declared it dead); its times are "
-             f"moved back by {s:.0f} s to order the events" for n, s in sorted(ahead.items(), key=lambda kv: str(kv[0]))]
+    notes = [
+        f"clocks disagree: node_rank {n}'s clock runs at least {s:.0f} s ahead of the scheduler's (its log starts "
+        f"after the scheduler registered it, or goes on after the scheduler declared it dead); its times are "
+        f"moved back by {s:.0f} s to order the events"
+        for n, s in sorted(ahead.items(), key=lambda kv: str(kv[0]))
+    ]
     return notes, ahead
 
 
@@ -935,8 +1023,14 @@ def _explain(text: str, python: Optional[str]) -> tuple[Optional[str], Optional[
     return m.cause, m.fix_for(python), m.entry_id
 
 
-def _first_failure(ranks: dict[int, Rank], summary: Any, sched: Optional[Scan], per_node: Optional[int],
-                   node_of: Any, python: Optional[str]) -> Optional[FirstFailure]:
+def _first_failure(
+    ranks: dict[int, Rank],
+    summary: Any,
+    sched: Optional[Scan],
+    per_node: Optional[int],
+    node_of: Any,
+    python: Optional[str],
+) -> Optional[FirstFailure]:
     from .cluster import ranks_text
 
     # 1. ranks that never registered: the cluster never formed, nothing else could run
@@ -946,14 +1040,28 @@ def _first_failure(ranks: dict[int, Rank], summary: Any, sched: Optional[Scan], 
         node = min(nodes) if nodes else None
         cause, fix, entry = _explain("\n".join(sched.registrations), python)
         first_reg = min(sched.registration_times.values(), default=None)
-        where = (", ".join(f"node_rank {n} (ranks {ranks_text(rs)})" for n, rs in sorted(nodes.items())) if nodes
-                 else f"ranks {ranks_text(missing)}")
+        where = (
+            ", ".join(f"node_rank {n} (ranks {ranks_text(rs)})" for n, rs in sorted(nodes.items()))
+            if nodes
+            else f"ranks {ranks_text(missing)}"
+        )
         return FirstFailure(
-            missing[0], node, first_reg, sched.path, sched.sched_failed.line if sched.sched_failed else None,
+            missing[0],
+            node,
+            first_reg,
+            sched.path,
+            sched.sched_failed.line if sched.sched_failed else None,
             f"{where} never registered with the scheduler ({len(summary.registered)} of {summary.expected} did): "
             "that node's msrun never started, or its workers could not reach the scheduler",
-            "never-started", [f"the scheduler gave up at {_hms(sched.sched_failed.time)}: {_strip_prefix(sched.sched_failed.text)}"]
-            if sched.sched_failed else [], cause, fix, entry, list(missing))
+            "never-started",
+            [f"the scheduler gave up at {_hms(sched.sched_failed.time)}: {_strip_prefix(sched.sched_failed.text)}"]
+            if sched.sched_failed
+            else [],
+            cause,
+            fix,
+            entry,
+            list(missing),
+        )
     # 2. a rank with an error of its own, or one that died without one (a signal), earliest first
     candidates: list[tuple[datetime, int, FirstFailure]] = []
     for r in ranks.values():
@@ -971,10 +1079,17 @@ def _first_failure(ranks: dict[int, Rank], summary: Any, sched: Optional[Scan], 
     late = {c[1] for c in candidates}
     # 3. every first error is a wait for another rank: the rank that stopped without an error is the one waited for
     if waiting:
-        peers = collections.Counter(int(next(g for g in m.groups() if g is not None))
-                                    for r in waiting for e in [r.waiting] if e for m in [_PEER.search(e.text)] if m)
-        quiet = [r for r in ranks.values() if not r.waiting and not r.not_formed
-                 and (r.first()[0] is None or r.rank in late)]
+        peers = collections.Counter(
+            int(next(g for g in m.groups() if g is not None))
+            for r in waiting
+            for e in [r.waiting]
+            if e
+            for m in [_PEER.search(e.text)]
+            if m
+        )
+        quiet = [
+            r for r in ranks.values() if not r.waiting and not r.not_formed and (r.first()[0] is None or r.rank in late)
+        ]
         named = [r for r in quiet if peers.get(r.rank)] or quiet
         if named:
             r = min(named, key=lambda x: (-peers.get(x.rank, 0), x.rank))
@@ -983,36 +1098,69 @@ def _first_failure(ranks: dict[int, Rank], summary: Any, sched: Optional[Scan], 
             detail = []
             if peers.get(r.rank):
                 detail.append(f"{peers[r.rank]} waiting rank(s) name rank {r.rank} as the peer they wait for")
-            text = f"rank {r.rank} stopped making progress without an error (a hang): the other ranks' collectives " \
-                   f"timed out waiting for it"
+            text = (
+                f"rank {r.rank} stopped making progress without an error (a hang): the other ranks' collectives "
+                f"timed out waiting for it"
+            )
             if r.log and r.log.tail:
                 detail.append(f"its last line before the others timed out: {_strip_prefix(_last_line(r.log, line))}")
-            return FirstFailure(r.rank, r.node_rank, t, r.log.path if r.log else None, line, text, "hang", detail,
-                                "the rank was blocked (a dataloader or file-system stall, a deadlock, a long host-side "
-                                "step such as checkpoint saving or evaluation, or a collective the others never "
-                                "issued), so every collective that needs it waited until its timeout",
-                                "find what rank's process was doing at that time: py-spy dump --pid PID on a live "
-                                "hang, or its own log lines just before; make every rank issue the same collectives "
-                                "in the same order; raise HCCL_EXEC_TIMEOUT only for steps that are legitimately long",
-                                None, [r.rank])
+            return FirstFailure(
+                r.rank,
+                r.node_rank,
+                t,
+                r.log.path if r.log else None,
+                line,
+                text,
+                "hang",
+                detail,
+                "the rank was blocked (a dataloader or file-system stall, a deadlock, a long host-side "
+                "step such as checkpoint saving or evaluation, or a collective the others never "
+                "issued), so every collective that needs it waited until its timeout",
+                "find what rank's process was doing at that time: py-spy dump --pid PID on a live "
+                "hang, or its own log lines just before; make every rank issue the same collectives "
+                "in the same order; raise HCCL_EXEC_TIMEOUT only for steps that are legitimately long",
+                None,
+                [r.rank],
+            )
         w = min(waiting, key=lambda x: (x.waiting.time or datetime.max, x.rank))  # type: ignore[union-attr]
         e = w.waiting
         assert e is not None
         cause, fix, entry = _explain(e.text, python)
-        return FirstFailure(w.rank, w.node_rank, e.time, e.log, e.line, _strip_prefix(e.text), "error",
-                            ["every rank reports a collective timeout: the rank that stopped first is not in these logs"],
-                            cause, fix, entry, [w.rank])
+        return FirstFailure(
+            w.rank,
+            w.node_rank,
+            e.time,
+            e.log,
+            e.line,
+            _strip_prefix(e.text),
+            "error",
+            ["every rank reports a collective timeout: the rank that stopped first is not in these logs"],
+            cause,
+            fix,
+            entry,
+            [w.rank],
+        )
     # 4. the cluster never formed and no rank even registered (the scheduler cannot say who was missing)
     formed = [r for r in ranks.values() if r.not_formed]
     if sched is not None and sched.sched_failed is not None and (formed or not ranks) and not summary.registered:
         e = formed[0].not_formed if formed else sched.sched_failed
         assert e is not None
         cause, fix, entry = _explain(e.text, python)
-        return FirstFailure(None, None, sched.sched_failed.time, sched.path, sched.sched_failed.line,
-                            "the cluster never formed: no worker registered with the scheduler before --cluster_time_out "
-                            "(the workers started too late or could not reach the scheduler's address and port)",
-                            "never-started", [f"the scheduler gave up at {_hms(sched.sched_failed.time)}: "
-                                              f"{_strip_prefix(sched.sched_failed.text)}"], cause, fix, entry, [])
+        return FirstFailure(
+            None,
+            None,
+            sched.sched_failed.time,
+            sched.path,
+            sched.sched_failed.line,
+            "the cluster never formed: no worker registered with the scheduler before --cluster_time_out "
+            "(the workers started too late or could not reach the scheduler's address and port)",
+            "never-started",
+            [f"the scheduler gave up at {_hms(sched.sched_failed.time)}: {_strip_prefix(sched.sched_failed.text)}"],
+            cause,
+            fix,
+            entry,
+            [],
+        )
     return None
 
 
@@ -1037,11 +1185,35 @@ def _own_failure(r: Rank, python: Optional[str]) -> Optional[FirstFailure]:
             if r.exit_code is not None:
                 detail.append(f"msrun: worker pid {r.pid} exited with code {r.exit_code}")
             times = [x for x in (tb.time, first.time) if x is not None]
-            return FirstFailure(r.rank, r.node_rank, min(times) if times else None, tb.log, tb.exception_line,
-                                tb.exception, "traceback", detail, cause, fix, entry, [r.rank])
+            return FirstFailure(
+                r.rank,
+                r.node_rank,
+                min(times) if times else None,
+                tb.log,
+                tb.exception_line,
+                tb.exception,
+                "traceback",
+                detail,
+                cause,
+                fix,
+                entry,
+                [r.rank],
+            )
         cause, fix, entry = _explain(first.text, python)
-        return FirstFailure(r.rank, r.node_rank, first.time, first.log, first.line, _strip_prefix(first.text), "error",
-                            [], cause, fix, entry, [r.rank])
+        return FirstFailure(
+            r.rank,
+            r.node_rank,
+            first.time,
+            first.log,
+            first.line,
+            _strip_prefix(first.text),
+            "error",
+            [],
+            cause,
+            fix,
+            entry,
+            [r.rank],
+        )
     if kind is not None:
         return None
     if r.exit_code == -15 and r.log is not None and r.log.runtime_sigterm is not None:
@@ -1063,26 +1235,58 @@ def _own_failure(r: Rank, python: Optional[str]) -> Optional[FirstFailure]:
             error = f"killed by {name} (signal {sig}) with no traceback"
             cause, fix, entry = _explain(r.exit_event.text, python)
             if sig == 9:
-                cause = ("SIGKILL cannot be caught, so the process printed nothing. What usually sends it: the kernel's "
-                         "OOM killer when the host ran out of memory, the cluster scheduler (a time limit, preemption, "
-                         "a cgroup memory limit), or someone's kill -9")
+                cause = (
+                    "SIGKILL cannot be caught, so the process printed nothing. What usually sends it: the kernel's "
+                    "OOM killer when the host ran out of memory, the cluster scheduler (a time limit, preemption, "
+                    "a cgroup memory limit), or someone's kill -9"
+                )
                 node = f"node_rank {r.node_rank}" if r.node_rank is not None else "that node"
-                fix = (f"on {node}: `dmesg -T | grep -i -E 'killed process|out of memory'` (or `journalctl -k`) around "
-                       f"{t.strftime('%H:%M:%S') if t else 'that time'} names an OOM kill and the process; ask the "
-                       "scheduler for the job's end reason (e.g. `sacct -j JOB -o State,ExitCode`); if it was memory, "
-                       "lower the per-rank host memory (dataset workers, prefetch) or give the job more")
+                fix = (
+                    f"on {node}: `dmesg -T | grep -i -E 'killed process|out of memory'` (or `journalctl -k`) around "
+                    f"{t.strftime('%H:%M:%S') if t else 'that time'} names an OOM kill and the process; ask the "
+                    "scheduler for the job's end reason (e.g. `sacct -j JOB -o State,ExitCode`); if it was memory, "
+                    "lower the per-rank host memory (dataset workers, prefetch) or give the job more"
+                )
                 entry = None
-            return FirstFailure(r.rank, r.node_rank, t, r.log.path if r.log else r.exit_event.log,
-                                last[0] if last else r.exit_event.line, error, "signal", detail, cause, fix, entry, [r.rank])
-        return FirstFailure(r.rank, r.node_rank, t, r.log.path if r.log else r.exit_event.log,
-                            last[0] if last else r.exit_event.line,
-                            f"exited with code {r.exit_code} and no traceback or error line", "exit", detail,
-                            None, None, None, [r.rank])
+            return FirstFailure(
+                r.rank,
+                r.node_rank,
+                t,
+                r.log.path if r.log else r.exit_event.log,
+                last[0] if last else r.exit_event.line,
+                error,
+                "signal",
+                detail,
+                cause,
+                fix,
+                entry,
+                [r.rank],
+            )
+        return FirstFailure(
+            r.rank,
+            r.node_rank,
+            t,
+            r.log.path if r.log else r.exit_event.log,
+            last[0] if last else r.exit_event.line,
+            f"exited with code {r.exit_code} and no traceback or error line",
+            "exit",
+            detail,
+            None,
+            None,
+            None,
+            [r.rank],
+        )
     return None
 
 
-def _consequences(ranks: dict[int, Rank], ff: FirstFailure, sched: Optional[Scan], msruns: list[Scan],
-                  node_of: Any, killed_at: dict[str, Event]) -> list[Consequence]:
+def _consequences(
+    ranks: dict[int, Rank],
+    ff: FirstFailure,
+    sched: Optional[Scan],
+    msruns: list[Scan],
+    node_of: Any,
+    killed_at: dict[str, Event],
+) -> list[Consequence]:
     out: list[Consequence] = []
     first = set(ff.ranks)
     one_dir = len({r.log.node_key for r in ranks.values() if r.log}) <= 1
@@ -1104,8 +1308,9 @@ def _consequences(ranks: dict[int, Rank], ff: FirstFailure, sched: Optional[Scan
             continue
         ended = r.log.runtime_sigterm if r.log else None
         if ended is not None and r.first()[0] is None:
-            out.append(Consequence("ended-by-runtime", r.rank, r.node_rank, ended.time, ended.log, ended.line,
-                                   ended.text))
+            out.append(
+                Consequence("ended-by-runtime", r.rank, r.node_rank, ended.time, ended.log, ended.line, ended.text)
+            )
             continue
         f = _own_failure(r, None)
         if f is not None:
@@ -1116,9 +1321,18 @@ def _consequences(ranks: dict[int, Rank], ff: FirstFailure, sched: Optional[Scan
             kill = next(iter(killed_at.values()))
         if kill is not None and r.exit_code is None:
             last = r.log.tail[-1] if r.log and r.log.tail else (None, "")
-            out.append(Consequence("killed-by-msrun", r.rank, r.node_rank, kill.time, log, last[0],
-                                   f"log ends without an error (last line {last[0]}); {kill.log}:{kill.line}: "
-                                   f"{_strip_prefix(kill.text)}"))
+            out.append(
+                Consequence(
+                    "killed-by-msrun",
+                    r.rank,
+                    r.node_rank,
+                    kill.time,
+                    log,
+                    last[0],
+                    f"log ends without an error (last line {last[0]}); {kill.log}:{kill.line}: "
+                    f"{_strip_prefix(kill.text)}",
+                )
+            )
     if sched is not None:
         for node_id, ev in sched.node_timeouts:
             rank = int(node_id) if node_id.isdigit() else None

@@ -32,9 +32,11 @@ from . import bandwidth as bw
 from . import patterns
 from .identity import PER_NODE_ENV, Identity, identify, interesting_env, timeouts
 
-UNSUPPORTED = re.compile(r"Kernel select failed|only support|Unsupported op|unregistered|not support|"
-                         r"Create kernelmod .* failed", re.IGNORECASE)
-
+UNSUPPORTED = re.compile(
+    r"Kernel select failed|only support|Unsupported op|unregistered|not support|"
+    r"Create kernelmod .* failed",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -61,6 +63,7 @@ def log(msg: str) -> None:
 
 # Facts before init ------------------------------------------------------------------------------
 
+
 def _versions() -> dict[str, Optional[str]]:
     """The versions of the training stack and msdoctor (compat_matrix/stack.toml) on this rank."""
     from importlib import metadata
@@ -79,9 +82,14 @@ def _versions() -> dict[str, Optional[str]]:
 def rank_facts(env: dict[str, str]) -> dict[str, Any]:
     on_path = shutil.which("python", path=env.get("PATH"))
     return {
-        "python": {"executable": sys.executable, "version": platform.python_version(),
-                   "implementation": platform.python_implementation(), "prefix": sys.prefix,
-                   "python_on_path": on_path, "python_on_path_real": os.path.realpath(on_path) if on_path else None},
+        "python": {
+            "executable": sys.executable,
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "prefix": sys.prefix,
+            "python_on_path": on_path,
+            "python_on_path_real": os.path.realpath(on_path) if on_path else None,
+        },
         "packages": _versions(),
         "env": interesting_env(env),
         "platform": {"system": platform.system(), "machine": platform.machine(), "release": platform.release()},
@@ -104,6 +112,7 @@ def node_check(python: str, config: Optional[Path], device_target: Optional[str]
 
 
 # Collectives -------------------------------------------------------------------------------------
+
 
 class Comm:
     """The handful of MindSpore operations the preflight uses, behind one small object."""
@@ -179,18 +188,19 @@ def required_collectives(config: Optional[Path], world: int) -> list[tuple[str, 
         need.append(("AllReduce", dtype, required, why))
         need.append(("AllGather", dtype, required, why))
     shard = sharding != "none"
-    need.append(("ReduceScatter", "float32", shard,
-                 f"{where['sharding']} = {sharding}" if shard else "informational"))
+    need.append(("ReduceScatter", "float32", shard, f"{where['sharding']} = {sharding}" if shard else "informational"))
     if shard and half:
         need.append(("ReduceScatter", half, True, f"optimizer_sharding = {sharding} with {precision}"))
     return need
 
 
 def check_collective(comm: Comm, op: str, dtype: str) -> dict[str, Any]:
-    case = {"AllReduce": lambda: patterns.allreduce_sum(comm.rank, comm.world),
-            "AllGather": lambda: patterns.allgather(comm.rank, comm.world, dtype),
-            "Broadcast": lambda: patterns.broadcast(comm.rank, comm.world),
-            "ReduceScatter": lambda: patterns.reducescatter_sum(comm.rank, comm.world)}[op]()
+    case = {
+        "AllReduce": lambda: patterns.allreduce_sum(comm.rank, comm.world),
+        "AllGather": lambda: patterns.allgather(comm.rank, comm.world, dtype),
+        "Broadcast": lambda: patterns.broadcast(comm.rank, comm.world),
+        "ReduceScatter": lambda: patterns.reducescatter_sum(comm.rank, comm.world),
+    }[op]()
     started = time.perf_counter()
     try:
         got = comm.to_list(comm.run(op, case.inputs, dtype))
@@ -199,8 +209,13 @@ def check_collective(comm: Comm, op: str, dtype: str) -> dict[str, Any]:
         status = "unsupported" if UNSUPPORTED.search(msg) else "error"
         return {"op": op, "dtype": dtype, "status": status, "detail": f"{type(exc).__name__}: {_first_line(msg)}"}
     wrong = patterns.explain(case, got, comm.world)
-    return {"op": op, "dtype": dtype, "status": "wrong" if wrong else "ok", "detail": wrong,
-            "seconds": round(time.perf_counter() - started, 4)}
+    return {
+        "op": op,
+        "dtype": dtype,
+        "status": "wrong" if wrong else "ok",
+        "detail": wrong,
+        "seconds": round(time.perf_counter() - started, 4),
+    }
 
 
 def _first_line(msg: str) -> str:
@@ -234,13 +249,27 @@ def subgroups(comm: Comm, ident: Identity, peers: list[dict], backend: str) -> l
             case = patterns.allreduce_sum(ranks.index(comm.rank), len(ranks))
             got = comm.to_list(comm.run("AllReduce", case.inputs, "float32", group=name))
             wrong = patterns.explain(case, got, len(ranks))
-            out.append({"group": kind, "name": name, "ranks": ranks, "status": "wrong" if wrong else "ok",
-                        "detail": wrong or f"AllReduce(SUM) on {name} {ranks} correct"})
+            out.append(
+                {
+                    "group": kind,
+                    "name": name,
+                    "ranks": ranks,
+                    "status": "wrong" if wrong else "ok",
+                    "detail": wrong or f"AllReduce(SUM) on {name} {ranks} correct",
+                }
+            )
         except (RuntimeError, TypeError, ValueError) as exc:
             msg = " ".join(str(exc).split())
             status = "unsupported" if UNSUPPORTED.search(msg) else "error"
-            out.append({"group": kind, "name": name, "ranks": ranks, "status": status,
-                        "detail": f"{backend}: {_first_line(msg)}"})
+            out.append(
+                {
+                    "group": kind,
+                    "name": name,
+                    "ranks": ranks,
+                    "status": status,
+                    "detail": f"{backend}: {_first_line(msg)}",
+                }
+            )
     return out
 
 
@@ -281,12 +310,13 @@ def matmul_probe(ms: Any, np: Any, n: int, dtype: str, iters: int = 5) -> dict[s
             out = ms.ops.matmul(a, a)
         out.asnumpy()
         t = (time.perf_counter() - t0) / iters
-        return {"n": n, "dtype": dtype, "seconds": t, "gflops": 2.0 * n ** 3 / t / 1e9}
+        return {"n": n, "dtype": dtype, "seconds": t, "gflops": 2.0 * n**3 / t / 1e9}
     except (RuntimeError, TypeError, ValueError) as exc:
         return {"n": n, "dtype": dtype, "gflops": None, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
 
 
 # The task ----------------------------------------------------------------------------------------
+
 
 def own_log() -> Optional[Path]:
     """The file msrun pointed this process's stdout at (LOGS/scheduler.log for the scheduler), if any."""
@@ -325,12 +355,24 @@ def failure_doc(ident: Identity, line: str, sched: Any) -> dict[str, Any]:
 
     from .cluster import PREFLIGHT_SCHEMA_VERSION
 
-    return {"schema_version": PREFLIGHT_SCHEMA_VERSION, "kind": "msdoctor-preflight", "msdoctor_version": __version__,
-            "status": "fail", "exit_code": 1, "cluster_formed": False, "summary": line,
-            "missing": {"ranks": sched.missing_ranks(ident.world_size),
-                        "nodes": {str(k): v for k, v in sched.missing_nodes(None, ident.world_size).items()},
-                        "registered": [dict(rank=r.rank, device_id=r.device_id, hostname=r.hostname, ip=r.ip) for r in sched.registered], "expected": sched.expected or ident.world_size},
-            "scheduler_log": sched.path}
+    return {
+        "schema_version": PREFLIGHT_SCHEMA_VERSION,
+        "kind": "msdoctor-preflight",
+        "msdoctor_version": __version__,
+        "status": "fail",
+        "exit_code": 1,
+        "cluster_formed": False,
+        "summary": line,
+        "missing": {
+            "ranks": sched.missing_ranks(ident.world_size),
+            "nodes": {str(k): v for k, v in sched.missing_nodes(None, ident.world_size).items()},
+            "registered": [
+                dict(rank=r.rank, device_id=r.device_id, hostname=r.hostname, ip=r.ip) for r in sched.registered
+            ],
+            "expected": sched.expected or ident.world_size,
+        },
+        "scheduler_log": sched.path,
+    }
 
 
 def redactor(asm: Any = None) -> Any:
@@ -390,7 +432,9 @@ def write_json(path: Path, doc: Any, red: Any = None) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
         with os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 16) as f:
-            for chunk in json.JSONEncoder(indent=1, default=str, ensure_ascii=False).iterencode(redact_in_place(red, doc)):
+            for chunk in json.JSONEncoder(indent=1, default=str, ensure_ascii=False).iterencode(
+                redact_in_place(red, doc)
+            ):
                 f.write(chunk)
             f.write("\n")
             f.flush()
@@ -438,11 +482,22 @@ def run_worker(opts: TaskOptions, ident: Identity, env0: dict[str, str]) -> int:
         checker.join(timeout=300)
     after = dict(os.environ)
     doc = {
-        "rank": rank, "world_size": world, "host": socket.gethostname(), "identity": ident.as_dict(),
-        "worker_ip": after.get("MS_WORKER_IP"), "backend": backend, "device_target": target,
-        "device_id": env0.get("DEVICE_ID"), "init_s": round(init_s, 3), "facts": facts,
-        "timeouts": timeouts(env0, after), "node_check": check_box.get("report") if ident.first_on_node else None,
-        "collectives": coll, "subgroups": groups, "bandwidth": rows, "compute": compute,
+        "rank": rank,
+        "world_size": world,
+        "host": socket.gethostname(),
+        "identity": ident.as_dict(),
+        "worker_ip": after.get("MS_WORKER_IP"),
+        "backend": backend,
+        "device_target": target,
+        "device_id": env0.get("DEVICE_ID"),
+        "init_s": round(init_s, 3),
+        "facts": facts,
+        "timeouts": timeouts(env0, after),
+        "node_check": check_box.get("report") if ident.first_on_node else None,
+        "collectives": coll,
+        "subgroups": groups,
+        "bandwidth": rows,
+        "compute": compute,
         "seconds_before_gather": round(time.time() - t_start, 3),
     }
     for g in doc["subgroups"] if rank == 0 else ():  # subgroup bandwidth rows join the world rows
@@ -454,8 +509,9 @@ def run_worker(opts: TaskOptions, ident: Identity, env0: dict[str, str]) -> int:
     comm_g = wire.MindSporeCollective(ms, np, rank, world, subgroups=agreed)
     part, blobs = wire.split(doc, PER_NODE_ENV)
     del doc
-    lay, asm = wire.drive(wire.protocol(rank, wire.node_key(ident.node_rank, socket.gethostname()), part, blobs),
-                          comm_g)
+    lay, asm = wire.drive(
+        wire.protocol(rank, wire.node_key(ident.node_rank, socket.gethostname()), part, blobs), comm_g
+    )
     code = verdict(asm, opts, started_at, time.time() - t_start, rank) if asm is not None else None
     shared = int(wire.drive(wire.share_verdict(rank, lay, code), comm_g))
     log(f"verdict shared: exit {shared}")  # msdoctor.preflight.launch.VERDICT: what follows is MindSpore's teardown
@@ -466,8 +522,12 @@ def _peers(comm: Any, rank: int, ident: Identity) -> list[dict[str, Any]]:
     """Every rank's (rank, node_rank, local_index), 12 bytes a rank."""
     import struct
 
-    me = struct.pack("<iii", rank, -1 if ident.node_rank is None else ident.node_rank,
-                     -1 if ident.local_index is None else ident.local_index)
+    me = struct.pack(
+        "<iii",
+        rank,
+        -1 if ident.node_rank is None else ident.node_rank,
+        -1 if ident.local_index is None else ident.local_index,
+    )
     out = []
     for b in comm.allgather(me, tuple(range(comm.world))):
         r, node, local = struct.unpack("<iii", b)
@@ -501,8 +561,10 @@ def _join_cluster(ms: Any, device_target: Optional[str]) -> Optional[float]:
     try:
         init()
     except Exception as exc:  # noqa: BLE001 - the scheduler names the missing nodes; each worker says why it stops
-        log(f"init() failed after {time.time() - t_init:.0f} s: {_first_line(' '.join(str(exc).split()))}; "
-            "the scheduler log names the nodes that never registered (msdoctor explain --log LOGS/scheduler.log)")
+        log(
+            f"init() failed after {time.time() - t_init:.0f} s: {_first_line(' '.join(str(exc).split()))}; "
+            "the scheduler log names the nodes that never registered (msdoctor explain --log LOGS/scheduler.log)"
+        )
         return None
     return time.time() - t_init
 
@@ -565,11 +627,15 @@ def verdict(asm: Any, opts: TaskOptions, started_at: str, duration_s: float, ran
     expected_prefix = None
     if opts.expected_python:
         expected_prefix = _prefix_of(opts.expected_python)
-    copts = Options(straggler_ratio=opts.straggler_ratio, baseline=baseline,
-                    baseline_path=str(opts.baseline) if opts.baseline else None,
-                    expected_python_prefix=expected_prefix)
-    doc, report = build_assembled(asm, copts, started_at=started_at, duration_s=duration_s,
-                                  msdoctor_version=__version__)
+    copts = Options(
+        straggler_ratio=opts.straggler_ratio,
+        baseline=baseline,
+        baseline_path=str(opts.baseline) if opts.baseline else None,
+        expected_python_prefix=expected_prefix,
+    )
+    doc, report = build_assembled(
+        asm, copts, started_at=started_at, duration_s=duration_s, msdoctor_version=__version__
+    )
     red = redactor(asm)
     write_json(opts.out / "preflight-report.json", doc, red)
     if rank == 0:
@@ -612,4 +678,3 @@ def main(opts: TaskOptions, environ: Optional[dict[str, str]] = None) -> int:
     if ident.role == "scheduler":
         return run_scheduler(opts, ident)
     return run_worker(opts, ident, env0)
-

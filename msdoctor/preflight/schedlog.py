@@ -49,7 +49,9 @@ class SchedulerLog:
         """Workers per node, when every registered host shows the same count (device ids 0..k-1)."""
         return workers_per_node(self.registered, self.expected)
 
-    def missing_nodes(self, local_worker_num: Optional[int] = None, expected: Optional[int] = None) -> dict[int, list[int]]:
+    def missing_nodes(
+        self, local_worker_num: Optional[int] = None, expected: Optional[int] = None
+    ) -> dict[int, list[int]]:
         """node_rank -> the rank ids of it that never registered ({} when the node ranks cannot be derived)."""
         k = local_worker_num or self.infer_local_worker_num()
         return node_ranks(self.missing_ranks(expected), k) if k else {}
@@ -59,8 +61,10 @@ class SchedulerLog:
         from .cluster import ranks_text
 
         if self.tcp_server_failed and not self.registered:
-            return ("the scheduler could not listen on its port (\"Failed to init the tcp server\"): another process "
-                    "holds it; `msdoctor preflight plan` names the holder")
+            return (
+                'the scheduler could not listen on its port ("Failed to init the tcp server"): another process '
+                "holds it; `msdoctor preflight plan` names the holder"
+            )
         total = self.expected if self.expected is not None else expected
         if total is None or (not self.registered and not local_worker_num):
             if self.failed:
@@ -83,8 +87,12 @@ def parse(text: str, path: Optional[str] = None) -> SchedulerLog:
 
     lines = text.splitlines()
     summary = parse_scheduler_log(lines)
-    out = SchedulerLog(path, registered=sorted(summary.registered.values(), key=lambda n: (n.rank is None, n.rank or 0)),
-                       expected=summary.expected, timed_out_nodes=list(summary.timed_out))
+    out = SchedulerLog(
+        path,
+        registered=sorted(summary.registered.values(), key=lambda n: (n.rank is None, n.rank or 0)),
+        expected=summary.expected,
+        timed_out_nodes=list(summary.timed_out),
+    )
     for line in lines:
         if TOPO_TIMEOUT.search(line):
             out.topology_timeouts += 1

@@ -59,6 +59,7 @@ class Collective(Protocol):
 
 # Documents -----------------------------------------------------------------------------------------
 
+
 def encode(doc: Any) -> bytes:
     return json.dumps(doc, separators=(",", ":"), sort_keys=True, default=str, ensure_ascii=False).encode("utf-8")
 
@@ -116,8 +117,12 @@ class Assembly:
     Built from the leaders' step (:meth:`from_wire`), it decodes on first use.
     """
 
-    def __init__(self, parts: Optional[list[dict[str, Any]]] = None, blobs: Optional[dict[str, Any]] = None,
-                 raw: Optional[Sequence[bytes]] = None) -> None:
+    def __init__(
+        self,
+        parts: Optional[list[dict[str, Any]]] = None,
+        blobs: Optional[dict[str, Any]] = None,
+        raw: Optional[Sequence[bytes]] = None,
+    ) -> None:
         self._parts, self._blobs, self._raw = parts, blobs, raw
         self._light: Optional[list[dict[str, Any]]] = None
 
@@ -196,8 +201,10 @@ class Assembly:
         facts = dict(env["facts"])
         facts["env"] = dict(sorted({**facts["env"], **part["env"]}.items()))
         d["facts"] = facts
-        d["collectives"] = [dict(c, **({"seconds": s} if s is not None else {}))
-                            for c, s in zip(env["collectives"], part["collective_seconds"])]
+        d["collectives"] = [
+            dict(c, **({"seconds": s} if s is not None else {}))
+            for c, s in zip(env["collectives"], part["collective_seconds"])
+        ]
         d.update({k: part[k] for k in RANK_FIELDS})
         d.update({k: part[k] for k in RANK0_FIELDS if k in part})
         d["node_check"] = self.node_check_of(part)
@@ -205,6 +212,7 @@ class Assembly:
 
 
 # Framing: a JSON header and byte strings, each with a 4-byte length -----------------------------------------
+
 
 def pack(items: Sequence[bytes]) -> bytes:
     for b in items:
@@ -221,7 +229,7 @@ def unpack(buf: bytes) -> list[bytes]:
         (n,) = struct.unpack_from("<I", buf, i)
         if n > MAX_BYTES or i + 4 + n > len(buf):
             raise ValueError(f"implausible frame length {n}")
-        out.append(bytes(view[i + 4:i + 4 + n]))
+        out.append(bytes(view[i + 4 : i + 4 + n]))
         i += 4 + n
     return out
 
@@ -229,7 +237,7 @@ def unpack(buf: bytes) -> list[bytes]:
 def _digests(buf: bytes) -> list[str]:
     if len(buf) % DIGEST_BYTES:
         raise ValueError(f"digest list of {len(buf)} bytes")
-    return [buf[i:i + DIGEST_BYTES].hex() for i in range(0, len(buf), DIGEST_BYTES)]
+    return [buf[i : i + DIGEST_BYTES].hex() for i in range(0, len(buf), DIGEST_BYTES)]
 
 
 # The protocol --------------------------------------------------------------------------------------
@@ -273,8 +281,9 @@ def node_key(node_rank: Optional[int], host: str) -> int:
     return -1 - int.from_bytes(hashlib.blake2b(host.encode("utf-8", "replace"), digest_size=7).digest(), "little")
 
 
-def protocol(rank: int, key: int, part: dict[str, Any], blobs: dict[str, bytes],
-             cache: Optional[dict[bytes, Any]] = None) -> Step:
+def protocol(
+    rank: int, key: int, part: dict[str, Any], blobs: dict[str, bytes], cache: Optional[dict[bytes, Any]] = None
+) -> Step:
     """The gather as seen by one rank (a generator of ``(data, group)`` steps, sent each step's result).
 
     Returns ``(layout, assembly)`` on a leader, ``(layout, None)`` elsewhere.
@@ -346,6 +355,7 @@ def drive(step: Step, comm: Collective) -> Any:
 
 # Collectives ------------------------------------------------------------------------------------------------
 
+
 class MindSporeCollective:
     """``ops.AllGather`` over int32 words of a numpy uint8 buffer, within a group or, where the backend runs
     collectives on the world group only (mccl: "AllReduce only support mccl_world_group on CPU", observed on
@@ -397,8 +407,8 @@ class MindSporeCollective:
         for start in range(0, longest, chunk):
             size = min(chunk, (longest - start + 3) // 4 * 4)
             buf = np.zeros(size, dtype=np.uint8)
-            piece = src[start:start + size]
-            buf[:piece.size] = piece
+            piece = src[start : start + size]
+            buf[: piece.size] = piece
             got = self._allgather(buf.view(np.int32), name).view(np.uint8).reshape(len(span), size)
             for slot, i in enumerate(members):
                 n = min(size, max(0, int(lengths[i]) - start))
@@ -454,7 +464,9 @@ class SimCollective:
         return results, rec
 
     @staticmethod
-    def _advance(step: Step, answer: Optional[list[bytes]], r: int, results: list[Any]) -> Optional[tuple[bytes, Group]]:
+    def _advance(
+        step: Step, answer: Optional[list[bytes]], r: int, results: list[Any]
+    ) -> Optional[tuple[bytes, Group]]:
         try:
             return next(step) if answer is None else step.send(answer)
         except StopIteration as done:

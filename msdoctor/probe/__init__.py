@@ -185,8 +185,9 @@ def run_scripts(
     return blocks, result
 
 
-def _run(python: str, name: str, source: str, *, timeout: float, args: Any,
-         env: Optional[Mapping[str, str]]) -> tuple[Any, proc.ProcResult]:
+def _run(
+    python: str, name: str, source: str, *, timeout: float, args: Any, env: Optional[Mapping[str, str]]
+) -> tuple[Any, proc.ProcResult]:
     argv = [python, "-W", "ignore", "-"]
     if args is not None:
         argv.append(json.dumps(args))
@@ -201,7 +202,7 @@ def _run(python: str, name: str, source: str, *, timeout: float, args: Any,
         raise ProbeError(
             f"{python} wrote more than {proc.OUTPUT_CAP // (1024 * 1024)} MiB while probing and was stopped",
             fix="check what the interpreter runs at start-up (sitecustomize.py, .pth files, PYTHONSTARTUP), "
-                "or pass --python a Python interpreter",
+            "or pass --python a Python interpreter",
             output=result.stderr[-4000:],
         )
     if result.timed_out:
@@ -228,9 +229,11 @@ def _run(python: str, name: str, source: str, *, timeout: float, args: Any,
             output=result.stdout + result.stderr,
         ) from None
     if isinstance(data, dict) and isinstance(data.get("unsupported_python"), str):
-        raise ProbeError(unsupported_message(data["unsupported_python"]),
-                         fix="pass --python a Python 3.7+ interpreter (the one your training runs with)",
-                         unsupported=True)
+        raise ProbeError(
+            unsupported_message(data["unsupported_python"]),
+            fix="pass --python a Python 3.7+ interpreter (the one your training runs with)",
+            unsupported=True,
+        )
     return data, result
 
 

@@ -137,9 +137,11 @@ def kernel_dirs_by_rules():
             if extra not in user:
                 user.append(extra)
     if os.name == "nt":
-        system = [os.path.join(os.environ["PROGRAMDATA"], "jupyter")] if (
-            os.environ.get("JUPYTER_USE_PROGRAMDATA") and os.environ.get("PROGRAMDATA")) else [
-            os.path.join(sys.prefix, "share", "jupyter")]
+        system = (
+            [os.path.join(os.environ["PROGRAMDATA"], "jupyter")]
+            if (os.environ.get("JUPYTER_USE_PROGRAMDATA") and os.environ.get("PROGRAMDATA"))
+            else [os.path.join(sys.prefix, "share", "jupyter")]
+        )
     else:
         system = ["/usr/local/share/jupyter", "/usr/share/jupyter"]
     env_dirs = [os.path.join(sys.prefix, "share", "jupyter")]

@@ -56,8 +56,9 @@ def error_of(exc):
         "type": type(exc).__name__,
         "message": str(exc)[:8000],
         # the package's own frames: this probe's (File "<stdin>") say nothing about the failure
-        "where": "".join(traceback.format_list(
-            [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != "<stdin>"][-2:]))[-2000:],
+        "where": "".join(
+            traceback.format_list([f for f in traceback.extract_tb(exc.__traceback__) if f.filename != "<stdin>"][-2:])
+        )[-2000:],
         "summary": "".join(tail).strip().splitlines()[0][:500] if tail else type(exc).__name__,
     }
 
@@ -131,8 +132,11 @@ def smoke(steps):
         results.append(res)
         if not res["ok"]:
             break
-    data = {"planned": [st["module"] for st in steps], "steps": results,
-            "python": "%d.%d.%d" % tuple(sys.version_info[:3])}
+    data = {
+        "planned": [st["module"] for st in steps],
+        "steps": results,
+        "python": "%d.%d.%d" % tuple(sys.version_info[:3]),
+    }
     sys.stdout.write("\n" + SMOKE_BEGIN + "\n" + json.dumps(data) + "\n" + SMOKE_END + "\n")
     sys.stdout.flush()
     return data
@@ -257,6 +261,7 @@ def import_mindspore(data):
     start = time.time()
     try:
         import importlib.util
+
         if importlib.util.find_spec("mindspore") is None:
             data["mindspore_missing"] = True
             return None

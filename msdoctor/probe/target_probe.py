@@ -20,19 +20,55 @@ BEGIN = "@@MSDOCTOR-PROBE-BEGIN@@"
 END = "@@MSDOCTOR-PROBE-END@@"
 
 KEY_MODULES = (
-    "mindspore", "mindnlp", "mindformers", "mindtorch", "transformers", "numpy",
-    "ipykernel", "te", "hccl", "tokenizers", "safetensors", "torch", "tbe",
+    "mindspore",
+    "mindnlp",
+    "mindformers",
+    "mindtorch",
+    "transformers",
+    "numpy",
+    "ipykernel",
+    "te",
+    "hccl",
+    "tokenizers",
+    "safetensors",
+    "torch",
+    "tbe",
 )
 
 ENV_NAMES = (
-    "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "CONDA_EXE", "CONDA_SHLVL", "CONDA_PYTHON_EXE",
-    "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
-    "PYTHONSTARTUP", "LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "DEVICE_ID", "DEVICE_NUM",
-    "TOOLCHAIN_HOME", "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "OMP_NUM_THREADS",
+    "CONDA_PREFIX",
+    "CONDA_DEFAULT_ENV",
+    "CONDA_EXE",
+    "CONDA_SHLVL",
+    "CONDA_PYTHON_EXE",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONNOUSERSITE",
+    "PYTHONUSERBASE",
+    "PYTHONSTARTUP",
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "PATH",
+    "DEVICE_ID",
+    "DEVICE_NUM",
+    "TOOLCHAIN_HOME",
+    "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION",
+    "OMP_NUM_THREADS",
 )
 ENV_PREFIXES = (
-    "ASCEND_", "CUDA_", "NVIDIA_", "RANK_", "MS_", "GLOG_", "JUPYTER_", "JPY_",
-    "HCCL_", "MINDSPORE_", "CUDNN_", "VSCODE_",
+    "ASCEND_",
+    "CUDA_",
+    "NVIDIA_",
+    "RANK_",
+    "MS_",
+    "GLOG_",
+    "JUPYTER_",
+    "JPY_",
+    "HCCL_",
+    "MINDSPORE_",
+    "CUDNN_",
+    "VSCODE_",
 )
 
 
@@ -174,8 +210,7 @@ def _pth_files(entry, names):
                 lines.append({"line": line[:300], "kind": "import"})
             else:
                 full = os.path.normpath(os.path.join(entry, line))
-                lines.append({"line": line[:300], "kind": "path", "resolved": full,
-                              "exists": os.path.exists(full)})
+                lines.append({"line": line[:300], "kind": "path", "resolved": full, "exists": os.path.exists(full)})
         out.append({"path": os.path.join(entry, name), "lines": lines})
     return out
 
@@ -191,8 +226,7 @@ def _walk_sys_path(stems=None):
     seen = set()
     for raw in sys.path:
         entry = os.path.abspath(raw or os.getcwd())
-        rec = {"entry": raw, "abspath": entry, "exists": os.path.exists(entry),
-               "is_dir": os.path.isdir(entry)}
+        rec = {"entry": raw, "abspath": entry, "exists": os.path.exists(entry), "is_dir": os.path.isdir(entry)}
         entries.append(rec)
         if entry in seen or not rec["is_dir"]:
             continue
@@ -215,6 +249,7 @@ def _walk_sys_path(stems=None):
 def _spec_of(mod):
     # find_spec of a top-level name locates it without importing it (no parent to import)
     import importlib.util
+
     try:
         spec = importlib.util.find_spec(mod)
     except (ImportError, ValueError, AttributeError) as exc:
@@ -222,8 +257,12 @@ def _spec_of(mod):
     if spec is None:
         return {"found": False}
     locs = list(spec.submodule_search_locations or [])
-    return {"found": True, "origin": spec.origin, "locations": locs,
-            "namespace": spec.origin in (None, "namespace") and bool(locs)}
+    return {
+        "found": True,
+        "origin": spec.origin,
+        "locations": locs,
+        "namespace": spec.origin in (None, "namespace") and bool(locs),
+    }
 
 
 def _find_specs():
@@ -278,6 +317,7 @@ def _scheme():
     # where this interpreter installs (pip's default scheme) and its stdlib
     try:
         import sysconfig
+
         paths = sysconfig.get_paths()
     except Exception:  # a broken sysconfig must not cost the whole probe
         return None
@@ -318,8 +358,7 @@ def _conda(prefix):
     if not os.path.isdir(meta):
         return None
     base = os.path.isdir(os.path.join(prefix, "condabin")) or os.path.isdir(os.path.join(prefix, "pkgs"))
-    return {"prefix": prefix, "is_base": base,
-            "name": "base" if base else os.path.basename(prefix.rstrip(os.sep))}
+    return {"prefix": prefix, "is_base": base, "name": "base" if base else os.path.basename(prefix.rstrip(os.sep))}
 
 
 def _pyvenv_cfg(prefix):
@@ -352,19 +391,28 @@ def main():
         "base_prefix": getattr(sys, "base_prefix", sys.prefix),
         "exec_prefix": sys.exec_prefix,
         "cwd": os.getcwd(),
-        "platform": {"system": platform.system(), "machine": platform.machine(),
-                     "release": platform.release(), "libc": list(platform.libc_ver())},
+        "platform": {
+            "system": platform.system(),
+            "machine": platform.machine(),
+            "release": platform.release(),
+            "libc": list(platform.libc_ver()),
+        },
         "in_venv": getattr(sys, "base_prefix", sys.prefix) != sys.prefix,
         "pyvenv_cfg": _pyvenv_cfg(sys.prefix),
         "conda": _conda(sys.prefix),
         "sys_path": entries,
         "site_packages": site_packages,
-        "user_site": {"path": site.USER_SITE, "base": site.USER_BASE,
-                      "enabled": bool(site.ENABLE_USER_SITE),
-                      "exists": bool(site.USER_SITE) and os.path.isdir(site.USER_SITE)},
-        "flags": {"no_user_site": bool(sys.flags.no_user_site),
-                  "ignore_environment": bool(sys.flags.ignore_environment),
-                  "isolated": bool(getattr(sys.flags, "isolated", 0))},
+        "user_site": {
+            "path": site.USER_SITE,
+            "base": site.USER_BASE,
+            "enabled": bool(site.ENABLE_USER_SITE),
+            "exists": bool(site.USER_SITE) and os.path.isdir(site.USER_SITE),
+        },
+        "flags": {
+            "no_user_site": bool(sys.flags.no_user_site),
+            "ignore_environment": bool(sys.flags.ignore_environment),
+            "isolated": bool(getattr(sys.flags, "isolated", 0)),
+        },
         "markers": _markers(),
         "distributions": dists,
         "pth_files": pths,
@@ -374,8 +422,7 @@ def main():
         "env": _env(),
         # imported before any project file could be found: a file of that name cannot shadow them
         "startup_modules": globals().get("_MSDOCTOR_STARTUP_MODULES") or [],
-        "modules_preloaded": sorted(m for m in ("mindspore", "transformers", "torch", "numpy")
-                                    if m in sys.modules),
+        "modules_preloaded": sorted(m for m in ("mindspore", "transformers", "torch", "numpy") if m in sys.modules),
     }
     sys.stdout.write("\n" + BEGIN + "\n" + json.dumps(data) + "\n" + END + "\n")
     sys.stdout.flush()

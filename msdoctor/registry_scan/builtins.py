@@ -136,7 +136,7 @@ class Owner:
 
     @property
     def label(self) -> str:
-        """"transformers 4.57.1: Aimv2Config"."""
+        """ "transformers 4.57.1: Aimv2Config"."""
         head = f"{self.dist} {self.version}" if self.version else self.dist
         return f"{head}: {self.cls}" if self.cls else head
 
@@ -219,8 +219,9 @@ def _module_name(root: str, path: str, package: str) -> str:
     return f"{package}.{rel}" if rel else package
 
 
-def _parse(path: str, module: str, reg: LibraryRegistry, cache: ParseCache, tables: bool = True,
-           data: Optional[bytes] = None) -> Optional[ModuleFacts]:
+def _parse(
+    path: str, module: str, reg: LibraryRegistry, cache: ParseCache, tables: bool = True, data: Optional[bytes] = None
+) -> Optional[ModuleFacts]:
     try:
         facts = cache.get(path, module, tables=tables, data=data, is_package=path.endswith("__init__.py"))
     except (OSError, ParseError) as exc:
@@ -308,11 +309,15 @@ def mindformers_name(call: Call) -> Optional[MFCall]:
     legacy, names = call.arg(first + 2, "legacy"), call.arg(first + 3, "search_names")
     module_type = _mf_module_type(mt.text if mt else None, mt.literal if mt else None) if mt else MF_DEFAULT_TYPE
     alias_name = alias.literal if alias is not None and isinstance(alias.literal, str) else None
-    return MFCall(module_type, alias_name, cls_text,
-                  legacy=_legacy_of(legacy.literal if legacy is not None else None, legacy is not None),
-                  search_names=_literal_names(names.text if names is not None else None),
-                  search_names_text=names.text if names is not None else None,
-                  legacy_text=legacy.text if legacy is not None else None)
+    return MFCall(
+        module_type,
+        alias_name,
+        cls_text,
+        legacy=_legacy_of(legacy.literal if legacy is not None else None, legacy is not None),
+        search_names=_literal_names(names.text if names is not None else None),
+        search_names_text=names.text if names is not None else None,
+        legacy_text=legacy.text if legacy is not None else None,
+    )
 
 
 #: ``@MindFormerRegister.register(<args without parentheses>)`` [more decorators] ``class Name``: the form every
@@ -349,9 +354,20 @@ def _fast_decorators(data: bytes) -> Optional[list[tuple[MFCall, int]]]:
         line = data.count(b"\n", 0, m.start()) + 1
         legacy_value = _legacy_of(legacy.value if isinstance(legacy, ast.Constant) else None, legacy is not None)
         names_text = ast.unparse(names) if names is not None else None
-        found.append((MFCall(mt_name, alias_name, m.group("cls").decode(), legacy=legacy_value,
-                             search_names=_literal_names(names_text), search_names_text=names_text,
-                             legacy_text=ast.unparse(legacy) if legacy is not None else None), line))
+        found.append(
+            (
+                MFCall(
+                    mt_name,
+                    alias_name,
+                    m.group("cls").decode(),
+                    legacy=legacy_value,
+                    search_names=_literal_names(names_text),
+                    search_names_text=names_text,
+                    legacy_text=ast.unparse(legacy) if legacy is not None else None,
+                ),
+                line,
+            )
+        )
     if len(found) != data.count(b"MindFormerRegister.register"):
         return None  # register_cls calls or unusual decorators: let the full parse read them
     return found
@@ -402,8 +418,9 @@ def iter_py_files(root: str) -> Iterable[str]:
                 yield os.path.join(dirpath, fname)
 
 
-def read_library(library: str, package_dir: str, dist: str, version: Optional[str],
-                 cache: ParseCache = CACHE) -> LibraryRegistry:
+def read_library(
+    library: str, package_dir: str, dist: str, version: Optional[str], cache: ParseCache = CACHE
+) -> LibraryRegistry:
     """The built-in registries of one installed library whose package directory is ``package_dir``."""
     reg = LibraryRegistry(library, dist, version, package_dir)
     read_auto_dir(reg, cache)

@@ -72,10 +72,15 @@ def _against_builtin(reg: Registration, registry: LibraryRegistry) -> list[Colli
         if reg.exist_ok is False:
             out.append(Collision(code, "fail", reg, owner, registry))
         else:
-            out.append(Collision(code + "-exist-ok", "warn", reg, owner, registry,
-                                 exist_ok_unknown=reg.exist_ok is None))
-    if (reg.kind == "config" and reg.target == "AutoConfig" and reg.cls_model_type is not None
-            and reg.cls_model_type != reg.name):
+            out.append(
+                Collision(code + "-exist-ok", "warn", reg, owner, registry, exist_ok_unknown=reg.exist_ok is None)
+            )
+    if (
+        reg.kind == "config"
+        and reg.target == "AutoConfig"
+        and reg.cls_model_type is not None
+        and reg.cls_model_type != reg.name
+    ):
         out.append(Collision("model-type-mismatch", "fail", reg, None, registry))
     return out
 
@@ -90,8 +95,17 @@ def _against_mindformers(reg: Registration, registry: LibraryRegistry) -> list[C
         owner = table.get(key)
         if owner is not None:
             hit.add(key)
-            out.append(Collision("mindformers-builtin", "warn", reg, owner, registry, key=key,
-                                 exist_ok_unknown=reg.mf is not None and reg.mf.legacy is None))
+            out.append(
+                Collision(
+                    "mindformers-builtin",
+                    "warn",
+                    reg,
+                    owner,
+                    registry,
+                    key=key,
+                    exist_ok_unknown=reg.mf is not None and reg.mf.legacy is None,
+                )
+            )
     if reg.mf is None:
         return out
     own = set(keys)
@@ -111,8 +125,9 @@ def _group_key(reg: Registration, registry: Optional[LibraryRegistry]) -> tuple:
     return (reg.kind, lib, target, reg.key_id)
 
 
-def find_collisions(builtins: Builtins, registrations: Sequence[Registration],
-                    config_classes: Iterable[ConfigClass] = ()) -> list[Collision]:
+def find_collisions(
+    builtins: Builtins, registrations: Sequence[Registration], config_classes: Iterable[ConfigClass] = ()
+) -> list[Collision]:
     """Every collision, in a stable order: built-in clashes, duplicates, then latent model_type clashes."""
     unique: dict[tuple, Registration] = {}
     for reg in registrations:
@@ -136,8 +151,11 @@ def find_collisions(builtins: Builtins, registrations: Sequence[Registration],
         classes = {m.cls_id or f"{m.at}:{m.cls}" for m in members}
         if len(classes) > 1 and key not in builtin_hits:
             ordered = sorted(members, key=lambda r: (r.origin != "project", r.at.path, r.at.line or 0))
-            out.append(Collision("duplicate", "fail", ordered[1], None, registry_of(builtins, ordered[1]),
-                                 others=tuple(ordered)))
+            out.append(
+                Collision(
+                    "duplicate", "fail", ordered[1], None, registry_of(builtins, ordered[1]), others=tuple(ordered)
+                )
+            )
     registered = {r.cls_id for r in regs if r.kind == "config" and r.cls_id}
     for cc in {(c.at.path, c.at.line, c.name): c for c in config_classes}.values():
         registry = builtins.registry_for(cc.library)
@@ -164,8 +182,13 @@ def free_name(name: str, taken: Iterable[str], *, class_style: bool = False) -> 
     return f"{cands[0]}{'' if class_style else '_'}{i}"
 
 
-def taken_names(registry: Optional[LibraryRegistry], registrations: Iterable[Registration],
-                config_classes: Iterable[ConfigClass], kind: str, target: str = "") -> set[str]:
+def taken_names(
+    registry: Optional[LibraryRegistry],
+    registrations: Iterable[Registration],
+    config_classes: Iterable[ConfigClass],
+    kind: str,
+    target: str = "",
+) -> set[str]:
     """Every name a suggestion must avoid for a registration of ``kind``."""
     taken: set[str] = set()
     if kind == "config":
@@ -188,8 +211,9 @@ def taken_names(registry: Optional[LibraryRegistry], registrations: Iterable[Reg
     return taken
 
 
-def taken_by_kind(builtins: Builtins, registrations: Sequence[Registration],
-                  config_classes: Sequence[ConfigClass]) -> dict:
+def taken_by_kind(
+    builtins: Builtins, registrations: Sequence[Registration], config_classes: Sequence[ConfigClass]
+) -> dict:
     """Names to avoid, by kind: "config", "auto", and ("mf", module type) for MindFormers."""
     names: dict = {"config": set(), "auto": set()}
     for lib in builtins.libraries.values():

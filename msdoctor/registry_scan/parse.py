@@ -339,8 +339,9 @@ def _library_walk(body: list[ast.stmt], v: _Visitor) -> None:
             v.scopes.pop()
 
 
-def parse_source(data: Union[bytes, str], path: str, module: str, *, is_package: bool = False,
-                 tables: bool = False) -> ModuleFacts:
+def parse_source(
+    data: Union[bytes, str], path: str, module: str, *, is_package: bool = False, tables: bool = False
+) -> ModuleFacts:
     """Parse one file's text into ModuleFacts.
 
     Raises:
@@ -378,8 +379,16 @@ class ParseCache:
         self.hits = 0
         self.misses = 0
 
-    def get(self, path: str, module: str, *, is_package: bool = False, tables: bool = False,
-            data: Optional[bytes] = None, stat: Optional[os.stat_result] = None) -> ModuleFacts:
+    def get(
+        self,
+        path: str,
+        module: str,
+        *,
+        is_package: bool = False,
+        tables: bool = False,
+        data: Optional[bytes] = None,
+        stat: Optional[os.stat_result] = None,
+    ) -> ModuleFacts:
         """The facts of ``path`` (read unless ``data`` is given). Raises ParseError (also cached) or OSError."""
         st = stat or os.stat(path)
         stamp = (st.st_mtime_ns, st.st_size)

@@ -19,9 +19,17 @@ from msdoctor.registry_scan.builtins import LIBRARIES, MFCall, mindformers_name
 from msdoctor.registry_scan.parse import CACHE, Call, Expr, ModuleFacts, ParseCache, ParseError
 
 #: directories never part of a project: VCS, caches, build output, dependencies
-SKIP_DIRS = frozenset({
-    "__pycache__", "node_modules", "site-packages", "dist-packages", "build", "dist", "htmlcov",
-})
+SKIP_DIRS = frozenset(
+    {
+        "__pycache__",
+        "node_modules",
+        "site-packages",
+        "dist-packages",
+        "build",
+        "dist",
+        "htmlcov",
+    }
+)
 #: a directory holding one of these is an environment (venv / conda), not project code
 ENV_MARKERS = ("pyvenv.cfg", "conda-meta")
 #: stop walking a "project" that is really a home directory
@@ -152,8 +160,15 @@ def module_name(rel: str) -> tuple[str, bool]:
 class SourceSet:
     """The modules of one project or distribution, parsed lazily through a shared cache."""
 
-    def __init__(self, origin: str, root: str, files: Sequence[SourceFile], *,
-                 cache: ParseCache = CACHE, script_style: bool = True) -> None:
+    def __init__(
+        self,
+        origin: str,
+        root: str,
+        files: Sequence[SourceFile],
+        *,
+        cache: ParseCache = CACHE,
+        script_style: bool = True,
+    ) -> None:
         self.origin = origin
         self.root = root
         self.cache = cache
@@ -396,9 +411,20 @@ class SourceSet:
             name = found.alias or cls_name
             keys = found.keys() if name else ()
             # MindFormerRegister.register has no exist_ok: it always replaces (exist_ok stays False)
-            return Registration("mindformers", "mindformers", api, found.module_type, name,
-                                repr(found.alias) if found.alias else str(cls_name), at, self.origin,
-                                key_id=keys[0] if keys else name, cls=cls_name, cls_id=cls_id, mf=found)
+            return Registration(
+                "mindformers",
+                "mindformers",
+                api,
+                found.module_type,
+                name,
+                repr(found.alias) if found.alias else str(cls_name),
+                at,
+                self.origin,
+                key_id=keys[0] if keys else name,
+                cls=cls_name,
+                cls_id=cls_id,
+                mf=found,
+            )
         if call.method != "register":
             return None
         exist_index = 3 if symbol == "AutoTokenizer" else 2
@@ -414,12 +440,24 @@ class SourceSet:
             own = None
             if cls_sym is not None and cls_sym.kind == "class" and cls_sym.name:
                 own = self.class_model_type(cls_sym.module, cls_sym.name)
-            name_at = resolved[1] if resolved and resolved[1] != Loc(m.path, name_expr.line if name_expr else None) else None
+            name_at = (
+                resolved[1] if resolved and resolved[1] != Loc(m.path, name_expr.line if name_expr else None) else None
+            )
             return Registration(
-                "config", library, api, symbol, resolved[0] if resolved else None,
-                name_expr.text if name_expr else "?", at, self.origin, name_at=name_at,
-                key_id=resolved[0] if resolved else None, cls=cls_name, cls_id=cls_id,
-                cls_model_type=own[0] if own else None, cls_model_type_at=own[1] if own else None,
+                "config",
+                library,
+                api,
+                symbol,
+                resolved[0] if resolved else None,
+                name_expr.text if name_expr else "?",
+                at,
+                self.origin,
+                name_at=name_at,
+                key_id=resolved[0] if resolved else None,
+                cls=cls_name,
+                cls_id=cls_id,
+                cls_model_type=own[0] if own else None,
+                cls_model_type_at=own[1] if own else None,
                 exist_ok=exist_ok,
             )
         if symbol.startswith(("Auto", "TFAuto", "FlaxAuto")) or symbol.endswith("_MAPPING"):
@@ -428,8 +466,18 @@ class SourceSet:
             cfg_name, cfg_id, _ = self._class_ref(m.module, key_expr)
             cls_name, cls_id, _ = self._class_ref(m.module, value_expr)
             return Registration(
-                "auto", library, api, symbol, cfg_name, key_expr.text if key_expr else "?", at, self.origin,
-                key_id=cfg_id or cfg_name, cls=cls_name, cls_id=cls_id, exist_ok=exist_ok,
+                "auto",
+                library,
+                api,
+                symbol,
+                cfg_name,
+                key_expr.text if key_expr else "?",
+                at,
+                self.origin,
+                key_id=cfg_id or cfg_name,
+                cls=cls_name,
+                cls_id=cls_id,
+                exist_ok=exist_ok,
             )
         return None
 
@@ -439,8 +487,9 @@ def _is_env_dir(path: str) -> bool:
     return any(os.path.exists(os.path.join(path, marker)) for marker in ENV_MARKERS)
 
 
-def project_files(root: str, *, max_files: int = MAX_PROJECT_FILES,
-                  skip_under: Sequence[str] = ()) -> tuple[list[SourceFile], bool]:
+def project_files(
+    root: str, *, max_files: int = MAX_PROJECT_FILES, skip_under: Sequence[str] = ()
+) -> tuple[list[SourceFile], bool]:
     """The .py files of a project, without VCS / cache / build / environment directories.
 
     Returns (files, truncated): truncated when the walk stopped at max_files.

@@ -31,8 +31,20 @@ STYLES = {
 
 
 #: SGR parameters of the style words msdoctor's renderers use (ECMA-48, the codes every terminal knows)
-SGR = {"bold": "1", "dim": "2", "italic": "3", "underline": "4", "black": "30", "red": "31", "green": "32",
-       "yellow": "33", "blue": "34", "magenta": "35", "cyan": "36", "white": "37"}
+SGR = {
+    "bold": "1",
+    "dim": "2",
+    "italic": "3",
+    "underline": "4",
+    "black": "30",
+    "red": "31",
+    "green": "32",
+    "yellow": "33",
+    "blue": "34",
+    "magenta": "35",
+    "cyan": "36",
+    "white": "37",
+}
 
 
 def wants_color(stream: IO[str], color: Optional[bool]) -> bool:
@@ -65,7 +77,7 @@ def wrap(line: str, width: int) -> list[str]:
     room = max(width - len(indent), 8)
     out: list[str] = []
     cur = ""
-    for word in line[len(indent):].split(" "):
+    for word in line[len(indent) :].split(" "):
         cand = f"{cur} {word}" if cur else word
         if _cells(cand) <= room:
             cur = cand

@@ -108,8 +108,11 @@ def step_summary(report: Report, opts: RenderOptions) -> str:
 
 def summary_failed(target: str, exc: OSError) -> str:
     """The annotation that says the job summary could not be appended."""
-    return "::warning title=msdoctor::" + escape_data(
-        f"could not append the job summary to {target}: {exc.strerror or exc}") + "\n"
+    return (
+        "::warning title=msdoctor::"
+        + escape_data(f"could not append the job summary to {target}: {exc.strerror or exc}")
+        + "\n"
+    )
 
 
 def render(report: Report, stream: IO[str], opts: RenderOptions) -> None:
@@ -124,6 +127,8 @@ def render(report: Report, stream: IO[str], opts: RenderOptions) -> None:
     for line in lines:
         stream.write(line + "\n")
     if left:
-        stream.write(f"msdoctor: {left} more finding(s) not annotated (GitHub shows {PER_LEVEL} per level); "
-                     "the job summary lists them all\n")
+        stream.write(
+            f"msdoctor: {left} more finding(s) not annotated (GitHub shows {PER_LEVEL} per level); "
+            "the job summary lists them all\n"
+        )
     stream.write(f"msdoctor: {checks_phrase(report)}: {verdict_word(report, fail_on)}\n")

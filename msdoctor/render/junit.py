@@ -63,8 +63,15 @@ def _counts_as(status: Status, fail_on: Status) -> Optional[str]:
     return None
 
 
-def _testcase(name: str, classname: str, findings: Sequence[Finding], status: Status, time_s: float,
-              fail_on: Status, traceback: Optional[str] = None) -> tuple[ET.Element, Optional[str]]:
+def _testcase(
+    name: str,
+    classname: str,
+    findings: Sequence[Finding],
+    status: Status,
+    time_s: float,
+    fail_on: Status,
+    traceback: Optional[str] = None,
+) -> tuple[ET.Element, Optional[str]]:
     case = ET.Element("testcase", {"name": xml_safe(name), "classname": xml_safe(classname), "time": f"{time_s:.3f}"})
     kind = _counts_as(status, fail_on)
     if kind == "skipped":
@@ -85,8 +92,15 @@ def _testcase(name: str, classname: str, findings: Sequence[Finding], status: St
 
 
 def _result_case(r: CheckResult, fail_on: Status) -> tuple[ET.Element, Optional[str]]:
-    return _testcase(r.id, f"msdoctor.{r.provider}" if r.provider != "msdoctor" else "msdoctor",
-                     r.findings, r.status, r.duration_s, fail_on, r.traceback)
+    return _testcase(
+        r.id,
+        f"msdoctor.{r.provider}" if r.provider != "msdoctor" else "msdoctor",
+        r.findings,
+        r.status,
+        r.duration_s,
+        fail_on,
+        r.traceback,
+    )
 
 
 def build(report: Report, opts: RenderOptions = RenderOptions()) -> ET.Element:
@@ -98,15 +112,29 @@ def build(report: Report, opts: RenderOptions = RenderOptions()) -> ET.Element:
     cases.extend(_result_case(r, fail_on) for r in report.results)
     counts = {k: sum(1 for _, kind in cases if kind == k) for k in ("failure", "error", "skipped")}
     total = f"{report.duration_s:.3f}"
-    root = ET.Element("testsuites", {
-        "name": "msdoctor", "tests": str(len(cases)), "failures": str(counts["failure"]),
-        "errors": str(counts["error"]), "time": total,
-    })
-    suite = ET.SubElement(root, "testsuite", {
-        "name": "msdoctor check", "tests": str(len(cases)), "failures": str(counts["failure"]),
-        "errors": str(counts["error"]), "skipped": str(counts["skipped"]), "time": total,
-        "timestamp": report.started_at,
-    })
+    root = ET.Element(
+        "testsuites",
+        {
+            "name": "msdoctor",
+            "tests": str(len(cases)),
+            "failures": str(counts["failure"]),
+            "errors": str(counts["error"]),
+            "time": total,
+        },
+    )
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        {
+            "name": "msdoctor check",
+            "tests": str(len(cases)),
+            "failures": str(counts["failure"]),
+            "errors": str(counts["error"]),
+            "skipped": str(counts["skipped"]),
+            "time": total,
+            "timestamp": report.started_at,
+        },
+    )
     props = ET.SubElement(suite, "properties")
     t = report.target
     for name, value in (

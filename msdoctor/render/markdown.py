@@ -87,7 +87,9 @@ def _facts_section(facts: Mapping[str, Any], full: bool, stack: Iterable[str]) -
         if isinstance(plat, Mapping):
             for k, v in plat.items():
                 if v is not None:
-                    out.append(f"| platform.{k} | {code(v if not isinstance(v, (list, tuple)) else ' '.join(map(str, v)))} |")
+                    out.append(
+                        f"| platform.{k} | {code(v if not isinstance(v, (list, tuple)) else ' '.join(map(str, v)))} |"
+                    )
         out.append("")
     packages = facts.get("packages") or {}
     if packages:
@@ -98,8 +100,12 @@ def _facts_section(facts: Mapping[str, Any], full: bool, stack: Iterable[str]) -
         out += [f"| {cell(n)} | {code(v)} |" for n, v in first] or ["| (none installed) | |"]
         out.append("")
         if full and rest:
-            out += [f"<details><summary>All other packages ({len(rest)})</summary>", "",
-                    "| package | version |", "|---|---|"]
+            out += [
+                f"<details><summary>All other packages ({len(rest)})</summary>",
+                "",
+                "| package | version |",
+                "|---|---|",
+            ]
             out += [f"| {cell(n)} | {code(v)} |" for n, v in rest]
             out += ["", "</details>", ""]
     env = facts.get("env") or {}
@@ -119,8 +125,14 @@ def _json(value: Any) -> str:
     return json.dumps(value, indent=2, default=str, ensure_ascii=False)
 
 
-def render_markdown(report: Report, opts: RenderOptions = RenderOptions(), *, title: str = "msdoctor check",
-                    facts_open: bool = False, full_facts: bool = False) -> str:
+def render_markdown(
+    report: Report,
+    opts: RenderOptions = RenderOptions(),
+    *,
+    title: str = "msdoctor check",
+    facts_open: bool = False,
+    full_facts: bool = False,
+) -> str:
     fail_on = opts.fail_on
     worst = report.status
     verdict = verdict_word(report, fail_on)
@@ -145,7 +157,9 @@ def render_markdown(report: Report, opts: RenderOptions = RenderOptions(), *, ti
     if report.results:
         lines += ["| | check | result | time |", "|---|---|---|---|"]
         for r in report.results:
-            lines.append(f"| {ICON[r.status]} | {code(r.id)} {cell(r.title)} | {cell(_summary_of(r))} | {r.duration_s:.2f} s |")
+            lines.append(
+                f"| {ICON[r.status]} | {code(r.id)} {cell(r.title)} | {cell(_summary_of(r))} | {r.duration_s:.2f} s |"
+            )
         lines.append("")
     for r in _ordered(report.results):
         lines += [f"### {ICON[r.status]} {cell(r.title)} ({code(r.id)}): {r.status.value}", ""]

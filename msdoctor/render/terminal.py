@@ -53,8 +53,12 @@ def _result(console: Any, r: CheckResult, verbose: bool) -> None:
         style=STYLES[r.status],
         end="",
     )
-    if (r.status is Status.PASS and not verbose and not r.traceback
-            and all(f.status is Status.PASS and f.suppressed is None for f in r.findings)):
+    if (
+        r.status is Status.PASS
+        and not verbose
+        and not r.traceback
+        and all(f.status is Status.PASS and f.suppressed is None for f in r.findings)
+    ):
         # a passing check is one line (its proof under -v), as flutter doctor shows a healthy item; a finding
         # accepted by a suppression is still shown, with its reason
         n = len(r.findings)
@@ -68,13 +72,14 @@ def _result(console: Any, r: CheckResult, verbose: bool) -> None:
     for f in shown:
         _finding(console, f, verbose, show_proved=verbose or status is Status.PASS)
     if len(shown) < len(order):
-        rest = order[len(shown):]
+        rest = order[len(shown) :]
         by: dict = {}
         for f in rest:
             by[f.status] = by.get(f.status, 0) + 1
         what = ", ".join(f"{n} {st.value}" for st, n in sorted(by.items(), key=lambda kv: kv[0], reverse=True))
-        console.print(f"      ... and {len(rest)} more findings ({what}): all of them with -v or --format json",
-                      style="dim")
+        console.print(
+            f"      ... and {len(rest)} more findings ({what}): all of them with -v or --format json", style="dim"
+        )
     if verbose and r.traceback:
         console.print(_indent(r.traceback.rstrip(), "      "), style="dim")
 

@@ -56,16 +56,20 @@ def lines(report: Report) -> list[str]:
     anchor = anchor_file(report)
     out = []
     if report.target.probe_error:
-        out.append(f"{one_line(report.target.executable)}: error: the target could not be probed: "
-                   f"{' '.join(report.target.probe_error.split())} [msdoctor/probe]")
+        out.append(
+            f"{one_line(report.target.executable)}: error: the target could not be probed: "
+            f"{' '.join(report.target.probe_error.split())} [msdoctor/probe]"
+        )
     out.extend(line_of(item, anchor) for item in problems(report))
     return out
 
 
 def summary(report: Report, opts: Optional[RenderOptions] = None) -> str:
     fail_on = (opts or RenderOptions()).fail_on
-    return (f"msdoctor {report.msdoctor_version}: {checks_phrase(report)} "
-            f"= {verdict_word(report, fail_on)}, exit {int(report.exit_code(fail_on))}")
+    return (
+        f"msdoctor {report.msdoctor_version}: {checks_phrase(report)} "
+        f"= {verdict_word(report, fail_on)}, exit {int(report.exit_code(fail_on))}"
+    )
 
 
 def render(report: Report, stream: IO[str], opts: RenderOptions) -> None:

@@ -24,8 +24,14 @@ from typing import Callable, Sequence
 from msdoctor.explain.rules.calls import keyword_groups, opcheck_groups, signature_groups, wrapped_arguments
 from msdoctor.explain.rules.imports import circular_groups, import_groups, pairing_groups, version_shadow_groups
 from msdoctor.explain.rules.native import acl_code_groups
-from msdoctor.explain.rules.packaging import (build_groups, conflict_groups, distribution_groups, requirement_groups,
-                                              requires_python_groups, wheel_groups)
+from msdoctor.explain.rules.packaging import (
+    build_groups,
+    conflict_groups,
+    distribution_groups,
+    requirement_groups,
+    requires_python_groups,
+    wheel_groups,
+)
 from msdoctor.explain.rules.removed import numpy_removed_groups
 
 
@@ -42,9 +48,13 @@ def _signature(g: dict[str, str], before: Sequence[str], after: Sequence[str]) -
 
 
 def _requirement(g: dict[str, str], context: Sequence[str]) -> dict[str, str]:
-    return requirement_groups(g.get("req") or g.get("req2", ""), g.get("dist") or g.get("dist2", ""),
-                              g.get("found") or g.get("found2", ""),
-                              " ".join(x for x in (g.get("who"), g.get("whover")) if x), context)
+    return requirement_groups(
+        g.get("req") or g.get("req2", ""),
+        g.get("dist") or g.get("dist2", ""),
+        g.get("found") or g.get("found2", ""),
+        " ".join(x for x in (g.get("who"), g.get("whover")) if x),
+        context,
+    )
 
 
 def _env_claims() -> dict[str, Callable[[dict[str, str], Sequence[str], str, Sequence[str]], dict[str, str]]]:
@@ -56,21 +66,24 @@ def _env_claims() -> dict[str, Callable[[dict[str, str], Sequence[str], str, Seq
 #: lookup -> the rule, given the matched groups, the lines before, the matched line and the lines after
 _CLAIMS: dict[str, Callable[[dict[str, str], Sequence[str], str, Sequence[str]], dict[str, str]]] = {
     "import": lambda g, b, line, a: import_groups(g.get("mod", ""), b, a),
-    "pairing": lambda g, b, line, a: pairing_groups(g.get("name") or g.get("attribute", ""),
-                                                    g.get("module") or g.get("owner", ""), b, line, a),
+    "pairing": lambda g, b, line, a: pairing_groups(
+        g.get("name") or g.get("attribute", ""), g.get("module") or g.get("owner", ""), b, line, a
+    ),
     "keyword": lambda g, b, line, a: keyword_groups(g.get("func", ""), g.get("kw", ""), b),
     "conflict": lambda g, b, line, a: conflict_groups(a),
     "opcheck": lambda g, b, line, a: opcheck_groups(g.get("op", ""), g.get("param", ""), g.get("code", ""), b),
     "signature": lambda g, b, line, a: _signature(g, b, a),
     "version": lambda g, b, line, a: version_shadow_groups(g.get("mod", ""), (*b, line, *a)),
-    "circular": lambda g, b, line, a: circular_groups(g.get("name") or g.get("attribute", ""),
-                                                      g.get("module") or g.get("owner", ""), b),
+    "circular": lambda g, b, line, a: circular_groups(
+        g.get("name") or g.get("attribute", ""), g.get("module") or g.get("owner", ""), b
+    ),
     "requirement": lambda g, b, line, a: _requirement(g, (*b, line, *a)),
     "build": lambda g, b, line, a: build_groups(g.get("pkg") or g.get("pkg2") or g.get("pkg3") or "", (*b, line, *a)),
     "wheel": lambda g, b, line, a: wheel_groups(g.get("wheel", ""), (*b, line, *a)),
     "distribution": lambda g, b, line, a: distribution_groups(g.get("req") or g.get("req2", ""), (*b, line, *a)),
-    "requires-python": lambda g, b, line, a: requires_python_groups(g.get("pkg", ""), g.get("have", ""),
-                                                                   g.get("spec", "")),
+    "requires-python": lambda g, b, line, a: requires_python_groups(
+        g.get("pkg", ""), g.get("have", ""), g.get("spec", "")
+    ),
     "removed": lambda g, b, line, a: numpy_removed_groups(g, b, a),
     "aclcode": lambda g, b, line, a: acl_code_groups(g.get("acl", ""), g.get("call", ""), line, (*b, *a)),
 }
@@ -78,7 +91,8 @@ _CLAIMS.update(_env_claims())
 CLAIMS = frozenset(_CLAIMS)
 
 
-def claim(lookup: str, groups: dict[str, str], before: Sequence[str], line: str,
-          after: Sequence[str]) -> dict[str, str]:
+def claim(
+    lookup: str, groups: dict[str, str], before: Sequence[str], line: str, after: Sequence[str]
+) -> dict[str, str]:
     """The answer of the rule a catalogue entry's lookup names: cause, fix and check, or empty (no claim)."""
     return _CLAIMS[lookup](groups, before, line, after)

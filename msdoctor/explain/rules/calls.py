@@ -33,14 +33,19 @@ def keyword_groups(func: str, keyword: str, before: Sequence[str]) -> dict[str, 
     lib, top = caller.name, callee.name
     return {
         "_title": f"{lib} and {top} are releases that do not pair ({lib} passes {keyword} to {top}'s {func})",
-        "_cause": (f"{caller_path} ({lib}: {caller.why}) calls {func} with the keyword {keyword}, and the installed "
-                   f"{top} ({paths[-1]}) does not know it: {lib} was written for another release of {top} (one that "
-                   f"has, or still has, {keyword}). {lib} and {top} are releases that do not pair."),
-        "_fix": (f"Install the {top} release {lib} was written for, or the {lib} release (a branch or tag) made for the "
-                 f"installed {top}; {lib}'s README or installation page names the pairing (`{{python}} -m pip show "
-                 f"{top}` gives the installed version). Unverified: msdoctor did not compare the two releases; "
-                 f"`msdoctor check --only version-matrix` names the pairings its compat data has."),
-        "rule": "release-pairing", "frame": caller_path,
+        "_cause": (
+            f"{caller_path} ({lib}: {caller.why}) calls {func} with the keyword {keyword}, and the installed "
+            f"{top} ({paths[-1]}) does not know it: {lib} was written for another release of {top} (one that "
+            f"has, or still has, {keyword}). {lib} and {top} are releases that do not pair."
+        ),
+        "_fix": (
+            f"Install the {top} release {lib} was written for, or the {lib} release (a branch or tag) made for the "
+            f"installed {top}; {lib}'s README or installation page names the pairing (`{{python}} -m pip show "
+            f"{top}` gives the installed version). Unverified: msdoctor did not compare the two releases; "
+            f"`msdoctor check --only version-matrix` names the pairings its compat data has."
+        ),
+        "rule": "release-pairing",
+        "frame": caller_path,
     }
 
 
@@ -55,6 +60,7 @@ def wrapped_arguments(after: Sequence[str]) -> str:
         if m:
             return m.group(0)
     return ""
+
 
 #: a call that passes on its own ``*args`` / ``**kwargs`` unchanged (a wrapper's body): ``f(self, *args, **kwargs)``
 _FORWARDS = re.compile(r"\((?:[^()]*,\s*)?\*{1,2}[A-Za-z_]\w*\s*(?:,\s*\*\*[A-Za-z_]\w*\s*)?\)\s*$")
@@ -92,19 +98,24 @@ def signature_groups(func: str, what: str, before: Sequence[str]) -> dict[str, s
         return {}
     lib = caller.name
     if func.endswith(".__init__"):
-        func = func[:-len(".__init__")]  # a class's constructor: the class is what the other release changed
+        func = func[: -len(".__init__")]  # a class's constructor: the class is what the other release changed
     return {
         "_title": f"{lib} calls {func}() in a way the installed release does not take ({what})",
-        "_cause": (f"{path} ({lib}: {caller.why}) calls {func}(), and the installed {func} does not accept that call "
-                   f"({what}). Python checks a call against the function's signature in the release that is "
-                   f"installed: {lib} was written for another release of the library that defines {func} (one whose "
-                   f"{func} took these arguments), so {lib} and that library are releases that do not pair (unless "
-                   f"{func} is {lib}'s own, a bug in that {lib} release)."),
-        "_fix": (f"`{{python}} -m pip show {lib}` names its requirements: install the release of {func}'s library "
-                 f"that {lib} pins or documents (its README / requirements), or the {lib} release made for the "
-                 f"installed one (`{{python}} -m pip install -U {lib}`). Unverified: msdoctor did not read either "
-                 f"release's code; `{{python}} -m pip check` shows a declared requirement that is not met."),
-        "rule": "release-pairing", "frame": path,
+        "_cause": (
+            f"{path} ({lib}: {caller.why}) calls {func}(), and the installed {func} does not accept that call "
+            f"({what}). Python checks a call against the function's signature in the release that is "
+            f"installed: {lib} was written for another release of the library that defines {func} (one whose "
+            f"{func} took these arguments), so {lib} and that library are releases that do not pair (unless "
+            f"{func} is {lib}'s own, a bug in that {lib} release)."
+        ),
+        "_fix": (
+            f"`{{python}} -m pip show {lib}` names its requirements: install the release of {func}'s library "
+            f"that {lib} pins or documents (its README / requirements), or the {lib} release made for the "
+            f"installed one (`{{python}} -m pip install -U {lib}`). Unverified: msdoctor did not read either "
+            f"release's code; `{{python}} -m pip check` shows a declared requirement that is not met."
+        ),
+        "rule": "release-pairing",
+        "frame": path,
     }
 
 
@@ -124,16 +135,20 @@ def opcheck_groups(op: str, param: str, code: str, before: Sequence[str]) -> dic
     what = f"parameter {param} of operator {op}" if param else f"a parameter of operator {op}"
     return {
         "_title": f"CANN's {op} operator rejected the {param or 'parameter'} MindSpore passed ({code}): MindSpore and "
-                  f"CANN are releases that do not pair",
-        "_cause": (f"CANN's operator check ({code}) refused {what} in a call MindSpore made while compiling the graph: "
-                   f"each MindSpore release calls CANN's operators with the interface of the CANN releases it was "
-                   f"built for, so a parameter of the wrong type or one the operator does not know means the "
-                   f"installed CANN is another release than this MindSpore expects (`mindspore.run_check()` can still "
-                   f"pass: it compiles few operators)."),
-        "_fix": ("Install the CANN release that the installed MindSpore is made for, or the MindSpore release made for "
-                 "your CANN (https://www.mindspore.cn/install lists the pairs); `msdoctor check --only version-matrix` "
-                 "reads both versions and names the pairing. Unverified: msdoctor read only the lines pasted; `{python} "
-                 "-c \"import mindspore; print(mindspore.__version__)\"` and `cat /usr/local/Ascend/ascend-toolkit/"
-                 "latest/*/ascend_toolkit_install.info` give the two versions."),
+        f"CANN are releases that do not pair",
+        "_cause": (
+            f"CANN's operator check ({code}) refused {what} in a call MindSpore made while compiling the graph: "
+            f"each MindSpore release calls CANN's operators with the interface of the CANN releases it was "
+            f"built for, so a parameter of the wrong type or one the operator does not know means the "
+            f"installed CANN is another release than this MindSpore expects (`mindspore.run_check()` can still "
+            f"pass: it compiles few operators)."
+        ),
+        "_fix": (
+            "Install the CANN release that the installed MindSpore is made for, or the MindSpore release made for "
+            "your CANN (https://www.mindspore.cn/install lists the pairs); `msdoctor check --only version-matrix` "
+            "reads both versions and names the pairing. Unverified: msdoctor read only the lines pasted; `{python} "
+            '-c "import mindspore; print(mindspore.__version__)"` and `cat /usr/local/Ascend/ascend-toolkit/'
+            "latest/*/ascend_toolkit_install.info` give the two versions."
+        ),
         "rule": "op-interface",
     }

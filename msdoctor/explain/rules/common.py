@@ -7,7 +7,6 @@ import re
 from typing import Optional, Sequence
 
 
-
 #: a Python traceback frame as CPython prints it
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
 _SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
@@ -112,8 +111,11 @@ def _same_version(a: str, b: str) -> bool:
 
 
 #: the Python version the paste shows: `lib/python3.12/`, `Python312\Lib`, `Python 3.12.5`, `python3.12 -m venv`
-_PASTED_PY = re.compile(r"[/\\]python(?P<p>3\.\d{1,2})[/\\]|[/\\]Python3(?P<w>\d{1,2})[/\\]|"
-                        r"\bPython (?P<v>3\.\d{1,2})(?:\.\d+)?\b|\bpython(?P<x>3\.\d{1,2}) -m\b", re.I)
+_PASTED_PY = re.compile(
+    r"[/\\]python(?P<p>3\.\d{1,2})[/\\]|[/\\]Python3(?P<w>\d{1,2})[/\\]|"
+    r"\bPython (?P<v>3\.\d{1,2})(?:\.\d+)?\b|\bpython(?P<x>3\.\d{1,2}) -m\b",
+    re.I,
+)
 
 
 def _vtuple(v: str) -> tuple[int, ...]:
@@ -135,8 +137,11 @@ def _dist_shown(dist: str, context: Sequence[str]) -> str:
     torch's environment report (`PyTorch version: 2.0.1`); "" when none or several. Prose naming a release (`deprecated
     in NumPy 1.20`) is not a version installed."""
     names = [re.escape(dist)] + (["PyTorch"] if dist == "torch" else [])
-    pat = re.compile(rf"(?<![\w.-])(?:(?:{'|'.join(names)})(?:-|==)|(?:{'|'.join(names)}) version: )"
-                     rf"(?P<v>\d+(?:\.\d+)+)", re.I)
+    pat = re.compile(
+        rf"(?<![\w.-])(?:(?:{'|'.join(names)})(?:-|==)|(?:{'|'.join(names)}) version: )"
+        rf"(?P<v>\d+(?:\.\d+)+)",
+        re.I,
+    )
     found = {m.group("v") for line in context for m in pat.finditer(_unprefixed(line))}
     listed = re.compile(rf"^{re.escape(dist)}\s+(?P<v>\d+(?:\.\d+)+)\S*\s*$", re.I)  # `pip list`'s line
     found.update(m.group("v") for line in context if (m := listed.match(_unprefixed(line).strip())))

@@ -48,24 +48,32 @@ def mindspore_core_groups(g: Groups, before: Sequence[str], line: str, after: Se
     shadow_first = bool(module) or (bool(path) and not _SITE.search(path))
     builds = " ".join(MINDSPORE_BUILDS)
     what = f"mindspore.{name}" if name else module
-    shadow = ("a directory named mindspore (a source checkout not built, or a folder of that name in the current "
-              "directory or on PYTHONPATH) is imported instead of the installed package" +
-              (f" (Python found it at {path})" if path and not _SITE.search(path) else ""))
-    mixed = ("more than one MindSpore build is installed in this environment (the CPU package mindspore together with "
-             "mindspore-gpu or mindspore-ascend, or two releases): every build installs into the same mindspore "
-             "directory, so installing or uninstalling one of them left a mix of the other's files")
+    shadow = (
+        "a directory named mindspore (a source checkout not built, or a folder of that name in the current "
+        "directory or on PYTHONPATH) is imported instead of the installed package"
+        + (f" (Python found it at {path})" if path and not _SITE.search(path) else "")
+    )
+    mixed = (
+        "more than one MindSpore build is installed in this environment (the CPU package mindspore together with "
+        "mindspore-gpu or mindspore-ascend, or two releases): every build installs into the same mindspore "
+        "directory, so installing or uninstalling one of them left a mix of the other's files"
+    )
     first, second = (shadow, mixed) if shadow_first else (mixed, shadow)
     return {
         "_title": f"the mindspore imported is not one whole MindSpore install (it lacks {what})",
-        "_cause": (f"{what} is part of every MindSpore release, so this is not code written for another release: the "
-                   f"mindspore package Python imported is not a whole install. Most likely {first}. Otherwise "
-                   f"{second}."),
-        "_fix": (f"`{{python}} -c \"import mindspore; print(mindspore.__file__)\"` shows which mindspore is imported: "
-                 f"outside site-packages, rename that directory or run from another directory (and drop it from "
-                 f"PYTHONPATH). In site-packages: `{{python}} -m pip list | grep -i mindspore` lists the builds "
-                 f"installed; uninstall them all (`{{python}} -m pip uninstall -y {builds}`) and install the one build "
-                 f"for your device alone (https://www.mindspore.cn/install). Unverified: `msdoctor check --only "
-                 f"duplicate-installs` lists distributions that own the same files and copies that shadow the install."),
+        "_cause": (
+            f"{what} is part of every MindSpore release, so this is not code written for another release: the "
+            f"mindspore package Python imported is not a whole install. Most likely {first}. Otherwise "
+            f"{second}."
+        ),
+        "_fix": (
+            f'`{{python}} -c "import mindspore; print(mindspore.__file__)"` shows which mindspore is imported: '
+            f"outside site-packages, rename that directory or run from another directory (and drop it from "
+            f"PYTHONPATH). In site-packages: `{{python}} -m pip list | grep -i mindspore` lists the builds "
+            f"installed; uninstall them all (`{{python}} -m pip uninstall -y {builds}`) and install the one build "
+            f"for your device alone (https://www.mindspore.cn/install). Unverified: `msdoctor check --only "
+            f"duplicate-installs` lists distributions that own the same files and copies that shadow the install."
+        ),
         "rule": "mindspore-incomplete",
     }
 
@@ -81,14 +89,18 @@ def cann_python_groups(g: Groups, before: Sequence[str], line: str, after: Seque
         return {}
     return {
         "_title": "CANN's Python module acl (pyACL) is not on this Python's path: CANN's set_env.sh was not sourced",
-        "_cause": ("acl is pyACL, CANN's own Python API (acl.init, acl.rt.*); it is not installed by pip but ships in "
-                   "the CANN toolkit's python/site-packages (ascend-toolkit/latest/python/site-packages), which CANN's "
-                   "set_env.sh puts on PYTHONPATH. This shell or job did not source set_env.sh (or CANN is not "
-                   "installed, or the Python running is not one CANN supports)."),
-        "_fix": ("`source /usr/local/Ascend/ascend-toolkit/set_env.sh` (adjust to your CANN install) in the same shell "
-                 "or job script before Python starts, and add it to ~/.bashrc; then `{python} -c \"import acl\"`. "
-                 "Unverified: `ls /usr/local/Ascend/ascend-toolkit/latest/python/site-packages` shows whether pyACL is "
-                 "installed; `msdoctor check --only device-target` shows the CANN layout and PYTHONPATH."),
+        "_cause": (
+            "acl is pyACL, CANN's own Python API (acl.init, acl.rt.*); it is not installed by pip but ships in "
+            "the CANN toolkit's python/site-packages (ascend-toolkit/latest/python/site-packages), which CANN's "
+            "set_env.sh puts on PYTHONPATH. This shell or job did not source set_env.sh (or CANN is not "
+            "installed, or the Python running is not one CANN supports)."
+        ),
+        "_fix": (
+            "`source /usr/local/Ascend/ascend-toolkit/set_env.sh` (adjust to your CANN install) in the same shell "
+            'or job script before Python starts, and add it to ~/.bashrc; then `{python} -c "import acl"`. '
+            "Unverified: `ls /usr/local/Ascend/ascend-toolkit/latest/python/site-packages` shows whether pyACL is "
+            "installed; `msdoctor check --only device-target` shows the CANN layout and PYTHONPATH."
+        ),
         "rule": "cann-python-path",
     }
 
@@ -106,20 +118,24 @@ def device_range_groups(g: Groups, before: Sequence[str], line: str, after: Sequ
             return {}  # in range: CANN failed for another reason
         return {
             "_title": f"device {dev} was asked for, and this process sees {n} NPU(s) (ids 0 to {n - 1})",
-            "_cause": (f"CANN refused to open device {dev}: the devices this process sees are numbered 0 to {n - 1}. "
-                       f"The id comes from DEVICE_ID or device_id in set_context (or from a launcher's per-rank id: "
-                       f"msrun's, the rank table's) and counts within the devices visible to the process "
-                       f"(ASCEND_RT_VISIBLE_DEVICES renumbers them from 0). Usually more ranks were started on this node "
-                       f"than it has cards, a physical card id was given while ASCEND_RT_VISIBLE_DEVICES limits the "
-                       f"visible set, or a DEVICE_ID was left set from another job. In a multi-node msrun job, nodes that "
-                       f"share one hostname do this too: msrun hands out device ids per host name, so the ranks of "
-                       f"two nodes count on as if on one, from {n} up (MindSpore's distributed parallel FAQ)."),
-            "_fix": (f"Give a device id below {n}: `export DEVICE_ID=<0..{n - 1}>` (or `unset DEVICE_ID`), or device_id "
-                     f"in set_context; start at most {n} ranks on this node (msrun's --local_worker_num); on several "
-                     f"nodes, give each its own hostname (`hostname` on each; `hostnamectl set-hostname NAME`); with "
-                     f"ASCEND_RT_VISIBLE_DEVICES set, ids count within its list. Unverified: `npu-smi info` lists the "
-                     f"cards, `echo $ASCEND_RT_VISIBLE_DEVICES $DEVICE_ID` the job's settings; `msdoctor check --only "
-                     f"device-target` counts the devices MindSpore sees."),
+            "_cause": (
+                f"CANN refused to open device {dev}: the devices this process sees are numbered 0 to {n - 1}. "
+                f"The id comes from DEVICE_ID or device_id in set_context (or from a launcher's per-rank id: "
+                f"msrun's, the rank table's) and counts within the devices visible to the process "
+                f"(ASCEND_RT_VISIBLE_DEVICES renumbers them from 0). Usually more ranks were started on this node "
+                f"than it has cards, a physical card id was given while ASCEND_RT_VISIBLE_DEVICES limits the "
+                f"visible set, or a DEVICE_ID was left set from another job. In a multi-node msrun job, nodes that "
+                f"share one hostname do this too: msrun hands out device ids per host name, so the ranks of "
+                f"two nodes count on as if on one, from {n} up (MindSpore's distributed parallel FAQ)."
+            ),
+            "_fix": (
+                f"Give a device id below {n}: `export DEVICE_ID=<0..{n - 1}>` (or `unset DEVICE_ID`), or device_id "
+                f"in set_context; start at most {n} ranks on this node (msrun's --local_worker_num); on several "
+                f"nodes, give each its own hostname (`hostname` on each; `hostnamectl set-hostname NAME`); with "
+                f"ASCEND_RT_VISIBLE_DEVICES set, ids count within its list. Unverified: `npu-smi info` lists the "
+                f"cards, `echo $ASCEND_RT_VISIBLE_DEVICES $DEVICE_ID` the job's settings; `msdoctor check --only "
+                f"device-target` counts the devices MindSpore sees."
+            ),
             "rule": "device-out-of-range",
         }
     gpu = g.get("gdev", "")
@@ -127,13 +143,17 @@ def device_range_groups(g: Groups, before: Sequence[str], line: str, after: Sequ
         return {}
     return {
         "_title": f"GPU {gpu} was asked for and is not among the GPUs this process sees (CUDA_VISIBLE_DEVICES)",
-        "_cause": (f"CUDA refused device {gpu} as an invalid device ordinal: the process sees fewer GPUs. When "
-                   f"CUDA_VISIBLE_DEVICES is set it lists the GPUs a process sees and renumbers them from 0, so a job "
-                   f"that starts more processes than it lists gives some ranks an id outside the list; those ranks fail "
-                   f"while the others wait in NCCL's initialisation for them (a hang)."),
-        "_fix": ("Stop the whole job (the waiting ranks too), then make CUDA_VISIBLE_DEVICES list as many GPUs as "
-                 "processes are started (or start as many processes as it lists), and restart. Unverified: `nvidia-smi "
-                 "-L` lists the GPUs, `echo $CUDA_VISIBLE_DEVICES` the job's list."),
+        "_cause": (
+            f"CUDA refused device {gpu} as an invalid device ordinal: the process sees fewer GPUs. When "
+            f"CUDA_VISIBLE_DEVICES is set it lists the GPUs a process sees and renumbers them from 0, so a job "
+            f"that starts more processes than it lists gives some ranks an id outside the list; those ranks fail "
+            f"while the others wait in NCCL's initialisation for them (a hang)."
+        ),
+        "_fix": (
+            "Stop the whole job (the waiting ranks too), then make CUDA_VISIBLE_DEVICES list as many GPUs as "
+            "processes are started (or start as many processes as it lists), and restart. Unverified: `nvidia-smi "
+            "-L` lists the GPUs, `echo $CUDA_VISIBLE_DEVICES` the job's list."
+        ),
         "rule": "device-out-of-range",
     }
 
@@ -157,18 +177,26 @@ def ranktable_groups(g: Groups, before: Sequence[str], line: str, after: Sequenc
     describe this machine; a pasted rank table with one device_id twice on one server is named."""
     reason = (g.get("reason") or "").strip().rstrip(".")
     dups = _duplicate_device_ids("\n".join((g.get("table", ""), *after)))  # the shown line may be a window
-    found = (f" The pasted rank table gives device_id {', '.join(dups)} to more than one rank of one server: each "
-             f"device of a server must appear once, with its own device_id." if dups else "")
+    found = (
+        f" The pasted rank table gives device_id {', '.join(dups)} to more than one rank of one server: each "
+        f"device of a server must appear once, with its own device_id."
+        if dups
+        else ""
+    )
     return {
         "_title": "HCCL rejected the rank table" + (f": device_id {', '.join(dups)} is given twice" if dups else ""),
-        "_cause": ("HCCL read the rank table (the JSON file RANK_TABLE_FILE names) and found it does not match this "
-                   "machine" + (f": {reason}." if reason else ".") + found + " Each rank's entry must name a device of "
-                   "its server (device_id the card's id, device_ip its NIC address), once per device, with "
-                   "server_count and rank_id matching the job."),
-        "_fix": ("Regenerate the rank table on each server with hccl_tools.py (MindSpore's models repository, "
-                 "utils/hccl_tools) or fix the entries so that every device_id appears once per server and matches "
-                 "`npu-smi info`; or launch with msrun, which needs no rank table. Unverified: "
-                 "`for i in 0 1 2 3 4 5 6 7; do hccn_tool -i $i -ip -g; done` prints each card's device_ip."),
+        "_cause": (
+            "HCCL read the rank table (the JSON file RANK_TABLE_FILE names) and found it does not match this "
+            "machine" + (f": {reason}." if reason else ".") + found + " Each rank's entry must name a device of "
+            "its server (device_id the card's id, device_ip its NIC address), once per device, with "
+            "server_count and rank_id matching the job."
+        ),
+        "_fix": (
+            "Regenerate the rank table on each server with hccl_tools.py (MindSpore's models repository, "
+            "utils/hccl_tools) or fix the entries so that every device_id appears once per server and matches "
+            "`npu-smi info`; or launch with msrun, which needs no rank table. Unverified: "
+            "`for i in 0 1 2 3 4 5 6 7; do hccn_tool -i $i -ip -g; done` prints each card's device_ip."
+        ),
         "rule": "ranktable-invalid",
     }
 
@@ -181,16 +209,20 @@ def rank_arguments_groups(g: Groups, before: Sequence[str], line: str, after: Se
     name = op.group(0) if op else "a collective"
     return {
         "_title": f"the ranks called {name} with different {param or 'arguments'} ({g.get('local', '?')} here, "
-                  f"{g.get('remote', '?')} on another rank)",
-        "_cause": (f"HCCL compared the arguments of collective {tag} across the ranks: parameter {param} is "
-                   f"{g.get('local', '?')} on this rank and {g.get('remote', '?')} on another. Every rank must make the "
-                   f"same collective calls with the same sizes, so the ranks are not running the same computation: "
-                   f"the training script, its config (model, batch size, sequence length, parallel settings) or the "
-                   f"rank table differ between the cards or nodes, or the data gives ranks tensors of different "
-                   f"shapes."),
-        "_fix": ("Run the same script and config on every rank (the same commit and YAML on each node; compare with "
-                 "`md5sum`), use one rank table, and give every rank batches of the same shape (drop_remainder, fixed "
-                 "padding). Unverified: each rank's log shows the shapes it built; the plog names the ranks."),
+        f"{g.get('remote', '?')} on another rank)",
+        "_cause": (
+            f"HCCL compared the arguments of collective {tag} across the ranks: parameter {param} is "
+            f"{g.get('local', '?')} on this rank and {g.get('remote', '?')} on another. Every rank must make the "
+            f"same collective calls with the same sizes, so the ranks are not running the same computation: "
+            f"the training script, its config (model, batch size, sequence length, parallel settings) or the "
+            f"rank table differ between the cards or nodes, or the data gives ranks tensors of different "
+            f"shapes."
+        ),
+        "_fix": (
+            "Run the same script and config on every rank (the same commit and YAML on each node; compare with "
+            "`md5sum`), use one rank table, and give every rank batches of the same shape (drop_remainder, fixed "
+            "padding). Unverified: each rank's log shows the shapes it built; the plog names the ranks."
+        ),
         "rule": "ranks-disagree",
     }
 
@@ -209,30 +241,38 @@ def pip_network_groups(g: Groups, before: Sequence[str], line: str, after: Seque
         h = host or "<the host in the error>"
         return {
             "_title": "the TLS certificate of the server could not be verified" + (f" ({host})" if host else ""),
-            "_cause": (f"The download's TLS certificate was not trusted{detail}: this machine does not trust the "
-                       f"certificate the server, or a proxy in between that inspects TLS, presented. The usual causes: "
-                       f"a company or campus proxy that re-signs TLS with its own certificate, a CA bundle that is "
-                       f"old or missing, or a system clock far off."),
-            "_fix": (f"For pip: `{{python}} -m pip install <package> --trusted-host {h}` (each host it downloads from: "
-                     f"the index and the wheel host; MindSpore's wheels come from "
-                     f"ms-release.obs.cn-north-4.myhuaweicloud.com), or better give pip your proxy's CA: `{{python}} "
-                     f"-m pip config set global.cert /path/to/ca.pem` (PIP_CERT; REQUESTS_CA_BUNDLE for other "
-                     f"clients); check the clock with `date`. Unverified: `{{python}} -m pip config list` shows pip's "
-                     f"settings."),
+            "_cause": (
+                f"The download's TLS certificate was not trusted{detail}: this machine does not trust the "
+                f"certificate the server, or a proxy in between that inspects TLS, presented. The usual causes: "
+                f"a company or campus proxy that re-signs TLS with its own certificate, a CA bundle that is "
+                f"old or missing, or a system clock far off."
+            ),
+            "_fix": (
+                f"For pip: `{{python}} -m pip install <package> --trusted-host {h}` (each host it downloads from: "
+                f"the index and the wheel host; MindSpore's wheels come from "
+                f"ms-release.obs.cn-north-4.myhuaweicloud.com), or better give pip your proxy's CA: `{{python}} "
+                f"-m pip config set global.cert /path/to/ca.pem` (PIP_CERT; REQUESTS_CA_BUNDLE for other "
+                f"clients); check the clock with `date`. Unverified: `{{python}} -m pip config list` shows pip's "
+                f"settings."
+            ),
             "rule": "tls-untrusted",
         }
     return {
         "_title": "pip could not connect to its proxy",
-        "_cause": ("pip (through urllib3; requests clients the same) sends its requests to the proxy it was given, and "
-                   "could not connect to it: the proxy in http_proxy / https_proxy (HTTP_PROXY / HTTPS_PROXY, pip's "
-                   "--proxy or pip.conf) is wrong, not reachable from this machine, or needs credentials; or its URL "
-                   "says https:// for a proxy that speaks plain HTTP (urllib3 1.26 and later, pip 20.3 and later, "
-                   "speak TLS to an https:// proxy: https://github.com/urllib3/urllib3/issues/1850)."),
-        "_fix": ("`env | grep -i proxy` and `{python} -m pip config list` show the proxy pip uses: set a working one "
-                 "(`export http_proxy=http://[user:password@]host:port https_proxy=$http_proxy`; on Windows `set "
-                 "http_proxy=...`; the URL scheme http:// unless the proxy itself speaks TLS), or unset them where the index is reachable directly; `{python} -m pip install "
-                 "--proxy http://host:port <package>` for one run. Unverified: `curl -I -x $https_proxy "
-                 "https://pypi.org/simple/` tests the proxy."),
+        "_cause": (
+            "pip (through urllib3; requests clients the same) sends its requests to the proxy it was given, and "
+            "could not connect to it: the proxy in http_proxy / https_proxy (HTTP_PROXY / HTTPS_PROXY, pip's "
+            "--proxy or pip.conf) is wrong, not reachable from this machine, or needs credentials; or its URL "
+            "says https:// for a proxy that speaks plain HTTP (urllib3 1.26 and later, pip 20.3 and later, "
+            "speak TLS to an https:// proxy: https://github.com/urllib3/urllib3/issues/1850)."
+        ),
+        "_fix": (
+            "`env | grep -i proxy` and `{python} -m pip config list` show the proxy pip uses: set a working one "
+            "(`export http_proxy=http://[user:password@]host:port https_proxy=$http_proxy`; on Windows `set "
+            "http_proxy=...`; the URL scheme http:// unless the proxy itself speaks TLS), or unset them where the index is reachable directly; `{python} -m pip install "
+            "--proxy http://host:port <package>` for one run. Unverified: `curl -I -x $https_proxy "
+            "https://pypi.org/simple/` tests the proxy."
+        ),
         "rule": "proxy-unreachable",
     }
 
@@ -246,14 +286,18 @@ def loader_version_groups(g: Groups, before: Sequence[str], line: str, after: Se
     stem = file.split(".so")[0]
     return {
         "_title": f"{who} loaded another {file} than the one it was linked against (no {sym}@{ver})",
-        "_cause": (f"{who} was linked against a {file} that defines {sym} with symbol version {ver}; the {file} the "
-                   f"loader found at run time is another copy (another build or release) without it. Another copy "
-                   f"comes first when a directory on LD_LIBRARY_PATH holds one (an SDK's or toolkit's bundled lib "
-                   f"directory, a library built into /usr/local/lib), or when the system's copy was overwritten."),
-        "_fix": (f"`ldd {lib or '<the program>'} | grep {stem}` shows which {file} is loaded; take the directory that "
-                 f"holds the other copy out of LD_LIBRARY_PATH (`echo $LD_LIBRARY_PATH`; a set-up script may add it), "
-                 f"or run the system tool with `env -u LD_LIBRARY_PATH <command>`. Unverified: `rpm -qf` / `dpkg -S` "
-                 f"on the loaded file says whether it is the system's."),
+        "_cause": (
+            f"{who} was linked against a {file} that defines {sym} with symbol version {ver}; the {file} the "
+            f"loader found at run time is another copy (another build or release) without it. Another copy "
+            f"comes first when a directory on LD_LIBRARY_PATH holds one (an SDK's or toolkit's bundled lib "
+            f"directory, a library built into /usr/local/lib), or when the system's copy was overwritten."
+        ),
+        "_fix": (
+            f"`ldd {lib or '<the program>'} | grep {stem}` shows which {file} is loaded; take the directory that "
+            f"holds the other copy out of LD_LIBRARY_PATH (`echo $LD_LIBRARY_PATH`; a set-up script may add it), "
+            f"or run the system tool with `env -u LD_LIBRARY_PATH <command>`. Unverified: `rpm -qf` / `dpkg -S` "
+            f"on the loaded file says whether it is the system's."
+        ),
         "rule": "loader-other-copy",
     }
 
@@ -277,16 +321,20 @@ def system_tool_groups(g: Groups, before: Sequence[str], line: str, after: Seque
     needs = f"{mod}, the system package it needs," if mod else "the system package it needs (the module named below)"
     return {
         "_title": f"the system command {tool} cannot import its own Python modules: its Python was changed in this shell",
-        "_cause": (f"{path} is a system command run by the system's Python, and {needs} was installed by the OS into "
-                   f"that Python. That it cannot be imported means the Python that ran is not the system's as "
-                   f"installed: LD_LIBRARY_PATH holds another Python's library directory (an SDK's, a toolkit's or a "
-                   f"module system's own Python), PYTHONPATH or PYTHONHOME point at another Python, or the "
-                   f"interpreter its first line names (/usr/bin/python, /usr/bin/python3) was relinked to another "
-                   f"Python."),
-        "_fix": (f"Try `env -u LD_LIBRARY_PATH -u PYTHONPATH -u PYTHONHOME {tool} ...`; if that works, take the other "
-                 f"Python's directories out of LD_LIBRARY_PATH / PYTHONPATH in the shell profile (or the set-up script "
-                 f"that adds them); if not, point the interpreter back at the system's. Unverified: `head -1 {path}` "
-                 f"and `ls -l /usr/bin/python*` show which Python it runs."),
+        "_cause": (
+            f"{path} is a system command run by the system's Python, and {needs} was installed by the OS into "
+            f"that Python. That it cannot be imported means the Python that ran is not the system's as "
+            f"installed: LD_LIBRARY_PATH holds another Python's library directory (an SDK's, a toolkit's or a "
+            f"module system's own Python), PYTHONPATH or PYTHONHOME point at another Python, or the "
+            f"interpreter its first line names (/usr/bin/python, /usr/bin/python3) was relinked to another "
+            f"Python."
+        ),
+        "_fix": (
+            f"Try `env -u LD_LIBRARY_PATH -u PYTHONPATH -u PYTHONHOME {tool} ...`; if that works, take the other "
+            f"Python's directories out of LD_LIBRARY_PATH / PYTHONPATH in the shell profile (or the set-up script "
+            f"that adds them); if not, point the interpreter back at the system's. Unverified: `head -1 {path}` "
+            f"and `ls -l /usr/bin/python*` show which Python it runs."
+        ),
         "rule": "system-python-changed",
     }
 
@@ -296,12 +344,16 @@ def linker_needed_groups(g: Groups, before: Sequence[str], line: str, after: Seq
     need, by = g.get("need", ""), g.get("by", "")
     return {
         "_title": f"the linker cannot find {need}, which {by} needs",
-        "_cause": (f"While linking against {by}, the linker (ld) looked for {need}, a library {by} depends on, and did "
-                   f"not find it in its search path (the -L directories, -rpath-link, LD_LIBRARY_PATH): the link "
-                   f"fails with undefined references or the program will not start."),
-        "_fix": (f"Find the directory that holds it (`find / -name '{need}*' 2>/dev/null`) and add it to "
-                 f"LD_LIBRARY_PATH (`export LD_LIBRARY_PATH=<dir>:$LD_LIBRARY_PATH`) or pass `-Wl,-rpath-link,<dir>`; "
-                 f"install it if it is absent. Unverified: `ldd {by}` lists what it needs and what is not found."),
+        "_cause": (
+            f"While linking against {by}, the linker (ld) looked for {need}, a library {by} depends on, and did "
+            f"not find it in its search path (the -L directories, -rpath-link, LD_LIBRARY_PATH): the link "
+            f"fails with undefined references or the program will not start."
+        ),
+        "_fix": (
+            f"Find the directory that holds it (`find / -name '{need}*' 2>/dev/null`) and add it to "
+            f"LD_LIBRARY_PATH (`export LD_LIBRARY_PATH=<dir>:$LD_LIBRARY_PATH`) or pass `-Wl,-rpath-link,<dir>`; "
+            f"install it if it is absent. Unverified: `ldd {by}` lists what it needs and what is not found."
+        ),
         "rule": "linker-needed",
     }
 
@@ -315,17 +367,24 @@ def cluster_role_groups(g: Groups, before: Sequence[str], line: str, after: Sequ
     cluster, which reads the process's role from MS_ROLE; a process not started by a launcher has none."""
     shown = {m.group("v"): m.group("x") for x in (*before, line, *after) for m in _MS_VARS.finditer(x)}
     role = shown.get("MS_ROLE")
-    state = (f"MS_ROLE is {role!r} here, not one of MS_SCHED, MS_WORKER, MS_PSERVER" if role
-             else "the process has no valid MS_ROLE")
+    state = (
+        f"MS_ROLE is {role!r} here, not one of MS_SCHED, MS_WORKER, MS_PSERVER"
+        if role
+        else "the process has no valid MS_ROLE"
+    )
     return {
         "_title": "mindspore.communication.init() was called in a process that no launcher started (no MS_ROLE)",
-        "_cause": (f"init() sets up MindSpore's cluster, which takes each process's role from MS_ROLE (MS_SCHED, "
-                   f"MS_WORKER or MS_PSERVER) with MS_SCHED_HOST, MS_SCHED_PORT and MS_WORKER_NUM; {state}. These are "
-                   f"set by a launcher (msrun, or a script that starts the scheduler and workers), or init() is given "
-                   f"its ranks by mpirun (OpenMPI): the script was started as a plain single process."),
-        "_fix": ("Start the job with msrun (`msrun --worker_num=N --local_worker_num=N train.py`) or with mpirun "
-                 "(`mpirun -n N python train.py`); for a single-card run do not call init(). Unverified: `env | grep "
-                 "^MS_` inside the job shows the variables the process got."),
+        "_cause": (
+            f"init() sets up MindSpore's cluster, which takes each process's role from MS_ROLE (MS_SCHED, "
+            f"MS_WORKER or MS_PSERVER) with MS_SCHED_HOST, MS_SCHED_PORT and MS_WORKER_NUM; {state}. These are "
+            f"set by a launcher (msrun, or a script that starts the scheduler and workers), or init() is given "
+            f"its ranks by mpirun (OpenMPI): the script was started as a plain single process."
+        ),
+        "_fix": (
+            "Start the job with msrun (`msrun --worker_num=N --local_worker_num=N train.py`) or with mpirun "
+            "(`mpirun -n N python train.py`); for a single-card run do not call init(). Unverified: `env | grep "
+            "^MS_` inside the job shows the variables the process got."
+        ),
         "rule": "no-launcher",
     }
 
@@ -334,12 +393,16 @@ def gpu_collective_groups(g: Groups, before: Sequence[str], line: str, after: Se
     """MindSpore GPU's ``Loading libgpu_collective.so failed``: its collective library needs NCCL and OpenMPI."""
     return {
         "_title": "MindSpore could not load its GPU collective library: NCCL or OpenMPI is missing",
-        "_cause": ("libgpu_collective.so, MindSpore's GPU collective-communication plug-in, links NCCL and OpenMPI; "
-                   "loading it failed, so one of them is not installed or not on LD_LIBRARY_PATH, or NCCL is older "
-                   "than MindSpore needs (2.7.6 or later since MindSpore 1.1)."),
-        "_fix": ("Install OpenMPI (4.x) and NCCL 2.7.6 or later for your CUDA, and put their lib directories on "
-                 "LD_LIBRARY_PATH. Unverified: `ldd <site-packages>/mindspore/lib/plugin/gpu*/libgpu_collective.so` "
-                 "(or `find` it) lists the libraries it cannot find."),
+        "_cause": (
+            "libgpu_collective.so, MindSpore's GPU collective-communication plug-in, links NCCL and OpenMPI; "
+            "loading it failed, so one of them is not installed or not on LD_LIBRARY_PATH, or NCCL is older "
+            "than MindSpore needs (2.7.6 or later since MindSpore 1.1)."
+        ),
+        "_fix": (
+            "Install OpenMPI (4.x) and NCCL 2.7.6 or later for your CUDA, and put their lib directories on "
+            "LD_LIBRARY_PATH. Unverified: `ldd <site-packages>/mindspore/lib/plugin/gpu*/libgpu_collective.so` "
+            "(or `find` it) lists the libraries it cannot find."
+        ),
         "rule": "collective-libs",
     }
 
@@ -350,24 +413,32 @@ def network_interface_groups(g: Groups, before: Sequence[str], line: str, after:
     if g.get("peer"):
         return {
             "_title": f"NCCL could not reach {g['peer']} over the network interface it picked",
-            "_cause": (f"NCCL connects to the other ranks over one network interface (the one NCCL_SOCKET_IFNAME names, "
-                       f"else the first it finds that is not loopback), and from this node {g['peer']} cannot be "
-                       f"reached over it ({g.get('why', '')}): most often that interface is not the one on the cluster "
-                       f"network (the nodes' interfaces differ: docker0, a bridge, a management network), or a firewall "
-                       f"between the nodes blocks NCCL's ports."),
-            "_fix": ("`export NCCL_SOCKET_IFNAME=<the interface on the cluster network, e.g. eth0>` on every node (`ip "
-                     "-br addr` lists them); NCCL_DEBUG=INFO prints the interface NCCL picked. Unverified: `ping` the "
-                     "peer's address from each node over that interface."),
+            "_cause": (
+                f"NCCL connects to the other ranks over one network interface (the one NCCL_SOCKET_IFNAME names, "
+                f"else the first it finds that is not loopback), and from this node {g['peer']} cannot be "
+                f"reached over it ({g.get('why', '')}): most often that interface is not the one on the cluster "
+                f"network (the nodes' interfaces differ: docker0, a bridge, a management network), or a firewall "
+                f"between the nodes blocks NCCL's ports."
+            ),
+            "_fix": (
+                "`export NCCL_SOCKET_IFNAME=<the interface on the cluster network, e.g. eth0>` on every node (`ip "
+                "-br addr` lists them); NCCL_DEBUG=INFO prints the interface NCCL picked. Unverified: `ping` the "
+                "peer's address from each node over that interface."
+            ),
             "rule": "network-interface",
         }
     return {
         "_title": "OpenMPI (UCX) could not reach the other node: pick the network interface",
-        "_cause": ("OpenMPI's UCX layer exchanges addresses between the ranks and could not reach the other node's "
-                   "worker: the machines' network interfaces are configured differently, so the interface UCX chose "
-                   "does not connect the nodes."),
-        "_fix": ("Choose the transport and interface explicitly: `mpirun --mca pml ob1 --mca btl tcp,self --mca "
-                 "btl_tcp_if_include eth0 ...` (or a subnet such as 192.168.0.0/24; UCX_NET_DEVICES for UCX). "
-                 "Unverified: `ip -br addr` on each node shows the interfaces and their subnets."),
+        "_cause": (
+            "OpenMPI's UCX layer exchanges addresses between the ranks and could not reach the other node's "
+            "worker: the machines' network interfaces are configured differently, so the interface UCX chose "
+            "does not connect the nodes."
+        ),
+        "_fix": (
+            "Choose the transport and interface explicitly: `mpirun --mca pml ob1 --mca btl tcp,self --mca "
+            "btl_tcp_if_include eth0 ...` (or a subnet such as 192.168.0.0/24; UCX_NET_DEVICES for UCX). "
+            "Unverified: `ip -br addr` on each node shows the interfaces and their subnets."
+        ),
         "rule": "network-interface",
     }
 
@@ -410,18 +481,28 @@ def wrong_arch_groups(g: Groups, before: Sequence[str], line: str, after: Sequen
     what = pkg or "the package that owns it"
     return {
         "_title": f"{path or 'a compiled file'} was built for another CPU architecture than this Python{arch}",
-        "_cause": (f"macOS's loader refused {path or 'a compiled extension'}: it was built for another CPU architecture "
-                   f"than the Python process loading it{arch}. On a Mac with Apple silicon that happens when a package "
-                   f"was installed by an x86_64 Python (Rosetta, an Intel conda or Homebrew in /usr/local) and is "
-                   f"loaded by an arm64 one, or the reverse, or when a wheel for the other architecture was installed."
-                   + (" Here it is libpython itself: the whole environment is of the other architecture."
-                      if python_itself else "")),
-        "_fix": ((f"Reinstall {what} with the interpreter that runs it: `{{python}} -m pip install --force-reinstall "
-                  f"--no-cache-dir {pkg or '<package>'}` (for psutil and other small C extensions, `--no-binary :all:` "
-                  f"builds it for this CPU; in a conda env, `conda install {pkg or '<package>'}`). ")
-                 if not python_itself else "Recreate the environment with a Python of this Mac's architecture. ")
-                + "Unverified: `{python} -c \"import platform; print(platform.machine())\"` and `file <the .so>` show "
-                  "the two architectures.",
+        "_cause": (
+            f"macOS's loader refused {path or 'a compiled extension'}: it was built for another CPU architecture "
+            f"than the Python process loading it{arch}. On a Mac with Apple silicon that happens when a package "
+            f"was installed by an x86_64 Python (Rosetta, an Intel conda or Homebrew in /usr/local) and is "
+            f"loaded by an arm64 one, or the reverse, or when a wheel for the other architecture was installed."
+            + (
+                " Here it is libpython itself: the whole environment is of the other architecture."
+                if python_itself
+                else ""
+            )
+        ),
+        "_fix": (
+            (
+                f"Reinstall {what} with the interpreter that runs it: `{{python}} -m pip install --force-reinstall "
+                f"--no-cache-dir {pkg or '<package>'}` (for psutil and other small C extensions, `--no-binary :all:` "
+                f"builds it for this CPU; in a conda env, `conda install {pkg or '<package>'}`). "
+            )
+            if not python_itself
+            else "Recreate the environment with a Python of this Mac's architecture. "
+        )
+        + 'Unverified: `{python} -c "import platform; print(platform.machine())"` and `file <the .so>` show '
+        "the two architectures.",
         "rule": "wrong-architecture",
     }
 
@@ -444,14 +525,18 @@ def pillow_headers_groups(g: Groups, before: Sequence[str], line: str, after: Se
     apt, yum, brew = _PILLOW_DEPS.get(dep, (f"lib{dep}-dev", f"{dep}-devel", dep))
     return {
         "_title": f"pip is compiling Pillow from source and the system lacks {dep}'s headers (lib{dep})",
-        "_cause": (f"Pillow's build needs the development files (headers and library) of {dep}; they are not installed, "
-                   f"so the source build stops. pip builds Pillow from source only when no Pillow wheel of the release "
-                   f"asked for fits this Python and platform (a release older or newer than this Python, an uncommon "
-                   f"CPU or OS)."),
-        "_fix": (f"Install {dep}'s development package (`apt install {apt}`, `yum install {yum}`, `brew install "
-                 f"{brew}`) and run pip again; or install a Pillow release that has a wheel for this Python "
-                 f"(`{{python}} -m pip install --only-binary :all: pillow`). Unverified: the Pillow release pip tried is "
-                 f"on the 'Collecting' or 'Building wheel' line above."),
+        "_cause": (
+            f"Pillow's build needs the development files (headers and library) of {dep}; they are not installed, "
+            f"so the source build stops. pip builds Pillow from source only when no Pillow wheel of the release "
+            f"asked for fits this Python and platform (a release older or newer than this Python, an uncommon "
+            f"CPU or OS)."
+        ),
+        "_fix": (
+            f"Install {dep}'s development package (`apt install {apt}`, `yum install {yum}`, `brew install "
+            f"{brew}`) and run pip again; or install a Pillow release that has a wheel for this Python "
+            f"(`{{python}} -m pip install --only-binary :all: pillow`). Unverified: the Pillow release pip tried is "
+            f"on the 'Collecting' or 'Building wheel' line above."
+        ),
         "rule": "pillow-headers",
     }
 
@@ -475,6 +560,16 @@ CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]]
 }
 assert set(CLAIMS) == set(ENV_LOOKUPS), "catalogue.ENV_LOOKUPS and rules.env.CLAIMS name the same lookups"
 #: rules whose fix runs no Python (the device, the launch, the network, the loader)
-NO_PYTHON = frozenset({"device-out-of-range", "ranktable-invalid", "ranks-disagree",
-                       "loader-other-copy", "system-python-changed", "linker-needed", "no-launcher",
-                       "collective-libs", "network-interface"})
+NO_PYTHON = frozenset(
+    {
+        "device-out-of-range",
+        "ranktable-invalid",
+        "ranks-disagree",
+        "loader-other-copy",
+        "system-python-changed",
+        "linker-needed",
+        "no-launcher",
+        "collective-libs",
+        "network-interface",
+    }
+)

@@ -27,10 +27,26 @@ import re
 import sys
 from typing import Optional, Sequence
 
-from msdoctor.explain.owners import (checkout_owner, distributions_of, file_owner, frame_owner, import_name_hint,
-                                     known_package)
-from msdoctor.explain.rules.common import (_MACHINERY, _SITE, _checkout_of, _normal_dist, _pip_versions, _raising_path,
-                                           _same_version, _top, _unprefixed, frames)
+from msdoctor.explain.owners import (
+    checkout_owner,
+    distributions_of,
+    file_owner,
+    frame_owner,
+    import_name_hint,
+    known_package,
+)
+from msdoctor.explain.rules.common import (
+    _MACHINERY,
+    _SITE,
+    _checkout_of,
+    _normal_dist,
+    _pip_versions,
+    _raising_path,
+    _same_version,
+    _top,
+    _unprefixed,
+    frames,
+)
 from msdoctor.explain.rules.packaging import build_isolation_groups
 from msdoctor.explain.rules.removed import module_shipper_groups, removed_groups
 
@@ -39,8 +55,12 @@ def import_groups(module: str, before: Sequence[str], after: Sequence[str] = ())
     """Cause, fix and check for ``No module named MODULE``: a module a release removed, or one pip does not install
     (compat_matrix/modules.toml), else from the frames before it, else from two interpreters the paste shows
     (:func:`interpreters_groups`); empty: no claim."""
-    found = (removed_groups("", module, before, after) or module_shipper_groups(module)
-             or build_isolation_groups(module, before, after) or _import_frame_groups(module, before))
+    found = (
+        removed_groups("", module, before, after)
+        or module_shipper_groups(module)
+        or build_isolation_groups(module, before, after)
+        or _import_frame_groups(module, before)
+    )
     return found or interpreters_groups(module, (*before, *after))
 
 
@@ -55,18 +75,26 @@ def _import_frame_groups(module: str, before: Sequence[str]) -> dict[str, str]:
         where = "a source tree" if _checkout_of(path, top) else "an install"
         return {
             "_title": f"{top} was imported from {where} without its compiled part ({module})",
-            "_cause": (f"{module} is {top}'s own compiled part, and the {top} that raised is {path}"
-                       + (f", a directory named {top} outside site-packages: a source checkout (the current "
-                          f"directory, or one on PYTHONPATH) shadows the installed {top}, and the checkout holds no "
-                          f"built {module}." if where == "a source tree" else
-                          ": that install lacks it (two distributions overwrote each other's files, or the wheel is "
-                          "for another Python or platform).")),
-            "_fix": (f"Start Python from another directory than the source tree, and remove it from PYTHONPATH; "
-                     f"`{{python}} -c \"import importlib.util as u; print(u.find_spec('{top}').origin)\"` shows which "
-                     f"{top} is imported. If that is site-packages, reinstall {top}: `{{python}} -m pip install "
-                     f"--force-reinstall --no-deps {top}`. Unverified: confirm with `msdoctor check --only "
-                     f"duplicate-installs` first."),
-            "rule": "shadowed-install", "frame": path,
+            "_cause": (
+                f"{module} is {top}'s own compiled part, and the {top} that raised is {path}"
+                + (
+                    f", a directory named {top} outside site-packages: a source checkout (the current "
+                    f"directory, or one on PYTHONPATH) shadows the installed {top}, and the checkout holds no "
+                    f"built {module}."
+                    if where == "a source tree"
+                    else ": that install lacks it (two distributions overwrote each other's files, or the wheel is "
+                    "for another Python or platform)."
+                )
+            ),
+            "_fix": (
+                f"Start Python from another directory than the source tree, and remove it from PYTHONPATH; "
+                f"`{{python}} -c \"import importlib.util as u; print(u.find_spec('{top}').origin)\"` shows which "
+                f"{top} is imported. If that is site-packages, reinstall {top}: `{{python}} -m pip install "
+                f"--force-reinstall --no-deps {top}`. Unverified: confirm with `msdoctor check --only "
+                f"duplicate-installs` first."
+            ),
+            "rule": "shadowed-install",
+            "frame": path,
         }
     if owner is None or "." in module or owner.name.lower() == top.lower():
         return {}  # the user's own file, or a submodule (its package exists: a pairing, not a missing dependency)
@@ -74,13 +102,18 @@ def _import_frame_groups(module: str, before: Sequence[str]) -> dict[str, str]:
         return {}  # part of Python itself (https://docs.python.org/3/library/sys.html#sys.stdlib_module_names): no pip
     return {
         "_title": f"{owner.name} needs {module}, which is not installed in this environment",
-        "_cause": (f"The import of {module} was made by {path} ({owner.name}: {owner.why}); {module} is a dependency "
-                   f"of {owner.name} that is not installed in the environment that runs it (or is installed in "
-                   f"another one)."),
-        "_fix": (f"`{{python}} -m pip install {module}` (the distribution's name can differ from the module's: "
-                 f"{import_name_hint()}). Unverified: "
-                 f"`{{python}} -m pip check` lists the requirements of installed packages that are missing."),
-        "rule": "missing-dependency", "frame": path,
+        "_cause": (
+            f"The import of {module} was made by {path} ({owner.name}: {owner.why}); {module} is a dependency "
+            f"of {owner.name} that is not installed in the environment that runs it (or is installed in "
+            f"another one)."
+        ),
+        "_fix": (
+            f"`{{python}} -m pip install {module}` (the distribution's name can differ from the module's: "
+            f"{import_name_hint()}). Unverified: "
+            f"`{{python}} -m pip check` lists the requirements of installed packages that are missing."
+        ),
+        "rule": "missing-dependency",
+        "frame": path,
     }
 
 
@@ -88,8 +121,11 @@ def _import_frame_groups(module: str, before: Sequence[str]) -> dict[str, str]:
 _FROM_PATH = re.compile(r"from '[\w.]+' \((?P<path>[^)]+)\)")
 #: a per-user site-packages (https://docs.python.org/3/library/site.html#site.USER_SITE): ~/.local/lib/pythonX.Y/
 #: site-packages on POSIX, %APPDATA%\Python\PythonXY\site-packages on Windows
-_USER_SITE = re.compile(r"(?P<site>.*?[/\\]\.local[/\\]lib[/\\]python\d\.\d+[/\\]site-packages|"
-                        r".*?[/\\]AppData[/\\]Roaming[/\\]Python[/\\]Python\d+[/\\]site-packages)[/\\]", re.I)
+_USER_SITE = re.compile(
+    r"(?P<site>.*?[/\\]\.local[/\\]lib[/\\]python\d\.\d+[/\\]site-packages|"
+    r".*?[/\\]AppData[/\\]Roaming[/\\]Python[/\\]Python\d+[/\\]site-packages)[/\\]",
+    re.I,
+)
 
 
 def user_site_groups(name: str, module: str, line: str) -> dict[str, str]:
@@ -103,21 +139,26 @@ def user_site_groups(name: str, module: str, line: str) -> dict[str, str]:
     top = _top(module)
     return {
         "_title": f"the {top} imported is the per-user copy in {u.group('site')}, a release without {name}",
-        "_cause": (f"{module} was imported from {f.group('path')}, the per-user site-packages that `pip install --user` "
-                   f"(or a pip run without a writable environment) fills; Python searches it before the environment's "
-                   f"own site-packages, so that copy of {top} is the one used, and it has no {name}: it is another "
-                   f"(most often an older) release than the code needs, and any {top} installed in the environment "
-                   f"is hidden behind it."),
-        "_fix": (f"Upgrade or remove the per-user copy: `{{python}} -m pip install --user -U {top}` (or `{{python}} -m "
-                 f"pip uninstall {top}` until `{{python}} -m pip list --user` no longer shows it), or run with "
-                 f"PYTHONNOUSERSITE=1 to ignore it. Unverified: `{{python}} -c \"import {top}; print({top}.__version__, "
-                 f"{top}.__file__)\"` shows which copy and release is imported."),
+        "_cause": (
+            f"{module} was imported from {f.group('path')}, the per-user site-packages that `pip install --user` "
+            f"(or a pip run without a writable environment) fills; Python searches it before the environment's "
+            f"own site-packages, so that copy of {top} is the one used, and it has no {name}: it is another "
+            f"(most often an older) release than the code needs, and any {top} installed in the environment "
+            f"is hidden behind it."
+        ),
+        "_fix": (
+            f"Upgrade or remove the per-user copy: `{{python}} -m pip install --user -U {top}` (or `{{python}} -m "
+            f"pip uninstall {top}` until `{{python}} -m pip list --user` no longer shows it), or run with "
+            f'PYTHONNOUSERSITE=1 to ignore it. Unverified: `{{python}} -c "import {top}; print({top}.__version__, '
+            f'{top}.__file__)"` shows which copy and release is imported.'
+        ),
         "rule": "user-site",
     }
 
 
-def pairing_groups(name: str, module: str, before: Sequence[str], line: str = "",
-                   after: Sequence[str] = ()) -> dict[str, str]:
+def pairing_groups(
+    name: str, module: str, before: Sequence[str], line: str = "", after: Sequence[str] = ()
+) -> dict[str, str]:
     """Cause, fix and check for ``cannot import name NAME from MODULE`` / ``module MODULE has no attribute NAME``
     raised in a file of another package; empty: no claim."""
     if module and name and re.search(r"\(unknown location\)\s*$", line):
@@ -128,13 +169,23 @@ def pairing_groups(name: str, module: str, before: Sequence[str], line: str = ""
     if path is None or not module:
         if module and any(f"partially initialized module '{module}'" in x for x in (*before, *after)):
             return {}  # the paste shows that this M is being imported from elsewhere: the circular-import rule's
-        return (user_site_groups(name, module, line) or variants_groups(module, (*before, line, *after))
-                or missing_name_groups(name, module, line, None)) if module else {}
+        return (
+            (
+                user_site_groups(name, module, line)
+                or variants_groups(module, (*before, line, *after))
+                or missing_name_groups(name, module, line, None)
+            )
+            if module
+            else {}
+        )
     owner = frame_owner(path)
     top = _top(module)
     if owner is None or owner.name.lower() in (top.lower(), "python"):
-        return (user_site_groups(name, module, line) or variants_groups(module, (*before, line, *after))
-                or (missing_name_groups(name, module, line, path) if owner is None else {}))
+        return (
+            user_site_groups(name, module, line)
+            or variants_groups(module, (*before, line, *after))
+            or (missing_name_groups(name, module, line, path) if owner is None else {})
+        )
     lib = owner.name
     if name == "__version__" and module == top:
         # every release of a distributed package sets it; a module without it is not the installed package: a
@@ -142,27 +193,37 @@ def pairing_groups(name: str, module: str, before: Sequence[str], line: str = ""
         # __init__.py and so none of the package's attributes
         return {
             "_title": f"the {top} that {lib} imported is not the installed {top} package (it has no __version__)",
-            "_cause": (f"{path} ({lib}: {owner.why}) reads {top}.__version__, which every release of {top} sets; the "
-                       f"module Python imported as {top} has none, so it is not the installed package: most often a "
-                       f"directory named {top} (a source checkout, or a folder in the current directory or on "
-                       f"PYTHONPATH) imported as a namespace package, or an install of {top} left without its files."),
-            "_fix": (f"`{{python}} -c \"import {top}; print(getattr({top}, '__file__', None), list({top}.__path__))\"` "
-                     f"shows what was imported: start Python from another directory, drop that directory from "
-                     f"PYTHONPATH, or build and install the checkout (`{{python}} -m pip install -e <checkout>`); if "
-                     f"it points into site-packages, reinstall {top}. Unverified: `msdoctor check --only "
-                     f"duplicate-installs` finds a shadowing copy."),
-            "rule": "shadowed-install", "frame": path,
+            "_cause": (
+                f"{path} ({lib}: {owner.why}) reads {top}.__version__, which every release of {top} sets; the "
+                f"module Python imported as {top} has none, so it is not the installed package: most often a "
+                f"directory named {top} (a source checkout, or a folder in the current directory or on "
+                f"PYTHONPATH) imported as a namespace package, or an install of {top} left without its files."
+            ),
+            "_fix": (
+                f"`{{python}} -c \"import {top}; print(getattr({top}, '__file__', None), list({top}.__path__))\"` "
+                f"shows what was imported: start Python from another directory, drop that directory from "
+                f"PYTHONPATH, or build and install the checkout (`{{python}} -m pip install -e <checkout>`); if "
+                f"it points into site-packages, reinstall {top}. Unverified: `msdoctor check --only "
+                f"duplicate-installs` finds a shadowing copy."
+            ),
+            "rule": "shadowed-install",
+            "frame": path,
         }
     return {
         "_title": f"{lib} and {top} are releases that do not pair ({lib} uses {module}.{name})",
-        "_cause": (f"{path} ({lib}: {owner.why}) uses {name} from {module}, and the installed {top} has no {name}: "
-                   f"{lib} was written for another release of {top} (one that still has, or already has, {name}). "
-                   f"{lib} and {top} are releases that do not pair."),
-        "_fix": (f"Install the {lib} release made for the installed {top}, or the {top} release {lib} was written for "
-                 f"(its requirements: `{{python}} -m pip show {lib} {top}`). Unverified: compare the two releases "
-                 f"first; `msdoctor check --only version-matrix` names the pairing msdoctor's compat data has for "
-                 f"MindSpore, mindnlp, mindformers and transformers."),
-        "rule": "release-pairing", "frame": path,
+        "_cause": (
+            f"{path} ({lib}: {owner.why}) uses {name} from {module}, and the installed {top} has no {name}: "
+            f"{lib} was written for another release of {top} (one that still has, or already has, {name}). "
+            f"{lib} and {top} are releases that do not pair."
+        ),
+        "_fix": (
+            f"Install the {lib} release made for the installed {top}, or the {top} release {lib} was written for "
+            f"(its requirements: `{{python}} -m pip show {lib} {top}`). Unverified: compare the two releases "
+            f"first; `msdoctor check --only version-matrix` names the pairing msdoctor's compat data has for "
+            f"MindSpore, mindnlp, mindformers and transformers."
+        ),
+        "rule": "release-pairing",
+        "frame": path,
     }
 
 
@@ -187,20 +248,27 @@ def missing_name_groups(name: str, module: str, line: str, caller: Optional[str]
     if _specific_entry_explains(line):
         return {}
     top = _top(module)
-    used = (f"Your code ({caller}) uses {module}.{name}" if caller
-            else f"The code that uses {module}.{name} (its frame is not in the paste) needs it")
+    used = (
+        f"Your code ({caller}) uses {module}.{name}"
+        if caller
+        else f"The code that uses {module}.{name} (its frame is not in the paste) needs it"
+    )
     return {
         "_title": f"the installed {top} has no {module}.{name}: the code expects another {top} release",
-        "_cause": (f"{used}, and the {module} that Python imported has no {name}. An installed package gains and loses "
-                   f"names between releases (added in a later one, renamed or removed in another), so the code was "
-                   f"written for another release of {top} than the one installed: the two do not pair. (If {top} is "
-                   f"not the installed package at all, a directory or file of that name first on sys.path, "
-                   f"`{top}.__file__` shows it.)"),
-        "_fix": (f"`{{python}} -c \"import {top}; print({top}.__file__, getattr({top}, '__version__', None))\"` shows "
-                 f"which copy and release is imported; then install the {top} release that has {module}.{name} (the "
-                 f"one the code or the package importing it requires: `{{python}} -m pip check` and `{{python}} -m pip "
-                 f"show {top}`), or change the code to the name the installed release has. Unverified: msdoctor did "
-                 f"not read either release."),
+        "_cause": (
+            f"{used}, and the {module} that Python imported has no {name}. An installed package gains and loses "
+            f"names between releases (added in a later one, renamed or removed in another), so the code was "
+            f"written for another release of {top} than the one installed: the two do not pair. (If {top} is "
+            f"not the installed package at all, a directory or file of that name first on sys.path, "
+            f"`{top}.__file__` shows it.)"
+        ),
+        "_fix": (
+            f"`{{python}} -c \"import {top}; print({top}.__file__, getattr({top}, '__version__', None))\"` shows "
+            f"which copy and release is imported; then install the {top} release that has {module}.{name} (the "
+            f"one the code or the package importing it requires: `{{python}} -m pip check` and `{{python}} -m pip "
+            f"show {top}`), or change the code to the name the installed release has. Unverified: msdoctor did "
+            f"not read either release."
+        ),
         "rule": "name-missing",
     }
 
@@ -213,16 +281,20 @@ def namespace_groups(name: str, module: str) -> dict[str, str]:
     top = _top(module)
     return {
         "_title": f"the {top} that was imported is not the installed {top} package (a directory without __init__.py)",
-        "_cause": (f"Python found {module} at an unknown location: it imported a directory named {top} that has no "
-                   f"__init__.py as a namespace package, and such a directory has none of the package's names, so "
-                   f"{name} cannot be imported from it. The installed {top} has an __init__.py; the directory taken "
-                   f"instead is a folder or source checkout named {top} in the current directory or on PYTHONPATH, "
-                   f"or a site-packages/{top} left behind by an uninstall or a broken install (no {top} installed at "
-                   f"all)."),
-        "_fix": (f"`{{python}} -c \"import {top}; print(list({top}.__path__))\"` shows the directory: start Python "
-                 f"elsewhere or drop it from PYTHONPATH; if it is site-packages/{top}, remove it (`{{python}} -m pip "
-                 f"uninstall {top}`, then delete what is left) and install {top} again if the code needs it. "
-                 f"Unverified: `msdoctor check --only duplicate-installs` finds a shadowing copy."),
+        "_cause": (
+            f"Python found {module} at an unknown location: it imported a directory named {top} that has no "
+            f"__init__.py as a namespace package, and such a directory has none of the package's names, so "
+            f"{name} cannot be imported from it. The installed {top} has an __init__.py; the directory taken "
+            f"instead is a folder or source checkout named {top} in the current directory or on PYTHONPATH, "
+            f"or a site-packages/{top} left behind by an uninstall or a broken install (no {top} installed at "
+            f"all)."
+        ),
+        "_fix": (
+            f'`{{python}} -c "import {top}; print(list({top}.__path__))"` shows the directory: start Python '
+            f"elsewhere or drop it from PYTHONPATH; if it is site-packages/{top}, remove it (`{{python}} -m pip "
+            f"uninstall {top}`, then delete what is left) and install {top} again if the code needs it. "
+            f"Unverified: `msdoctor check --only duplicate-installs` finds a shadowing copy."
+        ),
         "rule": "namespace-package",
     }
 
@@ -256,18 +328,24 @@ def circular_groups(name: str, module: str, before: Sequence[str]) -> dict[str, 
     if not top:
         return {}
     paths = [p for p in frames(before) if not _MACHINERY.search(p)]
-    where = (f"`{{python}} -c \"import importlib.util as u; print(u.find_spec('{top}').origin)\"`, run from the same "
-             f"directory, shows which {top} Python imports")
+    where = (
+        f"`{{python}} -c \"import importlib.util as u; print(u.find_spec('{top}').origin)\"`, run from the same "
+        f"directory, shows which {top} Python imports"
+    )
     own = next((p for p in paths if _stem(p) == top and not _SITE.search(p)), None)
     if own is not None:
         return {
             "_title": f"your file {own} is imported as {top}, instead of the {top} package",
-            "_cause": (f"{own} is a file named {top}.py outside site-packages: Python imports it as the module {top} (the "
-                       f"directory of the script being run comes first on sys.path), so `import {top}` in it imports "
-                       f"itself, and asking it for {name} while it is still running fails. The installed {top} is "
-                       f"never reached."),
-            "_fix": (f"Rename {own} (and delete the __pycache__/{top}*.pyc next to it); {where}. Unverified: msdoctor "
-                     f"read only the frames pasted."),
+            "_cause": (
+                f"{own} is a file named {top}.py outside site-packages: Python imports it as the module {top} (the "
+                f"directory of the script being run comes first on sys.path), so `import {top}` in it imports "
+                f"itself, and asking it for {name} while it is still running fails. The installed {top} is "
+                f"never reached."
+            ),
+            "_fix": (
+                f"Rename {own} (and delete the __pycache__/{top}*.pyc next to it); {where}. Unverified: msdoctor "
+                f"read only the frames pasted."
+            ),
             "rule": "file-shadows-module",
         }
     # a checkout named as the package (vllm-main/vllm): a directory merely named M (pytorch/torch, a developer's own
@@ -276,38 +354,47 @@ def circular_groups(name: str, module: str, before: Sequence[str]) -> dict[str, 
     if tree is not None:
         return {
             "_title": f"{top} was imported from {tree.rsplit(top, 1)[0]}{top}, a directory outside site-packages, and "
-                      f"it imports itself while loading",
-            "_cause": (f"The frames show {top}'s files in {tree}, outside site-packages: that directory is what Python "
-                       f"imports as {top}. If it is a source checkout of an installed package (the current directory, "
-                       f"or one on PYTHONPATH), it shadows the install and lacks what the build adds (its compiled "
-                       f"parts, generated files), so {name} is not there yet when asked for; if it is your own "
-                       f"package, two of its modules import each other at load time."),
-            "_fix": (f"Start Python from another directory than the checkout and remove it from PYTHONPATH (or build "
-                     f"and install it: `{{python}} -m pip install -e <checkout>`); {where}. For your own package, move "
-                     f"the import of {name} into the function that uses it. Unverified: `msdoctor check --only "
-                     f"duplicate-installs` finds a shadowing copy."),
+            f"it imports itself while loading",
+            "_cause": (
+                f"The frames show {top}'s files in {tree}, outside site-packages: that directory is what Python "
+                f"imports as {top}. If it is a source checkout of an installed package (the current directory, "
+                f"or one on PYTHONPATH), it shadows the install and lacks what the build adds (its compiled "
+                f"parts, generated files), so {name} is not there yet when asked for; if it is your own "
+                f"package, two of its modules import each other at load time."
+            ),
+            "_fix": (
+                f"Start Python from another directory than the checkout and remove it from PYTHONPATH (or build "
+                f"and install it: `{{python}} -m pip install -e <checkout>`); {where}. For your own package, move "
+                f"the import of {name} into the function that uses it. Unverified: `msdoctor check --only "
+                f"duplicate-installs` finds a shadowing copy."
+            ),
             "rule": "shadowed-install",
         }
     if paths:
         return {}
     return {
         "_title": f"{top} was asked for {name} while still being imported: most likely not the installed {top}",
-        "_cause": (f"Python was still running {top}'s own import when {name} was asked of it. A released {top} does "
-                   f"not import itself while loading, so the {top} imported is most likely not the installed package: "
-                   f"a source checkout of {top} in the current directory (or on PYTHONPATH), which lacks the parts a "
-                   f"build adds, or a file named {top}.py next to the script. The paste shows no frames to tell "
-                   f"which."),
-        "_fix": (f"{where[0].upper()}{where[1:]}: if it is not site-packages, start Python from another directory "
-                 f"(or rename the file, or remove the directory from PYTHONPATH). Unverified: `msdoctor check --only "
-                 f"duplicate-installs` finds a shadowing copy."),
+        "_cause": (
+            f"Python was still running {top}'s own import when {name} was asked of it. A released {top} does "
+            f"not import itself while loading, so the {top} imported is most likely not the installed package: "
+            f"a source checkout of {top} in the current directory (or on PYTHONPATH), which lacks the parts a "
+            f"build adds, or a file named {top}.py next to the script. The paste shows no frames to tell "
+            f"which."
+        ),
+        "_fix": (
+            f"{where[0].upper()}{where[1:]}: if it is not site-packages, start Python from another directory "
+            f"(or rename the file, or remove the directory from PYTHONPATH). Unverified: `msdoctor check --only "
+            f"duplicate-installs` finds a shadowing copy."
+        ),
         "rule": "not-the-install",
     }
 
 
 # -- two interpreters in one paste --------------------------------------------------------------------------------
 #: an interpreter's path as sys.executable, `which python` or a kernel's argv print it (a repr doubles backslashes)
-_INTERPRETER = re.compile(r"(?P<path>(?:[A-Za-z]:[/\\]|/)[^\s'\"]*?[/\\]python(?:\d+(?:\.\d+)?)?(?:\.exe)?)(?=['\"\s,]|$)",
-                          re.I)
+_INTERPRETER = re.compile(
+    r"(?P<path>(?:[A-Za-z]:[/\\]|/)[^\s'\"]*?[/\\]python(?:\d+(?:\.\d+)?)?(?:\.exe)?)(?=['\"\s,]|$)", re.I
+)
 #: what marks the interpreter a notebook runs
 _KERNEL_WORDS = re.compile(r"jupyter|notebook|ipykernel|kernel|ipython|vs ?code", re.I)
 
@@ -334,25 +421,33 @@ def interpreters_groups(module: str, context: Sequence[str]) -> dict[str, str]:
     if kernel is not None and other is not None:
         return {
             "_title": f"the notebook's kernel runs {kernel}, not {other}: {top} is not installed for the kernel's "
-                      f"interpreter",
-            "_cause": (f"The paste shows two interpreters: {kernel} (the one Jupyter / the kernel runs) and {other}. "
-                       f"A kernel runs the interpreter its kernel.json names, not the one the shell that started "
-                       f"Jupyter activated; {top} is installed for {other}, and the kernel's interpreter has none."),
-            "_fix": (f"Register a kernel for the environment that has {top} and select it in the notebook: `msdoctor "
-                     f"fix-kernel --python {other}` (it writes the kernel.json with a backup; --dry-run shows the "
-                     f"plan); or install {top} for the kernel's interpreter: `{kernel} -m pip install {top}`. "
-                     f"Unverified: msdoctor read only the paths pasted; `msdoctor check --only kernel-mismatch` "
-                     f"compares the kernels with the target interpreter."),
+            f"interpreter",
+            "_cause": (
+                f"The paste shows two interpreters: {kernel} (the one Jupyter / the kernel runs) and {other}. "
+                f"A kernel runs the interpreter its kernel.json names, not the one the shell that started "
+                f"Jupyter activated; {top} is installed for {other}, and the kernel's interpreter has none."
+            ),
+            "_fix": (
+                f"Register a kernel for the environment that has {top} and select it in the notebook: `msdoctor "
+                f"fix-kernel --python {other}` (it writes the kernel.json with a backup; --dry-run shows the "
+                f"plan); or install {top} for the kernel's interpreter: `{kernel} -m pip install {top}`. "
+                f"Unverified: msdoctor read only the paths pasted; `msdoctor check --only kernel-mismatch` "
+                f"compares the kernels with the target interpreter."
+            ),
             "rule": "two-interpreters",
         }
     names = ", ".join(p for p, _ in seen[:3])
     return {
         "_title": f"{top} is missing for the interpreter that ran, one of the several the paste shows",
-        "_cause": (f"The paste shows more than one interpreter ({names}): {top} is installed for one of them, and the "
-                   f"process that failed runs another."),
-        "_fix": (f"Run with the interpreter that has {top} (`<that python> -c \"import {top}\"` tells), or install {top} "
-                 f"for the one that failed: `<that python> -m pip install {top}`. Unverified: msdoctor read only the "
-                 f"paths pasted."),
+        "_cause": (
+            f"The paste shows more than one interpreter ({names}): {top} is installed for one of them, and the "
+            f"process that failed runs another."
+        ),
+        "_fix": (
+            f'Run with the interpreter that has {top} (`<that python> -c "import {top}"` tells), or install {top} '
+            f"for the one that failed: `<that python> -m pip install {top}`. Unverified: msdoctor read only the "
+            f"paths pasted."
+        ),
         "rule": "two-interpreters",
     }
 
@@ -370,7 +465,7 @@ def version_shadow_groups(module: str, context: Sequence[str]) -> dict[str, str]
     imported = None
     for i, line in enumerate(context):
         if f"{top}.__version__" in line:
-            for nxt in context[i + 1:i + 4]:
+            for nxt in context[i + 1 : i + 4]:
                 v = _PRINTED_VERSION.match(_unprefixed(nxt))
                 if v:
                     imported = v.group("v")
@@ -386,16 +481,20 @@ def version_shadow_groups(module: str, context: Sequence[str]) -> dict[str, str]
     shown = ", ".join(f"{d} {v}" for d, v in dists)
     return {
         "_title": f"the {top} Python imports ({imported}) is not the one pip installed ({shown})",
-        "_cause": (f"{top}.__version__ says {imported}, while pip lists {shown}: the module Python imports is another "
-                   f"copy than the installed distribution, found earlier on sys.path: a directory on PYTHONPATH (a "
-                   f"toolkit's setup script that prepends its own Python bindings, such as a vendor SDK's copy of "
-                   f"{top}), a per-user copy, or a build in the current directory. Whatever pip installs or upgrades "
-                   f"stays hidden behind it."),
-        "_fix": (f"`{{python}} -c \"import {top}; print({top}.__file__)\"` shows the copy that is imported; remove its "
-                 f"directory from PYTHONPATH (`echo $PYTHONPATH`; a setup script sourced in ~/.bashrc is a usual "
-                 f"source), or source that script only where its own {top} is wanted (after activating the "
-                 f"environment, so the environment's copy is not overridden by accident). Unverified: `msdoctor check "
-                 f"--only duplicate-installs` finds a shadowing copy."),
+        "_cause": (
+            f"{top}.__version__ says {imported}, while pip lists {shown}: the module Python imports is another "
+            f"copy than the installed distribution, found earlier on sys.path: a directory on PYTHONPATH (a "
+            f"toolkit's setup script that prepends its own Python bindings, such as a vendor SDK's copy of "
+            f"{top}), a per-user copy, or a build in the current directory. Whatever pip installs or upgrades "
+            f"stays hidden behind it."
+        ),
+        "_fix": (
+            f'`{{python}} -c "import {top}; print({top}.__file__)"` shows the copy that is imported; remove its '
+            f"directory from PYTHONPATH (`echo $PYTHONPATH`; a setup script sourced in ~/.bashrc is a usual "
+            f"source), or source that script only where its own {top} is wanted (after activating the "
+            f"environment, so the environment's copy is not overridden by accident). Unverified: `msdoctor check "
+            f"--only duplicate-installs` finds a shadowing copy."
+        ),
         "rule": "version-shadow",
     }
 
@@ -415,13 +514,17 @@ def variants_groups(module: str, context: Sequence[str]) -> dict[str, str]:
     both = " and ".join(named)
     return {
         "_title": f"{both} are installed together: they install the same {top} module",
-        "_cause": (f"{both} are variants of one project that all install the module {top} into the same files; with "
-                   f"more than one installed, the one installed last overwrote the other's files, so {module} is a "
-                   f"mix (a module the other variant has, like the contrib ones, is missing, or parts of two "
-                   f"releases are loaded). Only one of them may be installed."),
-        "_fix": (f"Uninstall all of them and install the one you need: `{{python}} -m pip uninstall -y "
-                 f"{' '.join(dists)}` then `{{python}} -m pip install <the one variant>` (the contrib variant has "
-                 f"the main modules too). Unverified: `msdoctor check --only duplicate-installs` lists distributions "
-                 f"that own the same files."),
+        "_cause": (
+            f"{both} are variants of one project that all install the module {top} into the same files; with "
+            f"more than one installed, the one installed last overwrote the other's files, so {module} is a "
+            f"mix (a module the other variant has, like the contrib ones, is missing, or parts of two "
+            f"releases are loaded). Only one of them may be installed."
+        ),
+        "_fix": (
+            f"Uninstall all of them and install the one you need: `{{python}} -m pip uninstall -y "
+            f"{' '.join(dists)}` then `{{python}} -m pip install <the one variant>` (the contrib variant has "
+            f"the main modules too). Unverified: `msdoctor check --only duplicate-installs` lists distributions "
+            f"that own the same files."
+        ),
         "rule": "module-variants",
     }

@@ -7,7 +7,6 @@ import re
 from typing import Optional, Sequence
 
 
-
 # -- a port already bound -----------------------------------------------------------------------------------------
 #: where the paste names the port: host:port, [::]:port, ('0.0.0.0', port), "port N"
 _PORT = re.compile(r"(?:[\w.\]]:|\(['\"][\d.:]*['\"], |\bport[= ]?)(?P<port>\d{2,5})\b", re.I)
@@ -27,16 +26,26 @@ def port_groups(context: Sequence[str], after: Sequence[str] = ()) -> dict[str, 
         return _scheduler_port_groups(which, port)
     return {
         "_title": f"a process could not listen on {which}: another process holds it",
-        "_cause": (f"Binding {which} failed because another process on this host already listens on it: a previous "
-                   f"run whose workers have not exited yet (or were left behind by a crash), a second job started "
-                   f"with the same master port (msrun's --master_port, 8118 by default; torchrun's 29500), or "
-                   f"another service."),
-        "_fix": ((f"`ss -ltnp | grep ':{port} '` (or `lsof -iTCP:{port} -sTCP:LISTEN`) shows the process that holds "
-                  f"it: stop it if it is a leftover run, or start this job on a free port (msrun --master_port "
-                  f"<free port>, torchrun --master_port <free port>).") if port else
-                 ("`ss -ltnp` (or `lsof -iTCP -sTCP:LISTEN`) lists the listening processes: stop a leftover run, or "
-                  "start this job on a free port (msrun --master_port <free port>, torchrun --master_port <free "
-                  "port>).")) + " Unverified: msdoctor did not look at this host's sockets.",
+        "_cause": (
+            f"Binding {which} failed because another process on this host already listens on it: a previous "
+            f"run whose workers have not exited yet (or were left behind by a crash), a second job started "
+            f"with the same master port (msrun's --master_port, 8118 by default; torchrun's 29500), or "
+            f"another service."
+        ),
+        "_fix": (
+            (
+                f"`ss -ltnp | grep ':{port} '` (or `lsof -iTCP:{port} -sTCP:LISTEN`) shows the process that holds "
+                f"it: stop it if it is a leftover run, or start this job on a free port (msrun --master_port "
+                f"<free port>, torchrun --master_port <free port>)."
+            )
+            if port
+            else (
+                "`ss -ltnp` (or `lsof -iTCP -sTCP:LISTEN`) lists the listening processes: stop a leftover run, or "
+                "start this job on a free port (msrun --master_port <free port>, torchrun --master_port <free "
+                "port>)."
+            )
+        )
+        + " Unverified: msdoctor did not look at this host's sockets.",
         "rule": "port-bound",
     }
 
@@ -55,18 +64,25 @@ def _scheduler_port_groups(which: str, port: Optional[str]) -> dict[str, str]:
     names = " ".join(MS_CLUSTER_VARS)
     return {
         "_title": f"MindSpore's cluster scheduler could not listen on {which}: another scheduler holds it",
-        "_cause": (f"The bind that failed is MindSpore's scheduler (the meta server of its dynamic cluster, which every "
-                   f"worker registers with on MS_SCHED_HOST:MS_SCHED_PORT), so a second scheduler was started on "
-                   f"{which}. Either the environment already carries MindSpore's cluster variables ({names}), set "
-                   f"by a launcher (a Kubernetes MindSpore job, a cluster scheduler's template) that starts its own "
-                   f"scheduler, while the script or msrun starts another on the same port; or a scheduler of an "
-                   f"earlier run is still alive; or two jobs share one MS_SCHED_PORT / msrun --master_port."),
-        "_fix": (f"`env | grep '^MS_'` in the job shows injected cluster variables: for a single-node job started with "
-                 f"msrun, `unset {names}` before msrun (or at the top of the script, before MindSpore is imported); "
-                 + (f"`ss -ltnp | grep ':{port} '` shows the process that holds the port (a leftover run: stop it); "
-                    if port else "`ss -ltnp` shows the process that holds the port (a leftover run: stop it); ")
-                 + "or start the job on a free port (msrun --master_port <free port>). Unverified: msdoctor did not "
-                 "look at this job's environment or this host's sockets."),
+        "_cause": (
+            f"The bind that failed is MindSpore's scheduler (the meta server of its dynamic cluster, which every "
+            f"worker registers with on MS_SCHED_HOST:MS_SCHED_PORT), so a second scheduler was started on "
+            f"{which}. Either the environment already carries MindSpore's cluster variables ({names}), set "
+            f"by a launcher (a Kubernetes MindSpore job, a cluster scheduler's template) that starts its own "
+            f"scheduler, while the script or msrun starts another on the same port; or a scheduler of an "
+            f"earlier run is still alive; or two jobs share one MS_SCHED_PORT / msrun --master_port."
+        ),
+        "_fix": (
+            f"`env | grep '^MS_'` in the job shows injected cluster variables: for a single-node job started with "
+            f"msrun, `unset {names}` before msrun (or at the top of the script, before MindSpore is imported); "
+            + (
+                f"`ss -ltnp | grep ':{port} '` shows the process that holds the port (a leftover run: stop it); "
+                if port
+                else "`ss -ltnp` shows the process that holds the port (a leftover run: stop it); "
+            )
+            + "or start the job on a free port (msrun --master_port <free port>). Unverified: msdoctor did not "
+            "look at this job's environment or this host's sockets."
+        ),
         "rule": "scheduler-port",
     }
 
@@ -75,8 +91,10 @@ def _scheduler_port_groups(which: str, port: Optional[str]) -> dict[str, str]:
 #: `grep Cap /proc/N/status`: the effective capability set (all zero: even root has no CAP_DAC_OVERRIDE)
 _CAP_EFF = re.compile(r"\bCapEff:\s*(?P<mask>[0-9a-fA-F]{8,16})\b")
 #: `ls -l /dev/davinci*`: a character device's mode, owner and group, and its name
-_DEV_NODE = re.compile(r"(?<![\w-])c(?P<mode>[rwx-]{9})\S*\s+\d+\s+(?P<user>\S+)\s+(?P<group>\S+)\s.*?"
-                       r"(?P<node>/dev/(?:davinci\w*|devmm_svm|hisi_hdc))\b")
+_DEV_NODE = re.compile(
+    r"(?<![\w-])c(?P<mode>[rwx-]{9})\S*\s+\d+\s+(?P<user>\S+)\s+(?P<group>\S+)\s.*?"
+    r"(?P<node>/dev/(?:davinci\w*|devmm_svm|hisi_hdc))\b"
+)
 #: `id`: the process's uid
 _ID = re.compile(r"\buid=(?P<uid>\d+)(?:\((?P<name>[^)]*)\))?")
 _CAP_DAC_OVERRIDE = 1 << 1  # capability number 1 (linux/capability.h)
@@ -108,15 +126,19 @@ def device_access_groups(before: Sequence[str]) -> dict[str, str]:
     who = f"uid {uid}" if uid is not None else "the process"
     return {
         "_title": "the process cannot open the NPU device nodes: a permission failure, not a busy device",
-        "_cause": (f"The paste shows the device nodes {names} with mode {closed[0][1]} owned by "
-                   f"{', '.join(sorted(owner))}, and the process's effective capabilities are {caps:#x}: without "
-                   f"CAP_DAC_OVERRIDE even root cannot open a file it does not own, so {who} cannot open the devices "
-                   f"and DCMI (npu-smi, the runtime) reports that it could not initialise. The devices were passed "
-                   f"in; the process is not allowed to use them."),
-        "_fix": (f"Run the process as the devices' owner or group (`docker run --user {next(iter(owner))}` or "
-                 "`--group-add` that group; Kubernetes securityContext runAsUser/runAsGroup/supplementalGroups), or "
-                 "give back only CAP_DAC_OVERRIDE (`docker run --cap-add DAC_OVERRIDE`; securityContext.capabilities."
-                 "add: [\"DAC_OVERRIDE\"]). Check in the container: `ls -l /dev/davinci*` and `grep CapEff "
-                 "/proc/self/status`. Unverified: msdoctor read only the lines pasted."),
+        "_cause": (
+            f"The paste shows the device nodes {names} with mode {closed[0][1]} owned by "
+            f"{', '.join(sorted(owner))}, and the process's effective capabilities are {caps:#x}: without "
+            f"CAP_DAC_OVERRIDE even root cannot open a file it does not own, so {who} cannot open the devices "
+            f"and DCMI (npu-smi, the runtime) reports that it could not initialise. The devices were passed "
+            f"in; the process is not allowed to use them."
+        ),
+        "_fix": (
+            f"Run the process as the devices' owner or group (`docker run --user {next(iter(owner))}` or "
+            "`--group-add` that group; Kubernetes securityContext runAsUser/runAsGroup/supplementalGroups), or "
+            "give back only CAP_DAC_OVERRIDE (`docker run --cap-add DAC_OVERRIDE`; securityContext.capabilities."
+            'add: ["DAC_OVERRIDE"]). Check in the container: `ls -l /dev/davinci*` and `grep CapEff '
+            "/proc/self/status`. Unverified: msdoctor read only the lines pasted."
+        ),
         "rule": "device-permission",
     }

@@ -15,8 +15,10 @@ from msdoctor.explain.rules.common import _dist_shown, _vtuple
 #: the system's own library directories (the dynamic loader's defaults and the Debian multiarch ones)
 _SYSTEM_LIB = re.compile(r"^/(?:usr/)?lib(?:64|32)?/(?:[\w-]+-linux-gnu\w*/)?[^/]+$")
 #: an environment's prefix and its lib directory: a conda env (`.../envs/NAME/lib/`, a base install's `lib/`), a venv
-_ENV_LIB = re.compile(r"^(?P<prefix>.*?(?:[/\\]envs[/\\][^/\\]+|[/\\](?:ana|mini)conda\d*|[/\\]mini(?:forge|mamba)\d*|"
-                      r"[/\\]mambaforge))[/\\]lib[/\\][^/\\]+$")
+_ENV_LIB = re.compile(
+    r"^(?P<prefix>.*?(?:[/\\]envs[/\\][^/\\]+|[/\\](?:ana|mini)conda\d*|[/\\]mini(?:forge|mamba)\d*|"
+    r"[/\\]mambaforge))[/\\]lib[/\\][^/\\]+$"
+)
 
 
 def runtime_groups(lib: str, what: str, version: str) -> dict[str, str]:
@@ -35,28 +37,42 @@ def runtime_groups(lib: str, what: str, version: str) -> dict[str, str]:
     site = file_owner(lib)
     env = _ENV_LIB.match(lib)
     if site is not None and site.name not in ("CANN", "NNAL", "the Ascend driver"):
-        whose, why = f"a copy bundled inside the {site.name} package ({site.why})", (
-            f"{site.name} ships its own {lib.rsplit('/', 1)[-1]}, which the loader takes before the system's")
-        fix = (f"Install a build of {site.name} that does not bundle an older {lib.rsplit('/', 1)[-1]} (another "
-               f"release, or its manylinux wheel), or one made for this system")
+        whose, why = (
+            f"a copy bundled inside the {site.name} package ({site.why})",
+            (f"{site.name} ships its own {lib.rsplit('/', 1)[-1]}, which the loader takes before the system's"),
+        )
+        fix = (
+            f"Install a build of {site.name} that does not bundle an older {lib.rsplit('/', 1)[-1]} (another "
+            f"release, or its manylinux wheel), or one made for this system"
+        )
     elif env is not None:
         prefix = env.group("prefix")
-        whose, why = f"the environment's own copy (under {prefix})", (
-            f"the environment at {prefix} has its own {lib.rsplit('/', 1)[-1]} in {prefix}/lib, which its "
-            f"interpreter loads before the system's (the system one may well have {what}_{version})")
-        fix = (f"Put a new enough one in the environment: `conda install -n <env> -c conda-forge libstdcxx-ng "
-               f"libgcc-ng` (or `conda update libstdcxx-ng`), or, if the system's has {what}_{version} (`strings "
-               f"/usr/lib/x86_64-linux-gnu/libstdc++.so.6 | grep {what}_{version}`), point {lib} at it (keep a copy "
-               f"of the old file)")
+        whose, why = (
+            f"the environment's own copy (under {prefix})",
+            (
+                f"the environment at {prefix} has its own {lib.rsplit('/', 1)[-1]} in {prefix}/lib, which its "
+                f"interpreter loads before the system's (the system one may well have {what}_{version})"
+            ),
+        )
+        fix = (
+            f"Put a new enough one in the environment: `conda install -n <env> -c conda-forge libstdcxx-ng "
+            f"libgcc-ng` (or `conda update libstdcxx-ng`), or, if the system's has {what}_{version} (`strings "
+            f"/usr/lib/x86_64-linux-gnu/libstdc++.so.6 | grep {what}_{version}`), point {lib} at it (keep a copy "
+            f"of the old file)"
+        )
     else:
         return {}
     return {
         "_title": f"the {lib.rsplit('/', 1)[-1]} that was loaded, {whose}, lacks {what}_{version}",
-        "_cause": (f"A compiled library needs {what}_{version}, and the copy of {lib.rsplit('/', 1)[-1]} the loader "
-                   f"took is {lib}: {why}. That copy is older than the one the library was built against; the "
-                   f"system's own copy is not the one in question."),
-        "_fix": (fix + f". Check: `strings {lib} | grep {what}_` lists the versions that copy has. Unverified: msdoctor "
-                 f"did not read the files."),
+        "_cause": (
+            f"A compiled library needs {what}_{version}, and the copy of {lib.rsplit('/', 1)[-1]} the loader "
+            f"took is {lib}: {why}. That copy is older than the one the library was built against; the "
+            f"system's own copy is not the one in question."
+        ),
+        "_fix": (
+            fix + f". Check: `strings {lib} | grep {what}_` lists the versions that copy has. Unverified: msdoctor "
+            f"did not read the files."
+        ),
         "rule": "runtime-copy",
     }
 
@@ -72,18 +88,22 @@ def _unnamed_runtime_groups(what: str, version: str) -> dict[str, str]:
     need = f"{what}_{version}"
     return {
         "_title": f"the libstdc++.so.6 that was loaded lacks {need} (the paste does not show which copy)",
-        "_cause": (f"A compiled library needs {need} from the C++ runtime (libstdc++), and the copy of libstdc++.so.6 "
-                   f"the loader took does not have it. The paste does not name that copy: it is either the system's "
-                   f"(too old for a library built on a newer Linux or with a newer gcc) or, in a conda environment, the "
-                   f"environment's own lib/libstdc++.so.6, which its interpreter loads before the system's and which "
-                   f"can be older than the system's."),
-        "_fix": (f"The full error line names the copy (`PATH/libstdc++.so.6: version `{need}' not found`). Compare "
-                 f"the candidates: `strings $CONDA_PREFIX/lib/libstdc++.so.6 | grep {need}` and `strings "
-                 f"/usr/lib/x86_64-linux-gnu/libstdc++.so.6 | grep {need}` (/usr/lib64 on RHEL-like systems). Then "
-                 f"put a new enough one first: in a conda env `conda install -c conda-forge libstdcxx-ng`, or point "
-                 f"the env's lib/libstdc++.so.6 at the system's if that one has {need} (keep a copy); if neither has "
-                 f"it, install a build of the library made for this system. Unverified: msdoctor did not read the "
-                 f"files."),
+        "_cause": (
+            f"A compiled library needs {need} from the C++ runtime (libstdc++), and the copy of libstdc++.so.6 "
+            f"the loader took does not have it. The paste does not name that copy: it is either the system's "
+            f"(too old for a library built on a newer Linux or with a newer gcc) or, in a conda environment, the "
+            f"environment's own lib/libstdc++.so.6, which its interpreter loads before the system's and which "
+            f"can be older than the system's."
+        ),
+        "_fix": (
+            f"The full error line names the copy (`PATH/libstdc++.so.6: version `{need}' not found`). Compare "
+            f"the candidates: `strings $CONDA_PREFIX/lib/libstdc++.so.6 | grep {need}` and `strings "
+            f"/usr/lib/x86_64-linux-gnu/libstdc++.so.6 | grep {need}` (/usr/lib64 on RHEL-like systems). Then "
+            f"put a new enough one first: in a conda env `conda install -c conda-forge libstdcxx-ng`, or point "
+            f"the env's lib/libstdc++.so.6 at the system's if that one has {need} (keep a copy); if neither has "
+            f"it, install a build of the library made for this system. Unverified: msdoctor did not read the "
+            f"files."
+        ),
         "rule": "runtime-unnamed",
     }
 
@@ -105,14 +125,18 @@ def numpy_groups(line: str, context: Sequence[str]) -> dict[str, str]:
         return {}
     return {
         "_title": "a compiled module could not load NumPy's C API (numpy.core.multiarray)",
-        "_cause": ("A compiled extension imports NumPy's C API when it loads, and that import failed. The paste shows "
-                   "no NumPy 2 (whose ABI break gives the same line with its own banner): NumPy is not installed in "
-                   "the environment that runs the code, its install is broken or partial, or it is another release "
-                   "than the one the module was built against."),
-        "_fix": ("`{python} -m pip show numpy` shows whether and which NumPy is installed in this environment: install "
-                 "it if missing (`{python} -m pip install numpy`; for MindSpore <= 2.9 and CANN's TBE stack "
-                 "`\"numpy<2\"`), or reinstall it (`{python} -m pip install --force-reinstall numpy==<version>`) "
-                 "when `{python} -c \"import numpy\"` fails too. Unverified: msdoctor did not read the environment."),
+        "_cause": (
+            "A compiled extension imports NumPy's C API when it loads, and that import failed. The paste shows "
+            "no NumPy 2 (whose ABI break gives the same line with its own banner): NumPy is not installed in "
+            "the environment that runs the code, its install is broken or partial, or it is another release "
+            "than the one the module was built against."
+        ),
+        "_fix": (
+            "`{python} -m pip show numpy` shows whether and which NumPy is installed in this environment: install "
+            "it if missing (`{python} -m pip install numpy`; for MindSpore <= 2.9 and CANN's TBE stack "
+            '`"numpy<2"`), or reinstall it (`{python} -m pip install --force-reinstall numpy==<version>`) '
+            'when `{python} -c "import numpy"` fails too. Unverified: msdoctor did not read the environment.'
+        ),
         "rule": "numpy-missing",
     }
 
@@ -120,8 +144,10 @@ def numpy_groups(line: str, context: Sequence[str]) -> dict[str, str]:
 # -- a CUDA library of another CUDA release than the system's -----------------------------------------------------
 #: CUDA toolkit libraries whose soname carries the CUDA release they belong to (libcudart.so.10.1, libcublas.so.11);
 #: cuDNN's and the driver's sonames carry their own versions, not CUDA's
-_CUDA_SONAME = re.compile(r"^(?P<name>libcudart|libcublas(?:Lt)?|libcusolver|libcusparse|libcufft|libcurand|libnvrtc)"
-                          r"\.so\.(?P<major>\d+)(?:\.(?P<minor>\d+))?")
+_CUDA_SONAME = re.compile(
+    r"^(?P<name>libcudart|libcublas(?:Lt)?|libcusolver|libcusparse|libcufft|libcurand|libnvrtc)"
+    r"\.so\.(?P<major>\d+)(?:\.(?P<minor>\d+))?"
+)
 #: the CUDA release the paste states for the system: `cuda12.1`, `CUDA 12.1`, `CUDA Version: 12.2` (nvidia-smi),
 #: `/usr/local/cuda-12.1`
 _STATED_CUDA = re.compile(r"\bcuda(?:[ _-]?version)?[ :=_-]*(?P<major>\d{2})\.(?P<minor>\d)\b", re.I)
@@ -135,8 +161,9 @@ def cuda_build_groups(lib: str, context: Sequence[str]) -> dict[str, str]:
     m = _CUDA_SONAME.match(lib)
     if m is None:
         return {}
-    stated = {(s.group("major"), s.group("minor")) for line in context
-              for s in _STATED_CUDA.finditer(line.replace(lib, ""))}
+    stated = {
+        (s.group("major"), s.group("minor")) for line in context for s in _STATED_CUDA.finditer(line.replace(lib, ""))
+    }
     if len({major for major, _ in stated}) != 1:
         return {}
     major, minor = next(iter(stated))
@@ -145,13 +172,17 @@ def cuda_build_groups(lib: str, context: Sequence[str]) -> dict[str, str]:
     belongs = m.group("major") + (f".{m.group('minor')}" if m.group("minor") else ".x")
     system = f"{major}.{minor}"
     return {
-        "cause": (f"The paste shows CUDA {system} on this system, while {lib} belongs to CUDA {belongs}: the package "
-                  f"that loads it (a wheel or compiled extension) was built for CUDA {belongs}, not for the CUDA "
-                  f"installed, so the library it asks for is not there."),
-        "fix": (f"Install that package's build for CUDA {system} (its CUDA variant: a +cu{major}{minor} / -cu{major}x "
-                f"wheel, or the extension rebuilt against this CUDA; the traceback's last frames name the package), "
-                f"or install CUDA {belongs} as well and put its lib64 on LD_LIBRARY_PATH. Unverified: `nvcc --version` "
-                f"and `nvidia-smi` show the installed CUDA."),
+        "cause": (
+            f"The paste shows CUDA {system} on this system, while {lib} belongs to CUDA {belongs}: the package "
+            f"that loads it (a wheel or compiled extension) was built for CUDA {belongs}, not for the CUDA "
+            f"installed, so the library it asks for is not there."
+        ),
+        "fix": (
+            f"Install that package's build for CUDA {system} (its CUDA variant: a +cu{major}{minor} / -cu{major}x "
+            f"wheel, or the extension rebuilt against this CUDA; the traceback's last frames name the package), "
+            f"or install CUDA {belongs} as well and put its lib64 on LD_LIBRARY_PATH. Unverified: `nvcc --version` "
+            f"and `nvidia-smi` show the installed CUDA."
+        ),
     }
 
 
@@ -168,11 +199,15 @@ def ascend_loader_groups(lib: str, context: Sequence[str]) -> dict[str, str]:
     if not any(_TORCH_NPU.search(line) for line in context):
         return {}
     return {
-        "cause": (f"The paste shows torch_npu (PTA, PyTorch's Ascend adapter) loading {lib}: torch_npu links against "
-                  f"CANN's runtime, so it loads only on an Ascend host with CANN installed and its set_env.sh sourced; "
-                  f"on a machine with no Ascend NPU it cannot be imported at all."),
-        "fix": ("On a host without Ascend NPUs, do not import torch_npu: use plain torch (code that only optionally "
-                "uses an NPU imports torch_npu inside a guard). On an Ascend host:"),
+        "cause": (
+            f"The paste shows torch_npu (PTA, PyTorch's Ascend adapter) loading {lib}: torch_npu links against "
+            f"CANN's runtime, so it loads only on an Ascend host with CANN installed and its set_env.sh sourced; "
+            f"on a machine with no Ascend NPU it cannot be imported at all."
+        ),
+        "fix": (
+            "On a host without Ascend NPUs, do not import torch_npu: use plain torch (code that only optionally "
+            "uses an NPU imports torch_npu inside a guard). On an Ascend host:"
+        ),
         "loader": "torch_npu",
     }
 
@@ -205,15 +240,28 @@ def acl_code_groups(code: str, call: str, line: str, context: Sequence[str] = ()
     framework = "torch_npu" if "c10_npu" in line or "torch_npu" in line else "the framework"
     return {
         "_title": f"CANN runtime error {c.code}: {c.meaning} (a category, not a diagnosis)",
-        "_cause": (f"{by}: CANN's runtime defines {c.code} as {c.meaning}. That is {c.what}. Only the category is "
-                   f"known from the code; {framework}'s message does not say which operator, rank or release is at "
-                   f"fault."
-                   + (f" The paste also shows numpy {numpy} installed, and CANN's Python components (te/tbe) are built "
-                      f"for NumPy 1.x: the likely cause when a call that compiles operators or sets compile options "
-                      f"fails." if numpy2 else "")),
-        "_fix": ((f"First, since the paste shows numpy {numpy}: CANN's Python components (te/tbe, which compile "
-                  f"operators and set compile options) are built for NumPy 1.x, so install `{{python}} -m pip install "
-                  f"\"numpy<2\"` and retry. " if numpy2 else "")
-                 + f"Collect before concluding: {c.collect}. Unverified: msdoctor read only the code ({c.source})."),
-        "rule": "acl-code", "acl_kind": c.kind,
+        "_cause": (
+            f"{by}: CANN's runtime defines {c.code} as {c.meaning}. That is {c.what}. Only the category is "
+            f"known from the code; {framework}'s message does not say which operator, rank or release is at "
+            f"fault."
+            + (
+                f" The paste also shows numpy {numpy} installed, and CANN's Python components (te/tbe) are built "
+                f"for NumPy 1.x: the likely cause when a call that compiles operators or sets compile options "
+                f"fails."
+                if numpy2
+                else ""
+            )
+        ),
+        "_fix": (
+            (
+                f"First, since the paste shows numpy {numpy}: CANN's Python components (te/tbe, which compile "
+                f"operators and set compile options) are built for NumPy 1.x, so install `{{python}} -m pip install "
+                f'"numpy<2"` and retry. '
+                if numpy2
+                else ""
+            )
+            + f"Collect before concluding: {c.collect}. Unverified: msdoctor read only the code ({c.source})."
+        ),
+        "rule": "acl-code",
+        "acl_kind": c.kind,
     }

@@ -25,8 +25,12 @@ _STATED_PY = re.compile(r"\bpython(?: version)?(?: is|:)? ?(?P<v>3\.\d+)(?:\.\d+
 #: a macOS platform tag names the oldest macOS the wheel runs on and the machine it is built for
 #: (https://packaging.python.org/en/latest/specifications/platform-compatibility-tags/#macos)
 _MACOSX = re.compile(r"^macosx_(?P<maj>\d+)_(?P<min>\d+)_(?P<arch>\w+)$")
-_MAC_MACHINES = {"arm64": "an Apple silicon Mac (arm64)", "x86_64": "an Intel Mac (x86_64)",
-                 "universal2": "an Intel or Apple silicon Mac (universal2)", "intel": "an Intel Mac"}
+_MAC_MACHINES = {
+    "arm64": "an Apple silicon Mac (arm64)",
+    "x86_64": "an Intel Mac (x86_64)",
+    "universal2": "an Intel or Apple silicon Mac (universal2)",
+    "intel": "an Intel Mac",
+}
 
 
 def _platform(tag: str) -> tuple[str, str]:
@@ -38,7 +42,7 @@ def _platform(tag: str) -> tuple[str, str]:
         return f"Linux {m.group('arch')} ({need})", m.group("arch")
     for legacy, glibc in _LEGACY_MANYLINUX.items():
         if tag.startswith(legacy + "_"):
-            arch = tag[len(legacy) + 1:]
+            arch = tag[len(legacy) + 1 :]
             return f"Linux {arch} (glibc {glibc} or newer)", arch
     if tag.startswith("linux_"):
         return f"Linux {tag[6:]}", tag[6:]
@@ -62,8 +66,9 @@ def wheel_groups(wheel: str, context: Sequence[str]) -> dict[str, str]:
         return {}
     py, plat = m.group("py"), m.group("plat")
     cp = _CPY.match(py)
-    python = f"CPython {cp.group('major')}.{cp.group('minor')}" if cp else (
-        "any Python 3" if py.startswith("py3") else py)
+    python = (
+        f"CPython {cp.group('major')}.{cp.group('minor')}" if cp else ("any Python 3" if py.startswith("py3") else py)
+    )
     by_arch: dict[str, str] = {}
     for tag in plat.split("."):  # a compressed tag set: per machine, the least demanding tag (legacy manylinux)
         desc, arch = _platform(tag)
@@ -82,41 +87,52 @@ def wheel_groups(wheel: str, context: Sequence[str]) -> dict[str, str]:
         # (https://docs.python.org/3/whatsnew/3.8.html#build-and-c-api-changes)
         return {
             "_title": f"pip refused {wheel}: its ABI tag {abi} matches no CPython {cp.group('major')}."
-                      f"{cp.group('minor')}",
-            "_cause": (f"The wheel's file name says ABI {abi}, but CPython 3.8 and later have no 'm' ABI flag: a "
-                       f"CPython {cp.group('major')}.{cp.group('minor')} interpreter accepts {py}-{py} (or abi3), "
-                       f"never {py}-{abi}. The file was built or renamed with a wrong tag, so no interpreter installs "
-                       f"it, whichever Python or machine runs pip."),
-            "_fix": (f"Get a correctly tagged {m.group('name')} wheel for CPython {cp.group('major')}."
-                     f"{cp.group('minor')} on {', '.join(platforms)} (or rebuild it). If the build itself is right "
-                     f"and only the name is wrong, renaming the file to the interpreter's tags "
-                     f"({py}-{py} or {py}-none) lets pip install it; "
-                     f"`{{python}} -m pip debug --verbose` lists the tags this interpreter accepts. Unverified: "
-                     f"msdoctor did not read the wheel's WHEEL metadata."),
+            f"{cp.group('minor')}",
+            "_cause": (
+                f"The wheel's file name says ABI {abi}, but CPython 3.8 and later have no 'm' ABI flag: a "
+                f"CPython {cp.group('major')}.{cp.group('minor')} interpreter accepts {py}-{py} (or abi3), "
+                f"never {py}-{abi}. The file was built or renamed with a wrong tag, so no interpreter installs "
+                f"it, whichever Python or machine runs pip."
+            ),
+            "_fix": (
+                f"Get a correctly tagged {m.group('name')} wheel for CPython {cp.group('major')}."
+                f"{cp.group('minor')} on {', '.join(platforms)} (or rebuild it). If the build itself is right "
+                f"and only the name is wrong, renaming the file to the interpreter's tags "
+                f"({py}-{py} or {py}-none) lets pip install it; "
+                f"`{{python}} -m pip debug --verbose` lists the tags this interpreter accepts. Unverified: "
+                f"msdoctor did not read the wheel's WHEEL metadata."
+            ),
             "rule": "wheel-tags",
         }
     if cp and stated and stated != f"{cp.group('major')}.{cp.group('minor')}":
-        mismatch = (f" The paste shows Python {stated}: the Python tag ({py}) is the mismatch.")
+        mismatch = f" The paste shows Python {stated}: the Python tag ({py}) is the mismatch."
     elif cp and stated:
-        mismatch = (f" The paste shows Python {stated}, which the Python tag fits: the platform tag is the mismatch "
-                    f"(another OS or machine than {', '.join(platforms)}, e.g. an aarch64 server, Windows or "
-                    f"macOS, or a pip that is not the Linux one).")
+        mismatch = (
+            f" The paste shows Python {stated}, which the Python tag fits: the platform tag is the mismatch "
+            f"(another OS or machine than {', '.join(platforms)}, e.g. an aarch64 server, Windows or "
+            f"macOS, or a pip that is not the Linux one)."
+        )
     if any(t.startswith("macosx_") for t in plat.split(".")) and not mismatch:
-        mismatch = (" On macOS both halves of the platform tag count: a macOS older than the version the tag names "
-                    "refuses the wheel, and so does a Mac of the other kind (an x86_64 wheel on an Apple silicon Mac "
-                    "whose Python runs natively as arm64, or an arm64 one on an Intel Mac); `sw_vers` and `python -c "
-                    "\"import platform; print(platform.mac_ver(), platform.machine())\"` show which.")
+        mismatch = (
+            " On macOS both halves of the platform tag count: a macOS older than the version the tag names "
+            "refuses the wheel, and so does a Mac of the other kind (an x86_64 wheel on an Apple silicon Mac "
+            "whose Python runs natively as arm64, or an arm64 one on an Intel Mac); `sw_vers` and `python -c "
+            '"import platform; print(platform.mac_ver(), platform.machine())"` show which.'
+        )
     return {
         "_title": f"pip refused {wheel}: it is built for {python} on {', '.join(platforms)}",
-        "_cause": (f"A wheel's file name states where it installs: {py} (Python tag), {m.group('abi')} (ABI), {plat} "
-                   f"(platform): {python} on {', '.join(platforms)}. pip installs it only into an interpreter whose "
-                   f"own tags include all three; the pip that ran belongs to an interpreter that does not match."
-                   + mismatch),
-        "_fix": (f"Compare with the tags this interpreter accepts: `{{python}} -m pip debug --verbose`. Then install "
-                 f"the {m.group('name')} wheel made for your Python and platform (for MindSpore, "
-                 f"https://www.mindspore.cn/install lists them), or run pip with an interpreter that fits "
-                 f"({python}): `<that python> -m pip install {wheel}`. Unverified: msdoctor did not read this "
-                 f"interpreter's tags."),
+        "_cause": (
+            f"A wheel's file name states where it installs: {py} (Python tag), {m.group('abi')} (ABI), {plat} "
+            f"(platform): {python} on {', '.join(platforms)}. pip installs it only into an interpreter whose "
+            f"own tags include all three; the pip that ran belongs to an interpreter that does not match." + mismatch
+        ),
+        "_fix": (
+            f"Compare with the tags this interpreter accepts: `{{python}} -m pip debug --verbose`. Then install "
+            f"the {m.group('name')} wheel made for your Python and platform (for MindSpore, "
+            f"https://www.mindspore.cn/install lists them), or run pip with an interpreter that fits "
+            f"({python}): `<that python> -m pip install {wheel}`. Unverified: msdoctor did not read this "
+            f"interpreter's tags."
+        ),
         "rule": "wheel-tags",
     }
 
@@ -132,8 +148,11 @@ _NIGHTLY_PIN = re.compile(r"==\s*[\w.!]*?\.dev(?P<date>20\d{6})\b")
 
 
 #: the indexes pip says it used (`Looking in indexes: A, B`, `Looking in links: URL`) or the command names
-_LOOKING = re.compile(r"Looking in (?:indexes|links): (?P<urls>.+)$|(?:--extra-index-url|--index-url|--find-links|"
-                      r"(?<!\S)-[if])[ =](?P<url>https?://\S+)", re.I)
+_LOOKING = re.compile(
+    r"Looking in (?:indexes|links): (?P<urls>.+)$|(?:--extra-index-url|--index-url|--find-links|"
+    r"(?<!\S)-[if])[ =](?P<url>https?://\S+)",
+    re.I,
+)
 
 
 def _extra_indexes(context: Sequence[str]) -> list[str]:
@@ -168,40 +187,55 @@ def distribution_groups(req: str, context: Sequence[str]) -> dict[str, str]:
     if versions is None:
         listed = ""
     elif not versions:
-        listed = (f" pip listed no version at all ('from versions: none'): the index it used has no file of {name} "
-                  f"that installs here, for this Python version and platform, or does not carry {name} (a mirror "
-                  f"or proxy that lacks it, or no network).")
+        listed = (
+            f" pip listed no version at all ('from versions: none'): the index it used has no file of {name} "
+            f"that installs here, for this Python version and platform, or does not carry {name} (a mirror "
+            f"or proxy that lacks it, or no network)."
+        )
     else:
-        listed = (f" The index has {name} {versions[0]} to {versions[-1]} for this interpreter, but none that "
-                  f"satisfies {req}: the version asked for is not built for this Python or platform, or not on "
-                  f"this index.")
+        listed = (
+            f" The index has {name} {versions[0]} to {versions[-1]} for this interpreter, but none that "
+            f"satisfies {req}: the version asked for is not built for this Python or platform, or not on "
+            f"this index."
+        )
     build = _build_kind(req)
     extra = _extra_indexes(context)
     if build and extra:
-        listed += (f" {req} asks for {build}, a build published on its project's own index, and the paste shows pip "
-                   f"already looking there ({', '.join(extra)}): that index has no file of it for this interpreter "
-                   f"(its Python version, its platform, a 32-bit or 64-bit build), or the version is not there.")
+        listed += (
+            f" {req} asks for {build}, a build published on its project's own index, and the paste shows pip "
+            f"already looking there ({', '.join(extra)}): that index has no file of it for this interpreter "
+            f"(its Python version, its platform, a 32-bit or 64-bit build), or the version is not there."
+        )
         build = ""
     elif build:
-        listed += (f" {req} asks for {build}: such builds are most often published only on the project's own index or "
-                   f"download server, not on PyPI (or the mirrors that copy it), so pip finds it only with that index "
-                   f"configured (`--extra-index-url`, as the project's install guide gives) and reachable from "
-                   f"this network (a proxy or an offline network that cannot reach it gives the same error).")
+        listed += (
+            f" {req} asks for {build}: such builds are most often published only on the project's own index or "
+            f"download server, not on PyPI (or the mirrors that copy it), so pip finds it only with that index "
+            f"configured (`--extra-index-url`, as the project's install guide gives) and reachable from "
+            f"this network (a proxy or an offline network that cannot reach it gives the same error)."
+        )
     return {
         "_title": f"pip found no installable {name} for {req} on this index",
-        "_cause": (f"pip looks for a file of {name} on the index (or mirror) it is configured with that fits this "
-                   f"interpreter's Python version and platform." + listed),
-        "_fix": (f"`{{python}} -m pip index versions {name}` lists what this index has for this interpreter; "
-                 f"`{{python}} -m pip config list` shows the index or mirror in use. Use a Python version and platform "
-                 f"the release is built for, another index (the project's own, e.g. https://www.mindspore.cn/install "
-                 f"for MindSpore), or a version the list holds."
-                 + (f" For {build}: add the index the project's install guide names, and check that this network "
-                    f"reaches it: `{{python}} -m pip download --no-deps \"{req}\" --extra-index-url <that index> -d "
-                    f"/tmp/probe`." if build else "")
-                 + " Unverified: msdoctor did not query the index."),
+        "_cause": (
+            f"pip looks for a file of {name} on the index (or mirror) it is configured with that fits this "
+            f"interpreter's Python version and platform." + listed
+        ),
+        "_fix": (
+            f"`{{python}} -m pip index versions {name}` lists what this index has for this interpreter; "
+            f"`{{python}} -m pip config list` shows the index or mirror in use. Use a Python version and platform "
+            f"the release is built for, another index (the project's own, e.g. https://www.mindspore.cn/install "
+            f"for MindSpore), or a version the list holds."
+            + (
+                f" For {build}: add the index the project's install guide names, and check that this network "
+                f'reaches it: `{{python}} -m pip download --no-deps "{req}" --extra-index-url <that index> -d '
+                f"/tmp/probe`."
+                if build
+                else ""
+            )
+            + " Unverified: msdoctor did not query the index."
+        ),
         "rule": "no-distribution",
     }
-
 
 
 # -- pip: a package's Requires-Python --------------------------------------------------------------------------------
@@ -226,23 +260,28 @@ def requires_python_groups(pkg: str, have: str, spec: str) -> dict[str, str]:
         return {}
     failed = [s for s in specs if not s.contains(version, prereleases=True)]
     if failed and all(s.operator in _LOWER_OPS for s in failed):
-        side = (f"Python {have} is older than the oldest Python {pkg} supports ({', '.join(map(str, failed))})")
+        side = f"Python {have} is older than the oldest Python {pkg} supports ({', '.join(map(str, failed))})"
     elif failed and all(s.operator in _UPPER_OPS for s in failed):
-        side = (f"Python {have} is newer than the newest Python {pkg} supports ({', '.join(map(str, failed))})")
+        side = f"Python {have} is newer than the newest Python {pkg} supports ({', '.join(map(str, failed))})"
     else:
         side = f"Python {have} is outside that range"
     return {
         "_title": f"{pkg} requires Python {spec}; the pip that ran is Python {have}'s",
-        "_cause": (f"{pkg}'s package metadata (Requires-Python) says {spec}, and pip checks it against the Python "
-                   f"it runs with: {side}. Either that release of {pkg} does not support this Python, or the pip "
-                   f"that ran belongs to another Python than the one meant (a second Python on PATH: `pip` of one, "
-                   f"`python` of another)."),
-        "_fix": (f"`{{python}} -m pip --version` shows which Python a pip belongs to; install with an interpreter "
-                 f"inside {spec} (`<that python> -m pip install ...`, or a venv made from it), or pick a release of "
-                 f"{pkg} whose Requires-Python admits Python {have} (`{{python}} -m pip index versions {pkg}` lists "
-                 f"those this interpreter can install). Unverified: msdoctor did not read {pkg}'s other releases."),
+        "_cause": (
+            f"{pkg}'s package metadata (Requires-Python) says {spec}, and pip checks it against the Python "
+            f"it runs with: {side}. Either that release of {pkg} does not support this Python, or the pip "
+            f"that ran belongs to another Python than the one meant (a second Python on PATH: `pip` of one, "
+            f"`python` of another)."
+        ),
+        "_fix": (
+            f"`{{python}} -m pip --version` shows which Python a pip belongs to; install with an interpreter "
+            f"inside {spec} (`<that python> -m pip install ...`, or a venv made from it), or pick a release of "
+            f"{pkg} whose Requires-Python admits Python {have} (`{{python}} -m pip index versions {pkg}` lists "
+            f"those this interpreter can install). Unverified: msdoctor did not read {pkg}'s other releases."
+        ),
         "rule": "requires-python",
     }
+
 
 # -- pip: the resolver's conflict lines ---------------------------------------------------------------------------
 #: the lines pip prints under "The conflict is caused by:" (pip's resolver, src/pip/_internal/resolution/resolvelib/
@@ -272,20 +311,26 @@ def conflict_groups(after: Sequence[str]) -> dict[str, str]:
     local = next((m for r in reqs for m in [_LOCAL_PIN.search(r)] if m), None)
     index = ""
     if local is not None:
-        index = (f" One of them pins {local.group('name')} {local.group('ver')}, a local version (+{local.group('label')}): "
-                 f"PyPI does not carry local versions, only the index that builds them does (for torch, "
-                 f"https://download.pytorch.org/whl/{local.group('label')}), so pip cannot find it unless that index "
-                 f"is given (`--extra-index-url`).")
+        index = (
+            f" One of them pins {local.group('name')} {local.group('ver')}, a local version (+{local.group('label')}): "
+            f"PyPI does not carry local versions, only the index that builds them does (for torch, "
+            f"https://download.pytorch.org/whl/{local.group('label')}), so pip cannot find it unless that index "
+            f"is given (`--extra-index-url`)."
+        )
     return {
         "_title": f"pip cannot satisfy these requirements together: {both}",
-        "_cause": (f"pip's resolver found no set of versions that meets every requirement at once. The requirements "
-                   f"that conflict, as pip listed them: {both}. No release satisfies all of them, so one of them has "
-                   f"to change." + index),
-        "_fix": ("Change one side: relax or change your own pin so that it falls inside the range the other "
-                 "package needs, or pick another release of the package that needs it (one whose requirement fits "
-                 "your pin: `{python} -m pip index versions <package>`, and its requirements on PyPI). Then "
-                 "rerun the install with `{python} -m pip install ...`. Unverified: msdoctor did not resolve the "
-                 "new set; `{python} -m pip install --dry-run ...` does."),
+        "_cause": (
+            f"pip's resolver found no set of versions that meets every requirement at once. The requirements "
+            f"that conflict, as pip listed them: {both}. No release satisfies all of them, so one of them has "
+            f"to change." + index
+        ),
+        "_fix": (
+            "Change one side: relax or change your own pin so that it falls inside the range the other "
+            "package needs, or pick another release of the package that needs it (one whose requirement fits "
+            "your pin: `{python} -m pip index versions <package>`, and its requirements on PyPI). Then "
+            "rerun the install with `{python} -m pip install ...`. Unverified: msdoctor did not resolve the "
+            "new set; `{python} -m pip install --dry-run ...` does."
+        ),
         "rule": "pip-conflict",
     }
 
@@ -295,16 +340,28 @@ def conflict_groups(after: Sequence[str]) -> dict[str, str]:
 _BUILDING = re.compile(r"(?:Building|build) wheels? for (?P<pkg>[A-Za-z0-9][\w.-]*)\b", re.I)
 #: setuptools' build directory names the platform and the interpreter: build/lib.macosx-12-arm64-cpython-39,
 #: build/temp.linux-aarch64-cpython-312, build/lib.win-amd64-3.8 (older setuptools)
-_BUILD_DIR = re.compile(r"build[/\\](?:lib|temp)\.(?P<plat>[\w.-]+?)-(?:cpython-(?P<cp>\d)(?P<cpm>\d+)|(?P<v>\d\.\d+))\b")
+_BUILD_DIR = re.compile(
+    r"build[/\\](?:lib|temp)\.(?P<plat>[\w.-]+?)-(?:cpython-(?P<cp>\d)(?P<cpm>\d+)|(?P<v>\d\.\d+))\b"
+)
 #: what the build lacked, as compilers and build back-ends say it
 _TOOLCHAIN = (
-    (re.compile(r"Microsoft Visual C\+\+ [\d.]+ or greater is required", re.I),
-     "the Microsoft C++ Build Tools (a C/C++ compiler for Windows)"),
-    (re.compile(r"can't find Rust compiler|\bcargo\b.*not found|setuptools[-_]rust|\bmaturin\b", re.I),
-     "a Rust toolchain (rustup, https://rustup.rs)"),
+    (
+        re.compile(r"Microsoft Visual C\+\+ [\d.]+ or greater is required", re.I),
+        "the Microsoft C++ Build Tools (a C/C++ compiler for Windows)",
+    ),
+    (
+        re.compile(r"can't find Rust compiler|\bcargo\b.*not found|setuptools[-_]rust|\bmaturin\b", re.I),
+        "a Rust toolchain (rustup, https://rustup.rs)",
+    ),
     (re.compile(r"Python\.h: No such file", re.I), "the Python headers (the python3-dev / python3-devel package)"),
-    (re.compile(r"(?:gcc|cc|g\+\+|c\+\+)['\"]? (?:failed|: command not found)|command '(?:gcc|cc|g\+\+)' failed|"
-                r"unable to execute '(?:gcc|cc)'", re.I), "a C/C++ compiler (gcc/g++)"),
+    (
+        re.compile(
+            r"(?:gcc|cc|g\+\+|c\+\+)['\"]? (?:failed|: command not found)|command '(?:gcc|cc|g\+\+)' failed|"
+            r"unable to execute '(?:gcc|cc)'",
+            re.I,
+        ),
+        "a C/C++ compiler (gcc/g++)",
+    ),
 )
 
 
@@ -335,20 +392,31 @@ def build_groups(pkg: str, context: Sequence[str]) -> dict[str, str]:
     here = f"this interpreter ({where})" if where else "this interpreter's Python version and platform"
     return {
         "_title": f"pip is building {pkg} from source, and the build failed: no {pkg} wheel fits {here}",
-        "_cause": (f"pip builds a package from source only when the index offers no wheel of the release it chose "
-                   f"that fits the interpreter's tags (or the install asked for the source: a git URL, a local path, "
-                   f"--no-binary); so the {pkg} release being installed has no wheel for {here} (a Python too new or "
-                   f"too old for that release, a platform it is not built for, such as macOS arm64 or Linux aarch64, "
-                   f"or a pip too old to know the tags of the wheel that exists), and pip fell back to its source "
-                   f"distribution, whose build needs tools this machine lacks." + (f" The build output shows it lacks {lacks}." if lacks else
-                                                    " The build's own output, further down, names what it lacked.")),
-        "_fix": (f"Prefer a wheel: `{{python}} -m pip download {pkg} --only-binary :all: --no-deps -d /tmp/w` shows "
-                 f"whether any release has one for this interpreter; use a Python version that release publishes "
-                 f"wheels for (a separate environment), or a newer {pkg} release that has one ("
-                 f"`{{python}} -m pip install --only-binary {pkg} {pkg}`)"
-                 + (f"; or install {lacks} and rerun the install" if lacks else
-                    "; or install the build's toolchain and rerun the install")
-                 + ". Unverified: msdoctor did not query the index."),
+        "_cause": (
+            f"pip builds a package from source only when the index offers no wheel of the release it chose "
+            f"that fits the interpreter's tags (or the install asked for the source: a git URL, a local path, "
+            f"--no-binary); so the {pkg} release being installed has no wheel for {here} (a Python too new or "
+            f"too old for that release, a platform it is not built for, such as macOS arm64 or Linux aarch64, "
+            f"or a pip too old to know the tags of the wheel that exists), and pip fell back to its source "
+            f"distribution, whose build needs tools this machine lacks."
+            + (
+                f" The build output shows it lacks {lacks}."
+                if lacks
+                else " The build's own output, further down, names what it lacked."
+            )
+        ),
+        "_fix": (
+            f"Prefer a wheel: `{{python}} -m pip download {pkg} --only-binary :all: --no-deps -d /tmp/w` shows "
+            f"whether any release has one for this interpreter; use a Python version that release publishes "
+            f"wheels for (a separate environment), or a newer {pkg} release that has one ("
+            f"`{{python}} -m pip install --only-binary {pkg} {pkg}`)"
+            + (
+                f"; or install {lacks} and rerun the install"
+                if lacks
+                else "; or install the build's toolchain and rerun the install"
+            )
+            + ". Unverified: msdoctor did not query the index."
+        ),
         "rule": "sdist-build",
     }
 
@@ -386,22 +454,42 @@ def requirement_groups(req: str, dist: str, found: str, who: str, context: Seque
     name = who.split(" ")[0] if who else "<that package>"
     bounds = [s for s in spec if s.operator in ("<", "<=", "==", "~=", "===")]
     above = any(not s.contains(version) for s in bounds) and all(
-        s.contains(version) for s in spec if s.operator in (">", ">="))
-    side = (f"{dist} {found} is newer than {requirer} accepts ({req}): {dist} was upgraded past the range this "
-            f"{requirer} release was made for (or {requirer} is an older build than {dist})") if above else (
+        s.contains(version) for s in spec if s.operator in (">", ">=")
+    )
+    side = (
+        (
+            f"{dist} {found} is newer than {requirer} accepts ({req}): {dist} was upgraded past the range this "
+            f"{requirer} release was made for (or {requirer} is an older build than {dist})"
+        )
+        if above
+        else (
             f"{dist} {found} is older than {requirer} needs ({req}): {requirer} was upgraded, or {dist} downgraded, "
-            f"without the other")
-    change = (f"install the {name} release made for {dist} {found} (a newer one: `{{python}} -m pip install -U "
-              f"{name}`), or put {dist} back in range: `{{python}} -m pip install \"{dist}{spec}\"`") if above else (
-              f"upgrade {dist} into the range: `{{python}} -m pip install \"{dist}{spec}\"`, or install the {name} "
-              f"release made for {dist} {found}")
+            f"without the other"
+        )
+    )
+    change = (
+        (
+            f"install the {name} release made for {dist} {found} (a newer one: `{{python}} -m pip install -U "
+            f'{name}`), or put {dist} back in range: `{{python}} -m pip install "{dist}{spec}"`'
+        )
+        if above
+        else (
+            f'upgrade {dist} into the range: `{{python}} -m pip install "{dist}{spec}"`, or install the {name} '
+            f"release made for {dist} {found}"
+        )
+    )
     return {
         "_title": f"{requirer} and {dist} {found} are releases that do not pair ({requirer} requires {req})",
-        "_cause": (f"{requirer} declares that it needs {req}, and the installed {dist} is {found}, outside that range. "
-                   + side + ". The two are releases that do not pair."),
-        "_fix": (change[0].upper() + change[1:] + "; `{python} -m pip check` lists every requirement of the "
-                 "installed packages that is not met. Unverified: msdoctor did not resolve the new set "
-                 "(`{python} -m pip install --dry-run ...` does)."),
+        "_cause": (
+            f"{requirer} declares that it needs {req}, and the installed {dist} is {found}, outside that range. "
+            + side
+            + ". The two are releases that do not pair."
+        ),
+        "_fix": (
+            change[0].upper() + change[1:] + "; `{python} -m pip check` lists every requirement of the "
+            "installed packages that is not met. Unverified: msdoctor did not resolve the new set "
+            "(`{python} -m pip install --dry-run ...` does)."
+        ),
         "rule": "requirement-range",
     }
 
@@ -410,8 +498,10 @@ def requirement_groups(req: str, dist: str, found: str, who: str, context: Seque
 #: frames of pip's isolated build (PEP 517): the temporary environment pip creates and the hook runner it starts there
 _BUILD_ENV = re.compile(r"pip-build-env-|[/\\]pyproject_hooks[/\\]_in_process|[/\\]pep517[/\\]_in_process")
 #: the package pip is building: `Collecting P`, `Building wheel for P`, pip's `cwd: .../pip-install-xxx/P_<hash>`
-_BUILT = re.compile(r"\bCollecting (?P<c>[A-Za-z0-9][\w.-]*)|\bBuilding wheels? for (?P<b>[A-Za-z0-9][\w.-]*)|"
-                    r"pip-install-[^/\\\s]+[/\\](?P<d>[A-Za-z0-9][\w.-]*?)_[0-9a-f]{16,}")
+_BUILT = re.compile(
+    r"\bCollecting (?P<c>[A-Za-z0-9][\w.-]*)|\bBuilding wheels? for (?P<b>[A-Za-z0-9][\w.-]*)|"
+    r"pip-install-[^/\\\s]+[/\\](?P<d>[A-Za-z0-9][\w.-]*?)_[0-9a-f]{16,}"
+)
 
 
 def build_isolation_groups(module: str, before: Sequence[str], after: Sequence[str] = ()) -> dict[str, str]:
@@ -430,17 +520,21 @@ def build_isolation_groups(module: str, before: Sequence[str], after: Sequence[s
     pkg = built or "the package pip is building"
     return {
         "_title": f"the build of {pkg} imports {top}, which pip's isolated build environment does not have",
-        "_cause": (f"{module} was imported by the setup code of {pkg} while pip built it from source: pip runs a build "
-                   f"in a temporary, isolated environment (the pip-build-env frames) that holds only the build "
-                   f"requirements the package declares (pyproject.toml [build-system] requires), not the packages "
-                   f"installed where it is going; {pkg} imports {top} at build time without declaring it, so an "
-                   f"installed {top} does not help (https://pip.pypa.io/en/stable/reference/build-system/"
-                   f"pyproject-toml/#build-isolation)."),
-        "_fix": (f"Install {top} into the environment first, then build without isolation so the build sees it: "
-                 f"`{{python}} -m pip install --no-build-isolation {built or '<the package>'}` (its other build "
-                 f"requirements, such as setuptools, wheel, ninja, packaging, must then be installed too); or install "
-                 f"a prebuilt wheel of {pkg} for this Python and platform if one exists. Unverified: `{{python}} -c "
-                 f"\"import {top}\"` confirms {top} is in the environment."),
+        "_cause": (
+            f"{module} was imported by the setup code of {pkg} while pip built it from source: pip runs a build "
+            f"in a temporary, isolated environment (the pip-build-env frames) that holds only the build "
+            f"requirements the package declares (pyproject.toml [build-system] requires), not the packages "
+            f"installed where it is going; {pkg} imports {top} at build time without declaring it, so an "
+            f"installed {top} does not help (https://pip.pypa.io/en/stable/reference/build-system/"
+            f"pyproject-toml/#build-isolation)."
+        ),
+        "_fix": (
+            f"Install {top} into the environment first, then build without isolation so the build sees it: "
+            f"`{{python}} -m pip install --no-build-isolation {built or '<the package>'}` (its other build "
+            f"requirements, such as setuptools, wheel, ninja, packaging, must then be installed too); or install "
+            f"a prebuilt wheel of {pkg} for this Python and platform if one exists. Unverified: `{{python}} -c "
+            f'"import {top}"` confirms {top} is in the environment.'
+        ),
         "rule": "build-isolation",
     }
 
@@ -457,12 +551,18 @@ def mindspore_wheel_groups(version: str, context: Sequence[str]) -> dict[str, st
         return {"ms_facts": ""}
     facts = f" compat_matrix lists MindSpore {row.version}'s wheels for Python {', '.join(row.python)}"
     stated = {m.group("v") or m.group("p") for line in context for m in _STATED_PY.finditer(line)} | (
-        {shown} if (shown := _python_shown(context)) else set())
+        {shown} if (shown := _python_shown(context)) else set()
+    )
     if len(stated) == 1:
         py = stated.pop()
-        facts += (f"; the paste shows Python {py}, which is not one of them: use a Python it supports" if py not in
-                  row.python else f"; the paste shows Python {py}, one of them")
+        facts += (
+            f"; the paste shows Python {py}, which is not one of them: use a Python it supports"
+            if py not in row.python
+            else f"; the paste shows Python {py}, one of them"
+        )
     if not row.on_pypi:
-        facts += (f"; MindSpore {row.version} is not on PyPI, so pip finds it only from the wheel URL or index "
-                  f"https://www.mindspore.cn/install gives for it")
+        facts += (
+            f"; MindSpore {row.version} is not on PyPI, so pip finds it only from the wheel URL or index "
+            f"https://www.mindspore.cn/install gives for it"
+        )
     return {"ms_facts": facts + f" ({row.source.split(';')[0]})."}

@@ -13,8 +13,10 @@ from msdoctor.explain.rules.common import _MACHINERY, _dist_shown, _python_shown
 # -- a name (or module) that a release of its distribution removed (compat_matrix/modules.toml) ----------------------
 #: a frame of the standard library itself (`.../lib/python3.12/ctypes/__init__.py`, `...\Lib\pkgutil.py`), not of a
 #: package in its site-packages
-_STDLIB_FRAME = re.compile(r"[/\\]lib[/\\]python\d\.\d+[/\\](?!(?:site|dist)-packages)|[/\\]Lib[/\\](?!site-packages)"
-                           r"[\w.]+\.py$")
+_STDLIB_FRAME = re.compile(
+    r"[/\\]lib[/\\]python\d\.\d+[/\\](?!(?:site|dist)-packages)|[/\\]Lib[/\\](?!site-packages)"
+    r"[\w.]+\.py$"
+)
 
 
 def _user_of(before: Sequence[str], dist: str, module: str) -> Optional[str]:
@@ -36,8 +38,9 @@ def _user_of(before: Sequence[str], dist: str, module: str) -> Optional[str]:
 _PACKAGING_TOOLS = ("setuptools", "pkg_resources", "pip", "_distutils_hack")
 
 
-def removed_groups(name: str, module: str, before: Sequence[str], after: Sequence[str] = (),
-                   release: str = "", said: bool = False) -> dict[str, str]:
+def removed_groups(
+    name: str, module: str, before: Sequence[str], after: Sequence[str] = (), release: str = "", said: bool = False
+) -> dict[str, str]:
     """``module M has no attribute N`` / ``cannot import name N from M`` / ``No module named M`` (no ``name``) where
     compat_matrix/modules.toml says a release R of M's distribution removed it: the code that uses it, or the package
     whose frame raised, was written for a release before R. No claim when the data does not say so, or when the paste
@@ -61,36 +64,56 @@ def removed_groups(name: str, module: str, before: Sequence[str], after: Sequenc
     if owner is not None and owner.name.lower() in _PACKAGING_TOOLS:
         lib = "setuptools" if owner.name.lower() in ("pkg_resources", "_distutils_hack") else owner.name
         build_env = "pip-build-env" in path  # type: ignore[operator]
-        user = (f"{lib} (its frame {path}{', in the build environment pip made for a package being built' if build_env else ''})")
-        fix = (("This pip cannot run on this Python, so it cannot upgrade itself: reinstall it with the pip this "
+        user = f"{lib} (its frame {path}{', in the build environment pip made for a package being built' if build_env else ''})"
+        fix = (
+            (
+                "This pip cannot run on this Python, so it cannot upgrade itself: reinstall it with the pip this "
                 "Python bundles, `{python} -m ensurepip --upgrade` (or get-pip.py, https://pip.pypa.io/en/stable/"
-                "installation/), then `{python} -m pip install -U setuptools`" if lib == "pip" else
-                "Upgrade the packaging tools in this environment: `{python} -m pip install -U pip setuptools`")
-               + (f"; the build environment installs the setuptools the package's own build requirements name "
-                  f"(pyproject.toml [build-system]): install a release of that package made for {label} {release}, or "
-                  f"build it with `--no-build-isolation` once a current setuptools is installed" if build_env else "")
-               + f", or run it with a {label} older than {release}.")
+                "installation/), then `{python} -m pip install -U setuptools`"
+                if lib == "pip"
+                else "Upgrade the packaging tools in this environment: `{python} -m pip install -U pip setuptools`"
+            )
+            + (
+                f"; the build environment installs the setuptools the package's own build requirements name "
+                f"(pyproject.toml [build-system]): install a release of that package made for {label} {release}, or "
+                f"build it with `--no-build-isolation` once a current setuptools is installed"
+                if build_env
+                else ""
+            )
+            + f", or run it with a {label} older than {release}."
+        )
     elif owner is not None:
         user = f"{owner.name} (its frame {path}: {owner.why})"
-        fix = (f"Install the {owner.name} release made for {installed} (`{{python}} -m pip install -U {owner.name}`)"
-               + (f", or run it with a Python older than {release} (a venv made from it)." if r.dist == "Python" else
-                  f", or a {label} older than {release} for it: `{{python}} -m pip install \"{r.dist}<{release}\"`."))
+        fix = f"Install the {owner.name} release made for {installed} (`{{python}} -m pip install -U {owner.name}`)" + (
+            f", or run it with a Python older than {release} (a venv made from it)."
+            if r.dist == "Python"
+            else f', or a {label} older than {release} for it: `{{python}} -m pip install "{r.dist}<{release}"`.'
+        )
     else:
         user = f"your code ({path})" if path else "the code that uses it (its frame is not in the paste)"
-        fix = (f"Change the code to {r.instead}"
-               + (f", or run it with a Python older than {release}." if r.dist == "Python" else
-                  f", or install a {label} older than {release}: `{{python}} -m pip install \"{r.dist}<{release}\"`."))
-    check = ("`{python} --version`" if r.dist == "Python" else
-             f"`{{python}} -m pip show {r.dist}` (its Version)")
+        fix = f"Change the code to {r.instead}" + (
+            f", or run it with a Python older than {release}."
+            if r.dist == "Python"
+            else f', or install a {label} older than {release}: `{{python}} -m pip install "{r.dist}<{release}"`.'
+        )
+    check = "`{python} --version`" if r.dist == "Python" else f"`{{python}} -m pip show {r.dist}` (its Version)"
     return {
         "_title": f"{what} was removed in {label} {release}: {user.split(' (')[0]} was written for an older {label}",
-        "_cause": (f"{label} {release} removed {what} ({r.source}), and {user} still uses it"
-                   + (f"; the interpreter runs {installed}." if shown else
-                      f"; the interpreter runs {installed} (the message itself says so)." if said else
-                      f": that is the error if the interpreter runs {installed} (the paste does not show which "
-                      f"release runs).") + f" Replaced by: {r.instead}."),
+        "_cause": (
+            f"{label} {release} removed {what} ({r.source}), and {user} still uses it"
+            + (
+                f"; the interpreter runs {installed}."
+                if shown
+                else f"; the interpreter runs {installed} (the message itself says so)."
+                if said
+                else f": that is the error if the interpreter runs {installed} (the paste does not show which "
+                f"release runs)."
+            )
+            + f" Replaced by: {r.instead}."
+        ),
         "_fix": fix + f" Unverified: {check} shows the release that runs.",
-        "rule": "name-removed", "removed_in": f"{label} {release}",
+        "rule": "name-removed",
+        "removed_in": f"{label} {release}",
         **({"frame": path} if path else {}),
     }
 
