@@ -14,6 +14,13 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 
 # The two venvs are built at the same time: pip installs on one core, and the newest MindSpore wheel does
 # not wait for the oldest. .venv-newest's interpreter comes back through a file (a subshell cannot export).
+# pyright (Pylance's engine) for tests/test_static_tree.py, into build/node (nothing global), where npm is here
+npm_pid=""
+if [ ! -x "$here/build/node/node_modules/.bin/pyright" ] && command -v npm >/dev/null 2>&1; then
+  (cd "$here" && npm install --silent --no-audit --no-fund --prefix build/node pyright@1.1.414 >/dev/null 2>&1 \
+    || echo "pyright not installed (npm failed): tests/test_static_tree.py skips its pyright test" >&2) &
+  npm_pid=$!
+fi
 phase "building .venv and .venv-newest"
 newest_out="$(mktemp)"
 (
@@ -26,6 +33,7 @@ phase "lint"
 lint_rc=0
 ./scripts/lint.sh || lint_rc=$?
 wait "$newest_pid" || true
+[ -z "$npm_pid" ] || wait "$npm_pid" || true
 MSDOCTOR_TEST_NEWEST_PYTHON="$(cat "$newest_out")"
 rm -f "$newest_out"
 [ -n "$MSDOCTOR_TEST_NEWEST_PYTHON" ] && export MSDOCTOR_TEST_NEWEST_PYTHON || unset MSDOCTOR_TEST_NEWEST_PYTHON

@@ -3,10 +3,10 @@ through the tree scripts/static_tree.py builds: setuptools' strict editable layo
 package-dir, nothing installed. scripts/lint.sh runs mypy on it; VS Code/Pylance reads it as an extra path
 (docs/architecture.md, "Editors and type checkers").
 
-Pyright/Pylance are not installed here: their import resolution is emulated with the standard library's
-static finder (importlib.machinery.PathFinder finds files, it runs none) over the roots pyright searches, in
+Pyright's import resolution is emulated with the standard library's static finder (importlib.machinery.PathFinder finds files, it runs none) over the roots pyright searches, in
 pyright's documented order (https://github.com/microsoft/pyright/blob/main/docs/import-resolution.md: the
-execution environment's root, then extraPaths). mypy is the real mypy of the test environment.
+execution environment's root, then extraPaths), and checked with pyright itself where scripts/test.sh could install
+it (build/node, from the npm registry). mypy is the real mypy of the test environment.
 """
 
 from __future__ import annotations
@@ -173,6 +173,41 @@ def test_mypy_sees_the_remapped_packages_through_the_tree(tmp_path: Path) -> Non
         timeout=600,
     )
     assert 'Cannot find implementation or library stub for module named "msdoctor.checks' in res.stdout, res.stdout
+
+
+def test_real_pyright_sees_the_remapped_packages_through_the_tree(tmp_path: Path) -> None:
+    """Pyright itself (the engine of Pylance), where it is installed (build/node, or on PATH): with the tree as
+    its extraPaths it resolves and types msdoctor.checks.* and msdoctor.training.*; without it, it cannot."""
+    import json
+
+    local = REPO / "build" / "node" / "node_modules" / ".bin" / "pyright"  # scripts/test.sh installs it there
+    pyright = str(local) if local.exists() else shutil.which("pyright")
+    if pyright is None:
+        pytest.skip(
+            "pyright is not installed here (scripts/test.sh puts it in build/node when npm is on PATH); "
+            "the emulation above stands for it"
+        )
+    project = _copy(tmp_path / "src")
+    tree = _tree(project)
+    use = tmp_path / "use.py"
+    use.write_text(
+        "from msdoctor.checks.kernel_mismatch.fixer import FIXER\n"
+        "from msdoctor.training.config import ConfigError\n"
+        "reveal_type(FIXER)\nreveal_type(ConfigError)\n"
+    )
+
+    def run(extra: list[str]) -> str:
+        (tmp_path / "pyrightconfig.json").write_text(json.dumps({"extraPaths": extra, "pythonVersion": "3.11"}))
+        res = subprocess.run([pyright, str(use)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        return res.stdout
+
+    seen = run([str(tree)])
+    assert (
+        'Type of "FIXER" is "Fixer[KernelPlan]"' in seen and 'Type of "ConfigError" is "type[ConfigError]"' in seen
+    ), seen
+    assert "could not be resolved" not in seen, seen
+    blind = run([str(project)])
+    assert 'Import "msdoctor.training.config" could not be resolved' in blind, blind
 
 
 @pytest.mark.parametrize("script", ["scripts/lint.sh"])
