@@ -130,3 +130,26 @@ def test_the_set_e_case_a_rule_was_written_from_gets_that_rule(case_id: str) -> 
     fix = m.fix_for("/env/bin/python")
     assert "Unverified" in fix and "rules/env.py fills this" not in m.cause + fix
     assert case["verdict"] == "right" and "no longer unseen" in case["note"]
+
+
+def test_an_unlimited_process_limit_is_not_blamed() -> None:
+    # OpenBLAS's lines from https://github.com/occlum/occlum/issues/1564 (inside an SGX library OS): it prints the
+    # RLIMIT_NPROC it saw, -1 (unlimited), so the answer must not say the user's ulimit -u refused the thread
+    text = (
+        "OpenBLAS blas_thread_init: pthread_create failed for thread 71 of 104: Resource temporarily unavailable\n"
+        "OpenBLAS blas_thread_init: RLIMIT_NPROC -1 current, -1 max\n"
+    )
+    [m] = explain_text(text)
+    assert m.entry_id == "thread-limit-reached"
+    assert "unlimited (-1)" in m.cause and "not what refused it" in m.cause
+    # the same failure under a limit it states: the limit is named
+    [m] = explain_text(text.replace("-1 current, -1 max", "4096 current, 513046 max"))
+    assert "RLIMIT_NPROC is 4096" in m.cause and "not what refused it" not in m.cause
+
+
+def test_the_numpy_size_check_reads_the_direction() -> None:
+    # Cython raises only when the installed struct is smaller than the headers' (built against a newer NumPy): the
+    # reverse is a warning that is no claim (https://github.com/numpy/numpy/issues/15748), whatever prefix it has
+    line = "ValueError: numpy.ndarray size changed, may indicate binary incompatibility. Expected {} from C header, got {} from PyObject"
+    assert [m.entry_id for m in explain_text(line.format(88, 80))] == ["numpy-built-newer"]
+    assert explain_text(line.format(80, 88)) == []

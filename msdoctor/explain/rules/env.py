@@ -16,6 +16,7 @@ import re
 from typing import Callable, Optional, Sequence
 
 from msdoctor.explain.catalogue import ENV_LOOKUPS
+from msdoctor.explain.rules.native import numpy_size_groups
 
 Groups = dict[str, str]
 
@@ -541,6 +542,57 @@ def pillow_headers_groups(g: Groups, before: Sequence[str], line: str, after: Se
     }
 
 
+# -- the process or thread limit ---------------------------------------------------------------------------------------
+#: OpenBLAS's report after pthread_create failed: `RLIMIT_NPROC 4096 current, 513046 max` (-1 is unlimited)
+_NPROC = re.compile(r"RLIMIT_NPROC (?P<cur>-?\d+) current, (?P<max>-?\d+) max")
+
+
+def thread_limit_groups(g: Groups, before: Sequence[str], line: str, after: Sequence[str]) -> Groups:
+    """CPython's ``can't start new thread`` (threading.Thread.start when pthread_create fails) and OpenBLAS's
+    ``pthread_create failed for thread N of M``: the OS refused the process another thread. On Linux a thread counts
+    against the user's process limit (RLIMIT_NPROC, ``ulimit -u``: getrlimit(2),
+    https://man7.org/linux/man-pages/man2/getrlimit.2.html) and a container's or systemd unit's pids limit; else the
+    memory for its stack ran out. OpenBLAS prints the limit it saw: an unlimited one (-1) rules RLIMIT_NPROC out."""
+    near = (line, *after[:3], *reversed(before[-3:]))  # OpenBLAS prints the limit after the failure (before, in 0.2)
+    nproc = next((m for x in near if (m := _NPROC.search(x))), None)
+    cur = nproc.group("cur") if nproc else ""
+    unlimited = cur == "-1"
+    if unlimited:
+        why = (
+            "OpenBLAS reports RLIMIT_NPROC unlimited (-1), so the user's process limit is not what refused it: a "
+            "pids limit of the container or cgroup (docker --pids-limit, Kubernetes' pod pids limit, systemd's "
+            "TasksMax), the kernel's threads-max, or memory for the threads' stacks ran out"
+        )
+    else:
+        shown = f" (here RLIMIT_NPROC is {cur})" if cur else ""
+        why = (
+            f"every thread counts against the user's process limit, RLIMIT_NPROC (`ulimit -u`){shown}, summed over "
+            f"all the user's processes on the machine; a container's pids limit or systemd's TasksMax caps it too, "
+            f"and a large stack size (`ulimit -s`) times many threads can exhaust memory first"
+        )
+    blas = "OpenBLAS" in line
+    who = "OpenBLAS starts one thread per core in every process that loads it, and" if blas else "the threads add up:"
+    return {
+        "_title": "the OS refused to start another thread: the process/thread limit (ulimit -u) or a pids limit is "
+        "reached",
+        "_cause": (
+            f"Starting a thread failed in the OS (pthread_create returned EAGAIN), not in the code: {why}. In a "
+            f"training job {who} each dataset operation's num_parallel_workers (MindSpore's map, batch and "
+            f"GeneratorDataset; a DataLoader's num_workers), each worker process's own thread pools (OpenBLAS, "
+            f"OpenMP), times the ranks on the node."
+        ),
+        "_fix": (
+            "Raise the limit for the user that runs the job (`ulimit -u 65535` in the launching shell, or nproc in "
+            "/etc/security/limits.conf; a container's `--pids-limit`), or start fewer threads: lower "
+            "num_parallel_workers (per operation, or `mindspore.dataset.config.set_num_parallel_workers(N)`), "
+            "num_workers, and `export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1` for the worker processes. "
+            "Unverified: `ulimit -u` and `ulimit -s` show the limits, `ps -eLf -u $USER | wc -l` the threads the "
+            "user already runs, `cat /sys/fs/cgroup/pids.max` a container's pids limit."
+        ),
+        "rule": "thread-limit",
+    }
+
+
 #: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function)
 CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]] = {
     "mindspore-core": mindspore_core_groups,
@@ -557,6 +609,8 @@ CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]]
     "network-interface": network_interface_groups,
     "wrong-arch": wrong_arch_groups,
     "pillow-headers": pillow_headers_groups,
+    "thread-limit": thread_limit_groups,
+    "numpy-size": numpy_size_groups,
 }
 assert set(CLAIMS) == set(ENV_LOOKUPS), "catalogue.ENV_LOOKUPS and rules.env.CLAIMS name the same lookups"
 #: rules whose fix runs no Python (the device, the launch, the network, the loader)
@@ -571,5 +625,6 @@ NO_PYTHON = frozenset(
         "no-launcher",
         "collective-libs",
         "network-interface",
+        "thread-limit",
     }
 )
