@@ -153,3 +153,20 @@ def test_the_numpy_size_check_reads_the_direction() -> None:
     line = "ValueError: numpy.ndarray size changed, may indicate binary incompatibility. Expected {} from C header, got {} from PyObject"
     assert [m.entry_id for m in explain_text(line.format(88, 80))] == ["numpy-built-newer"]
     assert explain_text(line.format(80, 88)) == []
+
+
+def test_the_worker_count_is_read_against_the_cpu_threads() -> None:
+    # MindSpore's C++ check as the error-analysis tutorial prints it
+    # (https://www.mindspore.cn/tutorials/en/r2.6.0/debug/error_analysis/minddata_debug.html), with the count varied
+    line = (
+        "RuntimeError: Thread ID 1 Unexpected error. GeneratorDataset's num_workers={}, this value is not within the "
+        "required range of [1, cpu_thread_cnt=2]."
+    )
+    [m] = explain_text(line.format(8))
+    assert m.entry_id == "dataset-workers-over-cpus" and "asks for 8 workers" in m.cause
+    assert "global config" not in m.cause  # an explicit count, not the default
+    [m] = explain_text(line.format(0))
+    assert "at least 1" in m.cause and "more parallel workers" not in m.title
+    # the Python validator states only the range: both sides are named, neither chosen
+    [m] = explain_text("ValueError: num_parallel_workers exceeds the boundary between 1 and 12!")
+    assert "a value above it, or below 1" in m.cause and "set_num_parallel_workers(12)" in m.fix

@@ -56,6 +56,7 @@ ENV_LOOKUPS = (
     "pillow-headers",
     "thread-limit",
     "numpy-size",
+    "dataset-workers",
 )
 LOOKUPS = (
     "library",

@@ -593,6 +593,56 @@ def thread_limit_groups(g: Groups, before: Sequence[str], line: str, after: Sequ
     }
 
 
+# -- more dataset workers than CPU threads ----------------------------------------------------------------------------
+def dataset_workers_groups(g: Groups, before: Sequence[str], line: str, after: Sequence[str]) -> Groups:
+    """MindSpore's dataset check of a worker count against the CPU threads the machine has: the C++ op's
+    ``OP's num_workers=N(default=8), this value is not within the required range of [1, cpu_thread_cnt=C]``, the
+    Python validator's ``num_parallel_workers exceeds the boundary between 1 and C!`` and ConfigManager's ``... as got
+    N``. The range is stated; the value, where stated, is read against it."""
+    c = g.get("c") or g.get("c2") or ""
+    if not c:
+        return {}
+    n, op = g.get("n") or g.get("n2") or "", g.get("op", "")
+    where = f"{op}'s" if op else "a dataset operation's (or the global config's)"
+    default = "(default=" in line
+    if n and int(n) < 1:
+        what = f"{where} num_parallel_workers is {n}: it must be at least 1"
+    elif n:
+        what = (
+            f"{where} num_parallel_workers asks for {n} workers and this machine gives the process {c} CPU "
+            f"thread(s)"
+            + (
+                f"; {n} is the default, which comes from the global config (mindspore.dataset.config, 8 unless "
+                f"set), so passing num_parallel_workers to another operation does not change it"
+                if default
+                else ""
+            )
+        )
+    else:
+        what = (
+            f"{where} num_parallel_workers lies outside 1 to {c}, {c} being the CPU threads this machine gives the "
+            f"process (a value above it, or below 1)"
+        )
+    return {
+        "_title": f"the dataset asks for more parallel workers than the {c} CPU thread(s) here"
+        if not (n and int(n) < 1)
+        else "a dataset operation was given fewer than 1 parallel worker",
+        "_cause": (
+            f"MindSpore's dataset checks every operation's worker count against the CPU threads it finds on the "
+            f"machine: {what}. A small VM, a container's CPU quota or a notebook (2 threads on Colab) gives fewer "
+            f"than the 8 the dataset defaults to; MindSpore 1.6 and later lower the default to the cores found."
+        ),
+        "_fix": (
+            f"Set the workers to at most {c}: `mindspore.dataset.config.set_num_parallel_workers({c})` before the "
+            f"dataset is built (the default of every operation), and num_parallel_workers={c} or less where an "
+            f"operation is given one (GeneratorDataset, map, batch); or give the machine or container more CPUs. "
+            f'Unverified: `nproc` and `{{python}} -c "import os; print(len(os.sched_getaffinity(0)))"` show the '
+            f"threads the process may use."
+        ),
+        "rule": "dataset-workers",
+    }
+
+
 #: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function)
 CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]] = {
     "mindspore-core": mindspore_core_groups,
@@ -611,6 +661,7 @@ CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]]
     "pillow-headers": pillow_headers_groups,
     "thread-limit": thread_limit_groups,
     "numpy-size": numpy_size_groups,
+    "dataset-workers": dataset_workers_groups,
 }
 assert set(CLAIMS) == set(ENV_LOOKUPS), "catalogue.ENV_LOOKUPS and rules.env.CLAIMS name the same lookups"
 #: rules whose fix runs no Python (the device, the launch, the network, the loader)
