@@ -57,6 +57,7 @@ ENV_LOOKUPS = (
     "thread-limit",
     "numpy-size",
     "dataset-workers",
+    "host-unresolved",
 )
 LOOKUPS = (
     "library",

@@ -643,6 +643,56 @@ def dataset_workers_groups(g: Groups, before: Sequence[str], line: str, after: S
     }
 
 
+# -- a host name the launcher cannot resolve ---------------------------------------------------------------------------
+#: getaddrinfo's errors as Python prints them ([Errno N], glibc's EAI_* values: getaddrinfo(3),
+#: https://man7.org/linux/man-pages/man3/getaddrinfo.3.html): -2 the name is not known, -3 the DNS server did not
+#: answer (try again), -5 the name has no address
+_EAI = {
+    "-2": "the name is not known to the resolver (not in /etc/hosts, and DNS has no such name)",
+    "-3": "the DNS server did not answer (a temporary failure: no DNS server reachable from this node)",
+    "-5": "the name is known but has no address",
+}
+
+
+def host_unresolved_groups(g: Groups, before: Sequence[str], line: str, after: Sequence[str]) -> Groups:
+    """A launcher that cannot turn a node's host name into an address: msrun's ``DNS resolution failed: [Errno N]
+    ... Please check whether the correct host name is input`` (its master_addr), and ``ssh: Could not resolve
+    hostname H`` from a launcher that reaches the hosts of its hostfile by ssh (deepspeed, mpirun, horovodrun). A
+    name with a colon or a space in it is a host:slots or host:port spec, or a command, handed over where a bare
+    name is expected: not DNS, no claim."""
+    host = g.get("host", "")
+    if host and re.search(r"[:\s=;]", host):
+        return {}
+    errno = g.get("errno", "")
+    why = _EAI.get(errno, "the resolver could not find it")
+    if host:
+        what = f"ssh could not resolve the host name {host}: {why}"
+        who = (
+            "The launcher reaches every host of its hostfile (or -H list) by ssh, so each name there must resolve "
+            "on the node that launches"
+        )
+        fix_name = host
+    else:
+        what = f"msrun could not resolve the host name given as master_addr: {why}"
+        who = (
+            "msrun turns master_addr (the node that runs the scheduler) into an address on every node, so the name "
+            "must resolve on each of them; a typo, a name only the master knows (its own /etc/hosts), or a node "
+            "that cannot reach the DNS server gives this"
+        )
+        fix_name = "<master_addr>"
+    return {
+        "_title": f"a host name the launcher was given does not resolve (DNS or /etc/hosts): {host or 'master_addr'}",
+        "_cause": f"{what}. {who}.",
+        "_fix": (
+            f"Give the node's IP address instead of its name (msrun --master_addr=<IP>; the hostfile's entries), "
+            f"or make the name resolve on every node: add `<IP> {fix_name}` to /etc/hosts, or fix the DNS server "
+            f"in /etc/resolv.conf. Unverified: `getent hosts {fix_name}` (and `nslookup {fix_name}`) on each node "
+            f"shows whether it resolves; a firewall that blocks DNS (port 53) gives errno -3."
+        ),
+        "rule": "host-unresolved",
+    }
+
+
 #: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function)
 CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]] = {
     "mindspore-core": mindspore_core_groups,
@@ -662,6 +712,7 @@ CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]]
     "thread-limit": thread_limit_groups,
     "numpy-size": numpy_size_groups,
     "dataset-workers": dataset_workers_groups,
+    "host-unresolved": host_unresolved_groups,
 }
 assert set(CLAIMS) == set(ENV_LOOKUPS), "catalogue.ENV_LOOKUPS and rules.env.CLAIMS name the same lookups"
 #: rules whose fix runs no Python (the device, the launch, the network, the loader)
@@ -677,5 +728,6 @@ NO_PYTHON = frozenset(
         "collective-libs",
         "network-interface",
         "thread-limit",
+        "host-unresolved",
     }
 )
