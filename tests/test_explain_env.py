@@ -170,3 +170,28 @@ def test_the_worker_count_is_read_against_the_cpu_threads() -> None:
     # the Python validator states only the range: both sides are named, neither chosen
     [m] = explain_text("ValueError: num_parallel_workers exceeds the boundary between 1 and 12!")
     assert "a value above it, or below 1" in m.cause and "set_num_parallel_workers(12)" in m.fix
+
+
+def test_package_metadata_missing_reads_the_frames() -> None:
+    # pySmartHashtag's own __init__.py in a downloaded archive asking its version
+    # (https://github.com/DasBasti/pySmartHashtag/issues/103): a source tree run without being installed
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/Users/humpataa/Downloads/pySmartHashtag-main/pysmarthashtag/__init__.py", line 5, in <module>\n'
+        '    __version__ = version("pySmartHashtag")\n'
+        '  File "/Library/Frameworks/Python.framework/Versions/3.10/lib/python3.10/importlib/metadata/__init__.py", '
+        "line 548, in from_name\n"
+        "    raise PackageNotFoundError(name)\n"
+        "importlib.metadata.PackageNotFoundError: No package metadata was found for pySmartHashtag\n"
+    )
+    [m] = explain_text(text)
+    assert m.groups.get("rule") == "metadata-source-tree" and "pip install -e ." in m.fix_for("/env/bin/python")
+    # a library asking a dependency's version from site-packages (pydantic asks for email-validator:
+    # https://github.com/open-webui/open-webui/issues/12915): neither a console script of it nor its source tree
+    text = (
+        '  File "/usr/local/lib/python3.11/site-packages/pydantic/networks.py", line 928, in import_email_validator\n'
+        "    if not version('email-validator').partition('.')[0] == '2':\n"
+        "importlib.metadata.PackageNotFoundError: No package metadata was found for email-validator\n"
+    )
+    [m] = explain_text(text)
+    assert m.groups.get("rule") == "metadata-missing" and "email-validator" in m.title

@@ -58,6 +58,7 @@ ENV_LOOKUPS = (
     "numpy-size",
     "dataset-workers",
     "host-unresolved",
+    "metadata-missing",
 )
 LOOKUPS = (
     "library",

@@ -17,6 +17,7 @@ from typing import Callable, Optional, Sequence
 
 from msdoctor.explain.catalogue import ENV_LOOKUPS
 from msdoctor.explain.rules.native import numpy_size_groups
+from msdoctor.explain.rules.packaging import metadata_missing_groups
 
 Groups = dict[str, str]
 
@@ -713,6 +714,7 @@ CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]]
     "numpy-size": numpy_size_groups,
     "dataset-workers": dataset_workers_groups,
     "host-unresolved": host_unresolved_groups,
+    "metadata-missing": metadata_missing_groups,
 }
 assert set(CLAIMS) == set(ENV_LOOKUPS), "catalogue.ENV_LOOKUPS and rules.env.CLAIMS name the same lookups"
 #: rules whose fix runs no Python (the device, the launch, the network, the loader)
