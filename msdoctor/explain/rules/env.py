@@ -694,7 +694,8 @@ def host_unresolved_groups(g: Groups, before: Sequence[str], line: str, after: S
     }
 
 
-#: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function)
+#: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function; numpy-size and metadata-missing live in
+#: their families, native.py and packaging.py, and dispatch through this table)
 CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]] = {
     "mindspore-core": mindspore_core_groups,
     "cann-python": cann_python_groups,
