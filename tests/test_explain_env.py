@@ -130,3 +130,68 @@ def test_the_set_e_case_a_rule_was_written_from_gets_that_rule(case_id: str) -> 
     fix = m.fix_for("/env/bin/python")
     assert "Unverified" in fix and "rules/env.py fills this" not in m.cause + fix
     assert case["verdict"] == "right" and "no longer unseen" in case["note"]
+
+
+def test_an_unlimited_process_limit_is_not_blamed() -> None:
+    # OpenBLAS's lines from https://github.com/occlum/occlum/issues/1564 (inside an SGX library OS): it prints the
+    # RLIMIT_NPROC it saw, -1 (unlimited), so the answer must not say the user's ulimit -u refused the thread
+    text = (
+        "OpenBLAS blas_thread_init: pthread_create failed for thread 71 of 104: Resource temporarily unavailable\n"
+        "OpenBLAS blas_thread_init: RLIMIT_NPROC -1 current, -1 max\n"
+    )
+    [m] = explain_text(text)
+    assert m.entry_id == "thread-limit-reached"
+    assert "unlimited (-1)" in m.cause and "not what refused it" in m.cause
+    # the same failure under a limit it states: the limit is named
+    [m] = explain_text(text.replace("-1 current, -1 max", "4096 current, 513046 max"))
+    assert "RLIMIT_NPROC is 4096" in m.cause and "not what refused it" not in m.cause
+
+
+def test_the_numpy_size_check_reads_the_direction() -> None:
+    # Cython raises only when the installed struct is smaller than the headers' (built against a newer NumPy): the
+    # reverse is a warning that is no claim (https://github.com/numpy/numpy/issues/15748), whatever prefix it has
+    line = "ValueError: numpy.ndarray size changed, may indicate binary incompatibility. Expected {} from C header, got {} from PyObject"
+    assert [m.entry_id for m in explain_text(line.format(88, 80))] == ["numpy-built-newer"]
+    assert explain_text(line.format(80, 88)) == []
+
+
+def test_the_worker_count_is_read_against_the_cpu_threads() -> None:
+    # MindSpore's C++ check as the error-analysis tutorial prints it
+    # (https://www.mindspore.cn/tutorials/en/r2.6.0/debug/error_analysis/minddata_debug.html), with the count varied
+    line = (
+        "RuntimeError: Thread ID 1 Unexpected error. GeneratorDataset's num_workers={}, this value is not within the "
+        "required range of [1, cpu_thread_cnt=2]."
+    )
+    [m] = explain_text(line.format(8))
+    assert m.entry_id == "dataset-workers-over-cpus" and "asks for 8 workers" in m.cause
+    assert "global config" not in m.cause  # an explicit count, not the default
+    [m] = explain_text(line.format(0))
+    assert "at least 1" in m.cause and "more parallel workers" not in m.title
+    # the Python validator states only the range: both sides are named, neither chosen
+    [m] = explain_text("ValueError: num_parallel_workers exceeds the boundary between 1 and 12!")
+    assert "a value above it, or below 1" in m.cause and "set_num_parallel_workers(12)" in m.fix
+
+
+def test_package_metadata_missing_reads_the_frames() -> None:
+    # pySmartHashtag's own __init__.py in a downloaded archive asking its version
+    # (https://github.com/DasBasti/pySmartHashtag/issues/103): a source tree run without being installed
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/Users/humpataa/Downloads/pySmartHashtag-main/pysmarthashtag/__init__.py", line 5, in <module>\n'
+        '    __version__ = version("pySmartHashtag")\n'
+        '  File "/Library/Frameworks/Python.framework/Versions/3.10/lib/python3.10/importlib/metadata/__init__.py", '
+        "line 548, in from_name\n"
+        "    raise PackageNotFoundError(name)\n"
+        "importlib.metadata.PackageNotFoundError: No package metadata was found for pySmartHashtag\n"
+    )
+    [m] = explain_text(text)
+    assert m.groups.get("rule") == "metadata-source-tree" and "pip install -e ." in m.fix_for("/env/bin/python")
+    # a library asking a dependency's version from site-packages (pydantic asks for email-validator:
+    # https://github.com/open-webui/open-webui/issues/12915): neither a console script of it nor its source tree
+    text = (
+        '  File "/usr/local/lib/python3.11/site-packages/pydantic/networks.py", line 928, in import_email_validator\n'
+        "    if not version('email-validator').partition('.')[0] == '2':\n"
+        "importlib.metadata.PackageNotFoundError: No package metadata was found for email-validator\n"
+    )
+    [m] = explain_text(text)
+    assert m.groups.get("rule") == "metadata-missing" and "email-validator" in m.title

@@ -37,7 +37,7 @@ CATEGORIES = (
     "interpreter",
     "api-name",
     "device-busy",
-) + ("network",)
+) + ("network", "host-limits")
 #: the lookups of the environment rules (msdoctor/explain/rules/env.py)
 ENV_LOOKUPS = (
     "mindspore-core",
@@ -54,6 +54,11 @@ ENV_LOOKUPS = (
     "network-interface",
     "wrong-arch",
     "pillow-headers",
+    "thread-limit",
+    "numpy-size",
+    "dataset-workers",
+    "host-unresolved",
+    "metadata-missing",
 )
 LOOKUPS = (
     "library",

@@ -16,6 +16,8 @@ import re
 from typing import Callable, Optional, Sequence
 
 from msdoctor.explain.catalogue import ENV_LOOKUPS
+from msdoctor.explain.rules.native import numpy_size_groups
+from msdoctor.explain.rules.packaging import metadata_missing_groups
 
 Groups = dict[str, str]
 
@@ -541,7 +543,159 @@ def pillow_headers_groups(g: Groups, before: Sequence[str], line: str, after: Se
     }
 
 
-#: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function)
+# -- the process or thread limit ---------------------------------------------------------------------------------------
+#: OpenBLAS's report after pthread_create failed: `RLIMIT_NPROC 4096 current, 513046 max` (-1 is unlimited)
+_NPROC = re.compile(r"RLIMIT_NPROC (?P<cur>-?\d+) current, (?P<max>-?\d+) max")
+
+
+def thread_limit_groups(g: Groups, before: Sequence[str], line: str, after: Sequence[str]) -> Groups:
+    """CPython's ``can't start new thread`` (threading.Thread.start when pthread_create fails) and OpenBLAS's
+    ``pthread_create failed for thread N of M``: the OS refused the process another thread. On Linux a thread counts
+    against the user's process limit (RLIMIT_NPROC, ``ulimit -u``: getrlimit(2),
+    https://man7.org/linux/man-pages/man2/getrlimit.2.html) and a container's or systemd unit's pids limit; else the
+    memory for its stack ran out. OpenBLAS prints the limit it saw: an unlimited one (-1) rules RLIMIT_NPROC out."""
+    near = (line, *after[:3], *reversed(before[-3:]))  # OpenBLAS prints the limit after the failure (before, in 0.2)
+    nproc = next((m for x in near if (m := _NPROC.search(x))), None)
+    cur = nproc.group("cur") if nproc else ""
+    unlimited = cur == "-1"
+    if unlimited:
+        why = (
+            "OpenBLAS reports RLIMIT_NPROC unlimited (-1), so the user's process limit is not what refused it: a "
+            "pids limit of the container or cgroup (docker --pids-limit, Kubernetes' pod pids limit, systemd's "
+            "TasksMax), the kernel's threads-max, or memory for the threads' stacks ran out"
+        )
+    else:
+        shown = f" (here RLIMIT_NPROC is {cur})" if cur else ""
+        why = (
+            f"every thread counts against the user's process limit, RLIMIT_NPROC (`ulimit -u`){shown}, summed over "
+            f"all the user's processes on the machine; a container's pids limit or systemd's TasksMax caps it too, "
+            f"and a large stack size (`ulimit -s`) times many threads can exhaust memory first"
+        )
+    blas = "OpenBLAS" in line
+    who = "OpenBLAS starts one thread per core in every process that loads it, and" if blas else "the threads add up:"
+    return {
+        "_title": "the OS refused to start another thread: the process/thread limit (ulimit -u) or a pids limit is "
+        "reached",
+        "_cause": (
+            f"Starting a thread failed in the OS (pthread_create returned EAGAIN), not in the code: {why}. In a "
+            f"training job {who} each dataset operation's num_parallel_workers (MindSpore's map, batch and "
+            f"GeneratorDataset; a DataLoader's num_workers), each worker process's own thread pools (OpenBLAS, "
+            f"OpenMP), times the ranks on the node."
+        ),
+        "_fix": (
+            "Raise the limit for the user that runs the job (`ulimit -u 65535` in the launching shell, or nproc in "
+            "/etc/security/limits.conf; a container's `--pids-limit`), or start fewer threads: lower "
+            "num_parallel_workers (per operation, or `mindspore.dataset.config.set_num_parallel_workers(N)`), "
+            "num_workers, and `export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1` for the worker processes. "
+            "Unverified: `ulimit -u` and `ulimit -s` show the limits, `ps -eLf -u $USER | wc -l` the threads the "
+            "user already runs, `cat /sys/fs/cgroup/pids.max` a container's pids limit."
+        ),
+        "rule": "thread-limit",
+    }
+
+
+# -- more dataset workers than CPU threads ----------------------------------------------------------------------------
+def dataset_workers_groups(g: Groups, before: Sequence[str], line: str, after: Sequence[str]) -> Groups:
+    """MindSpore's dataset check of a worker count against the CPU threads the machine has: the C++ op's
+    ``OP's num_workers=N(default=8), this value is not within the required range of [1, cpu_thread_cnt=C]``, the
+    Python validator's ``num_parallel_workers exceeds the boundary between 1 and C!`` and ConfigManager's ``... as got
+    N``. The range is stated; the value, where stated, is read against it."""
+    c = g.get("c") or g.get("c2") or ""
+    if not c:
+        return {}
+    n, op = g.get("n") or g.get("n2") or "", g.get("op", "")
+    where = f"{op}'s" if op else "a dataset operation's (or the global config's)"
+    default = "(default=" in line
+    if n and int(n) < 1:
+        what = f"{where} num_parallel_workers is {n}: it must be at least 1"
+    elif n:
+        what = (
+            f"{where} num_parallel_workers asks for {n} workers and this machine gives the process {c} CPU "
+            f"thread(s)"
+            + (
+                f"; {n} is the default, which comes from the global config (mindspore.dataset.config, 8 unless "
+                f"set), so passing num_parallel_workers to another operation does not change it"
+                if default
+                else ""
+            )
+        )
+    else:
+        what = (
+            f"{where} num_parallel_workers lies outside 1 to {c}, {c} being the CPU threads this machine gives the "
+            f"process (a value above it, or below 1)"
+        )
+    return {
+        "_title": f"the dataset asks for more parallel workers than the {c} CPU thread(s) here"
+        if not (n and int(n) < 1)
+        else "a dataset operation was given fewer than 1 parallel worker",
+        "_cause": (
+            f"MindSpore's dataset checks every operation's worker count against the CPU threads it finds on the "
+            f"machine: {what}. A small VM, a container's CPU quota or a notebook (2 threads on Colab) gives fewer "
+            f"than the 8 the dataset defaults to; MindSpore 1.6 and later lower the default to the cores found."
+        ),
+        "_fix": (
+            f"Set the workers to at most {c}: `mindspore.dataset.config.set_num_parallel_workers({c})` before the "
+            f"dataset is built (the default of every operation), and num_parallel_workers={c} or less where an "
+            f"operation is given one (GeneratorDataset, map, batch); or give the machine or container more CPUs. "
+            f'Unverified: `nproc` and `{{python}} -c "import os; print(len(os.sched_getaffinity(0)))"` show the '
+            f"threads the process may use."
+        ),
+        "rule": "dataset-workers",
+    }
+
+
+# -- a host name the launcher cannot resolve ---------------------------------------------------------------------------
+#: getaddrinfo's errors as Python prints them ([Errno N], glibc's EAI_* values: getaddrinfo(3),
+#: https://man7.org/linux/man-pages/man3/getaddrinfo.3.html): -2 the name is not known, -3 the DNS server did not
+#: answer (try again), -5 the name has no address
+_EAI = {
+    "-2": "the name is not known to the resolver (not in /etc/hosts, and DNS has no such name)",
+    "-3": "the DNS server did not answer (a temporary failure: no DNS server reachable from this node)",
+    "-5": "the name is known but has no address",
+}
+
+
+def host_unresolved_groups(g: Groups, before: Sequence[str], line: str, after: Sequence[str]) -> Groups:
+    """A launcher that cannot turn a node's host name into an address: msrun's ``DNS resolution failed: [Errno N]
+    ... Please check whether the correct host name is input`` (its master_addr), and ``ssh: Could not resolve
+    hostname H`` from a launcher that reaches the hosts of its hostfile by ssh (deepspeed, mpirun, horovodrun). A
+    name with a colon or a space in it is a host:slots or host:port spec, or a command, handed over where a bare
+    name is expected: not DNS, no claim."""
+    host = g.get("host", "")
+    if host and re.search(r"[:\s=;]", host):
+        return {}
+    errno = g.get("errno", "")
+    why = _EAI.get(errno, "the resolver could not find it")
+    if host:
+        what = f"ssh could not resolve the host name {host}: {why}"
+        who = (
+            "The launcher reaches every host of its hostfile (or -H list) by ssh, so each name there must resolve "
+            "on the node that launches"
+        )
+        fix_name = host
+    else:
+        what = f"msrun could not resolve the host name given as master_addr: {why}"
+        who = (
+            "msrun turns master_addr (the node that runs the scheduler) into an address on every node, so the name "
+            "must resolve on each of them; a typo, a name only the master knows (its own /etc/hosts), or a node "
+            "that cannot reach the DNS server gives this"
+        )
+        fix_name = "<master_addr>"
+    return {
+        "_title": f"a host name the launcher was given does not resolve (DNS or /etc/hosts): {host or 'master_addr'}",
+        "_cause": f"{what}. {who}.",
+        "_fix": (
+            f"Give the node's IP address instead of its name (msrun --master_addr=<IP>; the hostfile's entries), "
+            f"or make the name resolve on every node: add `<IP> {fix_name}` to /etc/hosts, or fix the DNS server "
+            f"in /etc/resolv.conf. Unverified: `getent hosts {fix_name}` (and `nslookup {fix_name}`) on each node "
+            f"shows whether it resolves; a firewall that blocks DNS (port 53) gives errno -3."
+        ),
+        "rule": "host-unresolved",
+    }
+
+
+#: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function; numpy-size and metadata-missing live in
+#: their families, native.py and packaging.py, and dispatch through this table)
 CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]] = {
     "mindspore-core": mindspore_core_groups,
     "cann-python": cann_python_groups,
@@ -557,6 +711,11 @@ CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]]
     "network-interface": network_interface_groups,
     "wrong-arch": wrong_arch_groups,
     "pillow-headers": pillow_headers_groups,
+    "thread-limit": thread_limit_groups,
+    "numpy-size": numpy_size_groups,
+    "dataset-workers": dataset_workers_groups,
+    "host-unresolved": host_unresolved_groups,
+    "metadata-missing": metadata_missing_groups,
 }
 assert set(CLAIMS) == set(ENV_LOOKUPS), "catalogue.ENV_LOOKUPS and rules.env.CLAIMS name the same lookups"
 #: rules whose fix runs no Python (the device, the launch, the network, the loader)
@@ -571,5 +730,7 @@ NO_PYTHON = frozenset(
         "no-launcher",
         "collective-libs",
         "network-interface",
+        "thread-limit",
+        "host-unresolved",
     }
 )

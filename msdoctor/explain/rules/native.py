@@ -8,7 +8,7 @@ import re
 from typing import Sequence
 
 from msdoctor.explain.owners import file_owner
-from msdoctor.explain.rules.common import _dist_shown, _vtuple
+from msdoctor.explain.rules.common import _dist_shown, _vtuple, frames
 
 
 # -- a runtime library too old: whose copy was loaded -------------------------------------------------------------
@@ -138,6 +138,64 @@ def numpy_groups(line: str, context: Sequence[str]) -> dict[str, str]:
             'when `{python} -c "import numpy"` fails too. Unverified: msdoctor did not read the environment.'
         ),
         "rule": "numpy-missing",
+    }
+
+
+# -- a compiled package built against another NumPy than the one installed ---------------------------------------
+#: the module Cython was initialising: `File "gensim/_matutils.pyx", line 1, in init gensim._matutils` (CPython) or
+#: `.../rolling.pyx in init qlib.data._libs.rolling()` (IPython)
+_SIZES = re.compile(r"Expected (?P<hdr>\d+) from C header, got (?P<obj>\d+) from PyObject")
+_CYTHON_INIT = re.compile(r"\bin init (?P<mod>[A-Za-z_][\w.]*)")
+
+
+def numpy_size_groups(g: dict[str, str], before: Sequence[str], line: str, after: Sequence[str]) -> dict[str, str]:
+    """Cython's ``numpy.ndarray size changed, may indicate binary incompatibility. Expected H from C header, got O
+    from PyObject``: a compiled module checks at import the size of NumPy's C structs against the size the NumPy
+    headers it was built with gave. Cython raises (ValueError) only when the installed NumPy's struct is smaller than
+    the headers' (H > O): the module was built against a newer NumPy than the one installed. A larger installed struct
+    (H < O) is only a RuntimeWarning that NumPy's maintainers call harmless (NumPy keeps its C API backward
+    compatible: https://github.com/numpy/numpy/issues/15748): no claim."""
+    sizes = next((m for x in (line, *after[:2]) if (m := _SIZES.search(x))), None)
+    if sizes is None or g.get("exc") == "RuntimeWarning":
+        return {}  # Cython before 0.29 printed no sizes: the direction is not known
+    hdr, obj = int(sizes.group("hdr")), int(sizes.group("obj"))
+    if hdr <= obj:
+        return {}
+    context = (*before, line, *after)
+    init = [m.group("mod") for x in context for m in _CYTHON_INIT.finditer(x)]
+    module = init[-1] if init else ""
+    pkg = module.split(".")[0] if module else ""
+    if not pkg:
+        site = [p for p in frames(before) if re.search(r"[/\\](?:site|dist)-packages[/\\]", p)]
+        if site:
+            tail = re.split(r"[/\\](?:site|dist)-packages[/\\]", site[-1])[-1]
+            pkg = re.split(r"[/\\]", tail)[0].removesuffix(".py")
+    pkg = "" if pkg == "numpy" else pkg
+    numpy = _dist_shown("numpy", context)
+    have = f"NumPy {numpy}" if numpy else "the NumPy installed"
+    what = f"{pkg}'s compiled module" + (f" {module}" if module else "") if pkg else "a compiled module"
+    name = pkg or "<the package>"
+    return {
+        "_title": f"{what} was built against a newer NumPy than {have} (numpy.{g.get('type', 'ndarray')} "
+        f"is {hdr} bytes in its headers, {obj} here)",
+        "_cause": (
+            f"When {what} loads, Cython compares the size of numpy.{g.get('type', 'ndarray')} in the NumPy headers "
+            f"it was compiled with ({hdr} bytes) with the size in {have} ({obj} bytes). A smaller struct at run "
+            f"time means the module was built against a newer NumPy than the one installed: {name} was installed "
+            f"(or its wheel built) while a newer numpy was present, and numpy was then downgraded or pinned lower "
+            f"(another package's requirement, a requirements file), or pip's build isolation compiled it against "
+            f"the newest numpy. The two must be installed as a pair."
+        ),
+        "_fix": (
+            f"Upgrade numpy to the release {name} was built for (`{{python}} -m pip install --upgrade numpy`, "
+            f"within what the other packages allow: MindSpore <= 2.9 and CANN's TBE need numpy<2), or rebuild "
+            f"{name} against the numpy installed: `{{python}} -m pip install --force-reinstall --no-cache-dir "
+            f"--no-build-isolation --no-binary {name} {name}` (or uninstall both and install them in one pip "
+            f"command; a stale wheel in ~/.cache/pip/wheels is rebuilt after `{{python}} -m pip cache purge`). "
+            f"Unverified: `{{python}} -m pip show numpy {name}` shows the two versions; `{{python}} -m pip check` "
+            f"names a requirement the downgrade broke."
+        ),
+        "rule": "numpy-built-newer",
     }
 
 

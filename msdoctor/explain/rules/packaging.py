@@ -566,3 +566,95 @@ def mindspore_wheel_groups(version: str, context: Sequence[str]) -> dict[str, st
             f"https://www.mindspore.cn/install gives for it"
         )
     return {"ms_facts": facts + f" ({row.source.split(';')[0]})."}
+
+
+# -- a distribution whose metadata the running Python does not have --------------------------------------------------
+#: the console script pip or a distro package wrote: `sys.exit(load_entry_point('envycontrol==3.5.1', ...))` (the
+#: quotes lost where a paste went through markdown)
+_ENTRY_POINT = re.compile(r"load_entry_point\(['\"]?(?P<dist>[^'\"=,()\s]+)==(?P<ver>[^'\",)\s]+)")
+_STDLIB_PY = re.compile(r"[/\\]lib[/\\]python(?P<v>3\.\d+)[/\\]")
+
+
+def metadata_missing_groups(
+    g: dict[str, str], before: Sequence[str], line: str, after: Sequence[str]
+) -> dict[str, str]:
+    """``importlib.metadata.PackageNotFoundError: No package metadata was found for X``: the Python that runs has
+    no installed distribution X (no X-*.dist-info on its path; importlib.metadata's lookup:
+    https://docs.python.org/3/library/importlib.metadata.html#distributions). The frames tell why: a console script
+    written for X (``load_entry_point('X==V', ...)``) run by a Python that lacks X's metadata was installed for
+    another Python (a system Python upgraded since); X's own file outside site-packages asking its version is a
+    source tree run without being installed; else X is not installed here, or only its files are (a leftover)."""
+    dist = g.get("dist", "").strip().rstrip(".")
+    if not dist:
+        return {}
+    text = (*before, line)
+    ep = next((m for x in text if (m := _ENTRY_POINT.search(x))), None)
+    pys = {m.group("v") for x in frames(before) if (m := _STDLIB_PY.search(x))}
+    py = pys.pop() if len(pys) == 1 else ""
+    own = [p for p in frames(before) if not _MACHINERY.search(p) and re.search(r"[/\\]", p)]
+    norm = re.sub(r"[-_.]+", "_", dist).lower()
+    checkout = next(
+        (
+            p
+            for p in own
+            if not re.search(r"[/\\](?:site|dist)-packages[/\\]", p)
+            and any(re.sub(r"[-_.]+", "_", part).lower() == norm for part in re.split(r"[/\\]", p)[:-1])
+        ),
+        "",
+    )
+    if ep is not None and _normal(ep.group("dist")) == _normal(dist):
+        runs = f"Python {py}" if py else "the Python that runs it"
+        return {
+            "_title": f"the {dist} command was installed for another Python than the {runs} that now runs it",
+            "_cause": (
+                f"The script is {dist} {ep.group('ver')}'s console entry point: it asks importlib.metadata for "
+                f"{dist}'s entry points, and {runs} has no {dist} metadata. The script and its package were "
+                f"installed into another Python's site-packages: most often the system Python was upgraded (a "
+                f"distribution's major Python update) after {dist} was installed, and {dist}'s files stayed in the "
+                f"old release's directory; or the script's first line names a Python other than the one pip "
+                f"installed it for."
+            ),
+            "_fix": (
+                f"Reinstall {dist} for the Python that runs the script: rebuild or reinstall its system package "
+                f"(an AUR package is rebuilt after a Python update), or `{{python}} -m pip install --force-reinstall "
+                f"{dist}`. Unverified: `head -1 $(command -v {dist})` shows the Python the script runs, "
+                f"`ls /usr/lib/python3*/site-packages | grep -i {dist}` where its files are."
+            ),
+            "rule": "metadata-other-python",
+        }
+    if checkout:
+        return {
+            "_title": f"{dist} runs from a source tree that is not installed, so it has no package metadata",
+            "_cause": (
+                f"{checkout} is a file of {dist}'s source outside site-packages (a clone or a downloaded archive) "
+                f"and it asks importlib.metadata for {dist}'s own version; metadata exists only for installed "
+                f"distributions, and this tree was imported from the current directory or PYTHONPATH without "
+                f"being installed."
+            ),
+            "_fix": (
+                f"Install the tree into the Python that runs it: `{{python}} -m pip install -e .` in the directory "
+                f"holding its pyproject.toml or setup.py (or install the released {dist}). Unverified: `{{python}} "
+                f"-m pip show {dist}` shows whether it is installed."
+            ),
+            "rule": "metadata-source-tree",
+        }
+    return {
+        "_title": f"no {dist} distribution is installed in the Python that ran (importlib.metadata found none)",
+        "_cause": (
+            f"Code asked importlib.metadata for {dist} (its version or entry points) and the Python that ran has no "
+            f"{dist}-*.dist-info on its path: {dist} is not installed in this environment, or only its files are "
+            f"(a leftover of an interrupted uninstall, or files copied in without pip), so `import` may find it "
+            f"while its metadata is missing. Which one the paste does not tell."
+        ),
+        "_fix": (
+            f'`{{python}} -m pip show {dist}` and `{{python}} -c "import importlib.util as u; '
+            f"print(u.find_spec('{dist.replace('-', '_')}'))\"` tell the two apart: not installed, install it (or "
+            f"the extra of the package that needs it); files without metadata, uninstall or delete the leftover "
+            f"directory and install {dist} again if it is wanted. Unverified: msdoctor did not read the environment."
+        ),
+        "rule": "metadata-missing",
+    }
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
