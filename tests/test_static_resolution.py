@@ -55,7 +55,10 @@ def test_mypy_resolves_the_remapped_packages_from_a_strict_editable_install(tmp_
         timeout=600,
     )
     assert "Cannot find implementation" not in res.stdout, res.stdout
-    assert 'Revealed type is "msdoctor.checks.version_matrix.fix.StackFixer"' in res.stdout, res.stdout
+    # FIXER is typed as the protocol of its plan (msdoctor.fix.Fixer), so mypy checks that StackFixer follows it
+    assert 'Revealed type is "msdoctor.fix.Fixer[msdoctor.checks.version_matrix.fix.StackPlan]"' in res.stdout, (
+        res.stdout
+    )
     assert 'Revealed type is "def (' in res.stdout and "msdoctor.training.config.ConfigError" in res.stdout
     # the default (import hook) install is what the static tools cannot follow
     plain = make_venv(tmp_path / "plain")
