@@ -276,11 +276,30 @@ def make_ctx(facts: Optional[Mapping[str, Any]] = None, environ: Optional[Mappin
 
 
 def free_port() -> int:
-    """A TCP port the OS has just handed out (bound to port 0, then released): parallel workers never pick
-    the same one, as ``18000 + pid % 1000`` could."""
+    """A TCP port that is free now and that the OS will not hand out meanwhile: below the ephemeral range
+    (/proc/sys/net/ipv4/ip_local_port_range, 32768-60999 by default), from which every outgoing connection takes
+    its local port. A test can hold a port for minutes before msrun binds it (msdoctor train runs its gate first);
+    a port from bind(0), in that range, was once taken by another test's pip connection in that time ("Building
+    networking for MS_SCHED failed"). Random, bound once to check: parallel workers do not pick the same one, as
+    ``18000 + pid % 1000`` could."""
+    import random
     import socket
 
-    with socket.socket() as s:
+    low = 32768
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    lo, hi = 20000, max(20001, min(low, 32768) - 1)
+    for _ in range(200):
+        port = random.SystemRandom().randint(lo, hi)
+        with socket.socket() as s:
+            try:
+                s.bind(("", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # every try in use: the OS's choice, as before
         s.bind(("", 0))
         return int(s.getsockname()[1])
 

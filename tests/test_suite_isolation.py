@@ -206,3 +206,17 @@ def test_built_once_builds_once_and_a_failed_build_leaves_nothing(tmp_path: Path
 
     first = helpers.built_once(name, build)
     assert helpers.built_once(name, build) == first and len(builds) == 1 and (first / "made").is_file()
+
+
+def test_free_ports_are_free_and_outside_the_ephemeral_range() -> None:
+    """A port a test holds for minutes before msrun binds it must not be one the OS hands to outgoing connections."""
+    import socket
+
+    from helpers import free_port
+
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = [free_port() for _ in range(50)]
+    assert all(20000 <= p < low for p in ports), ports
+    assert len(set(ports)) > 40  # random: parallel workers do not collide
+    with socket.socket() as s:
+        s.bind(("", ports[0]))  # free when handed out
