@@ -251,8 +251,12 @@ class Redactor:
         if hosts is None:
             found = set()
             try:
-                # uname's nodename is gethostname() on POSIX (the socket module is not loaded for it)
-                name = os.uname().nodename if hasattr(os, "uname") else __import__("socket").gethostname()
+                if hasattr(os, "uname"):  # POSIX: uname's nodename is gethostname(), without loading socket
+                    name = os.uname().nodename
+                else:  # pragma: no cover - Windows
+                    import socket
+
+                    name = socket.gethostname()
                 found.update({name, name.split(".")[0]})
             except OSError:
                 pass

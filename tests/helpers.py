@@ -291,8 +291,9 @@ def free_port() -> int:
     except (OSError, ValueError, IndexError):
         pass
     lo, hi = 20000, max(20001, min(low, 32768) - 1)
+    rng = random.SystemRandom()
     for _ in range(200):
-        port = random.SystemRandom().randint(lo, hi)
+        port = rng.randint(lo, hi)
         with socket.socket() as s:
             try:
                 s.bind(("", port))

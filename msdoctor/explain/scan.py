@@ -96,11 +96,13 @@ def _headlines_last(out: list[Match], headlines: set[str], structural: set[str])
     after the last claim of a structural rule within HEADLINE_SPAN lines below it: that rule read the detail (a
     device id against the count) and names the cause; a catalogue entry matching there does not outrank it."""
 
+    if not any(m.entry_id in headlines for m in out):
+        return out
+    claims = [o.line_no for o in out if o.entry_id in structural]
+
     def key(m: Match) -> tuple[int, int]:
-        below = [
-            o.line_no for o in out if o.entry_id in structural and m.line_no < o.line_no <= m.line_no + HEADLINE_SPAN
-        ]
-        return (max(below), 1) if m.entry_id in headlines and below else (m.line_no, 0)
+        below = [n for n in claims if m.line_no < n <= m.line_no + HEADLINE_SPAN] if m.entry_id in headlines else []
+        return (max(below), 1) if below else (m.line_no, 0)
 
     return sorted(out, key=key)
 
