@@ -95,6 +95,36 @@ def test_a_node_that_never_started_from_a_directory_of_node_directories():
     assert len(r.lines()) <= 25
 
 
+# two lines a worker's heartbeat thread printed once the scheduler had given up and exited (observed on this machine,
+# 2026-12-04, the never scenario of tests/test_postmortem_msrun.py under load): they came after the main thread's
+# "Building networking ... failed" in that run; in a CI run on 2 loaded cores they came before it, and rank 0 was read
+# as a later error of its own instead of the cluster that never formed
+_HEARTBEAT_LOST = (
+    "[ERROR] DISTRIBUTED(12857,7f4343ffe6c0,python):2026-12-02-12:48:21.726.049 [mindspore/ccsrc/distributed/cluster/"
+    "topology/compute_graph_node.cc:286] Heartbeat] Failed to send heartbeat message to meta server node and try to "
+    "reconnect to the meta server.\n"
+    "[ERROR] DISTRIBUTED(12857,7f4343ffe6c0,python):2026-12-02-12:48:22.728.942 [mindspore/ccsrc/distributed/cluster/"
+    "topology/compute_graph_node.cc:297] Heartbeat] Failed to connect to the meta server. Maybe it has exited. Please "
+    "check scheduler's log.\n"
+)
+
+
+def test_a_heartbeat_that_lost_the_scheduler_before_the_main_thread_failed_is_not_the_ranks_own_error(tmp_path):
+    shutil.copytree(MSRUN / "never", tmp_path / "never")
+    log = tmp_path / "never" / "node0" / "worker_0.log"
+    lines = log.read_text().splitlines(keepends=True)
+    at = next(i for i, x in enumerate(lines) if "Building networking for MS_WORKER failed" in x)
+    log.write_text("".join(lines[: at - 30] + [_HEARTBEAT_LOST] + lines[at - 30 :]))
+    r = pm.analyse([tmp_path / "never"])
+    assert r.first_failure.ranks == [2, 3]
+    assert 0 in _kinds(r)["cluster-not-formed"], r.consequences
+    assert _kinds(r) == _kinds(pm.analyse([MSRUN / "never"]))  # the planted lines change nothing
+    # a rank whose only errors are the lost scheduler keeps them as its own: nothing else explains it
+    log.write_text("".join(lines[:at] + [_HEARTBEAT_LOST]))
+    rank0 = pm.analyse([tmp_path / "never"]).ranks[0]
+    assert rank0.first()[0] == "own" and "heartbeat" in rank0.first()[1].text
+
+
 def test_the_same_node_given_as_several_log_dirs():
     r = pm.analyse([MSRUN / "never" / "node0", MSRUN / "never" / "node1"])  # node 1 wrote nothing
     assert r.first_failure.ranks == [2, 3]

@@ -154,6 +154,11 @@ CLUSTER_NOT_FORMED = re.compile(
 # the scheduler's own summary, raised by the scheduler process (which runs the same script, so its traceback can land
 # in a rank's log): "The total number of timed out node is 2. ..., worker 0 is the first one timed out" (observed)
 SCHEDULER_TIMEOUT = re.compile(r"The total number of timed out node is \d+|The node: \S+ is timed out")
+# a worker's heartbeat thread that no longer reaches the scheduler (the meta server): "Failed to send heartbeat
+# message to meta server node and try to reconnect to the meta server.", "Failed to connect to the meta server. Maybe
+# it has exited." (observed: tests/data/postmortem/msrun/never, after the scheduler gave up and exited). It runs beside
+# the main thread, so on a loaded machine it can print before the main thread's own error: never a first error.
+SCHEDULER_LOST = re.compile(r"heartbeat message to meta server|connect to the meta server|reconnect to the meta server")
 # the rank a waiting rank names as the one it waits for: HCCL "remote rank: [N]" (a rank of the communication
 # group, the global rank only in the world group), the CPU ring "wait receiving [N,k]" (observed: each rank waits on
 # its ring predecessor)
@@ -623,6 +628,8 @@ class Rank:
         """What its first error is: "own" (it failed by itself), "wait" (a collective timed out waiting for
         another rank) or "not-formed" (the cluster never formed); whatever follows in its log is downstream."""
         evs = self.events()
+        lost = [e for e in evs if not SCHEDULER_LOST.search(e.text)]
+        evs = lost or evs  # a rank that only lost the scheduler keeps those lines as its own
         if not evs:
             return None, None
         # an error is often a block: "Call runtime ... error." with the reason on the lines below it
