@@ -59,6 +59,7 @@ ENV_LOOKUPS = (
     "dataset-workers",
     "host-unresolved",
     "metadata-missing",
+    "device-memory",
 )
 LOOKUPS = (
     "library",

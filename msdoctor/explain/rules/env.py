@@ -16,7 +16,7 @@ import re
 from typing import Callable, Optional, Sequence
 
 from msdoctor.explain.catalogue import ENV_LOOKUPS
-from msdoctor.explain.rules.native import numpy_size_groups
+from msdoctor.explain.rules.native import device_memory_groups, numpy_size_groups
 from msdoctor.explain.rules.packaging import metadata_missing_groups
 
 Groups = dict[str, str]
@@ -694,8 +694,8 @@ def host_unresolved_groups(g: Groups, before: Sequence[str], line: str, after: S
     }
 
 
-#: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function; numpy-size and metadata-missing live in
-#: their families, native.py and packaging.py, and dispatch through this table)
+#: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function; numpy-size, device-memory and
+#: metadata-missing live in their families, native.py and packaging.py, and dispatch through this table)
 CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]] = {
     "mindspore-core": mindspore_core_groups,
     "cann-python": cann_python_groups,
@@ -716,6 +716,7 @@ CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]]
     "dataset-workers": dataset_workers_groups,
     "host-unresolved": host_unresolved_groups,
     "metadata-missing": metadata_missing_groups,
+    "device-memory": device_memory_groups,
 }
 assert set(CLAIMS) == set(ENV_LOOKUPS), "catalogue.ENV_LOOKUPS and rules.env.CLAIMS name the same lookups"
 #: rules whose fix runs no Python (the device, the launch, the network, the loader)
@@ -732,5 +733,7 @@ NO_PYTHON = frozenset(
         "network-interface",
         "thread-limit",
         "host-unresolved",
+        "device-memory-held",
+        "device-memory-exhausted",
     }
 )
