@@ -60,6 +60,7 @@ ENV_LOOKUPS = (
     "host-unresolved",
     "metadata-missing",
     "device-memory",
+    "shell",
 )
 LOOKUPS = (
     "library",
