@@ -61,6 +61,7 @@ ENV_LOOKUPS = (
     "metadata-missing",
     "device-memory",
     "shell",
+    "kernel-headers",
 )
 LOOKUPS = (
     "library",

@@ -752,6 +752,36 @@ def shell_groups(g: Groups, before: Sequence[str], line: str, after: Sequence[st
     return {}
 
 
+# -- a kernel module built without the running kernel's headers -------------------------------------------------------
+def kernel_headers_groups(g: Groups, before: Sequence[str], line: str, after: Sequence[str]) -> Groups:
+    """``/lib/modules/VER/build: No such file or directory``: a kernel module build (kbuild's ``make -C
+    /lib/modules/$(uname -r)/build M=...``: a driver's installer, the Ascend NPU driver's, NVIDIA's, DKMS) found no
+    headers for kernel VER. The build link in /lib/modules/VER is made by the kernel headers package of exactly that
+    release (kbuild's external modules, https://docs.kernel.org/kbuild/modules.html)."""
+    ver = g.get("kver", "")
+    if not ver:
+        return {}
+    return {
+        "_title": f"the headers of kernel {ver} are not installed: a kernel module (a driver) cannot be built",
+        "_cause": (
+            f"Building a kernel module (a device driver's installer: the Ascend NPU driver, NVIDIA's, a DKMS "
+            f"package) needs the headers of the kernel it will load into, which the build finds through "
+            f"/lib/modules/{ver}/build. That link is missing: the kernel headers (kernel-devel) package for "
+            f"{ver} is not installed, or headers of another kernel release are (a kernel updated and not yet "
+            f"booted into, or headers installed for the newest kernel while an older one runs)."
+        ),
+        "_fix": (
+            f"Install the headers of exactly this release: `apt install linux-headers-{ver}` (Debian/Ubuntu; "
+            f"`raspberrypi-kernel-headers` on Raspberry Pi OS), `yum install kernel-devel-{ver} "
+            f"kernel-headers-{ver}` (CentOS, EulerOS, openEuler, HCE), then run the installer again. If no package "
+            f"of that release exists, update the kernel and its headers together and reboot into it. Unverified: "
+            f"`uname -r` shows the running kernel, `ls -l /lib/modules/$(uname -r)/build` whether its headers are "
+            f"there."
+        ),
+        "rule": "kernel-headers-missing",
+    }
+
+
 #: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function; numpy-size, device-memory and
 #: metadata-missing live in their families, native.py and packaging.py, and dispatch through this table)
 CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]] = {
@@ -776,6 +806,7 @@ CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]]
     "metadata-missing": metadata_missing_groups,
     "device-memory": device_memory_groups,
     "shell": shell_groups,
+    "kernel-headers": kernel_headers_groups,
 }
 assert set(CLAIMS) == set(ENV_LOOKUPS), "catalogue.ENV_LOOKUPS and rules.env.CLAIMS name the same lookups"
 #: rules whose fix runs no Python (the device, the launch, the network, the loader)
@@ -796,5 +827,6 @@ NO_PYTHON = frozenset(
         "device-memory-exhausted",
         "script-crlf",
         "python-command-missing",
+        "kernel-headers-missing",
     }
 )
