@@ -62,6 +62,7 @@ ENV_LOOKUPS = (
     "device-memory",
     "shell",
     "kernel-headers",
+    "stream-limit",
 )
 LOOKUPS = (
     "library",

@@ -16,7 +16,7 @@ import re
 from typing import Callable, Optional, Sequence
 
 from msdoctor.explain.catalogue import ENV_LOOKUPS
-from msdoctor.explain.rules.native import device_memory_groups, numpy_size_groups
+from msdoctor.explain.rules.native import device_memory_groups, numpy_size_groups, stream_limit_groups
 from msdoctor.explain.rules.packaging import metadata_missing_groups
 
 Groups = dict[str, str]
@@ -782,8 +782,8 @@ def kernel_headers_groups(g: Groups, before: Sequence[str], line: str, after: Se
     }
 
 
-#: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function; numpy-size, device-memory and
-#: metadata-missing live in their families, native.py and packaging.py, and dispatch through this table)
+#: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function; numpy-size, device-memory,
+#: stream-limit and metadata-missing live in their families, native.py and packaging.py, and dispatch through this table)
 CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]] = {
     "mindspore-core": mindspore_core_groups,
     "cann-python": cann_python_groups,
@@ -807,6 +807,7 @@ CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]]
     "device-memory": device_memory_groups,
     "shell": shell_groups,
     "kernel-headers": kernel_headers_groups,
+    "stream-limit": stream_limit_groups,
 }
 assert set(CLAIMS) == set(ENV_LOOKUPS), "catalogue.ENV_LOOKUPS and rules.env.CLAIMS name the same lookups"
 #: rules whose fix runs no Python (the device, the launch, the network, the loader)
@@ -828,5 +829,7 @@ NO_PYTHON = frozenset(
         "script-crlf",
         "python-command-missing",
         "kernel-headers-missing",
+        "streams-exhausted",
+        "streams-exhausted-capture",
     }
 )

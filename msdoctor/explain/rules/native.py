@@ -429,3 +429,61 @@ def device_memory_groups(g: dict[str, str], before: Sequence[str], line: str, af
         "_fix": _fits_fix(""),
         "rule": "device-memory-exhausted",
     }
+
+
+# -- the device's streams used up --------------------------------------------------------------------------------------
+#: graph capture on the NPU: torch_npu's NPUGraph (aclmdlRICaptureBegin, CANN's model-runtime capture), vLLM-Ascend's
+#: ACL graphs (https://docs.vllm.ai/projects/ascend/en/latest/user_guide/feature_guide/graph_mode.html)
+_CAPTURE = re.compile(
+    r"aclmdlRICapture|\bNPUGraph\b|capture_begin|BeginCapture|\bcapture[_ ]stream|aclgraph|cudagraph", re.I
+)
+
+
+def stream_limit_groups(g: dict[str, str], before: Sequence[str], line: str, after: Sequence[str]) -> dict[str, str]:
+    """The device's streams used up: MindSpore's ``Stream isn't enough`` (its stream assignment for a compiled graph)
+    and CANN's ``Insufficient_Stream_Resources(EL0009)`` / ``Stream resources are insufficient`` (ACL runtime code
+    207008). A stream is a hardware queue of the device; the driver gives each device a fixed number. What opened them
+    is read from the lines around: graph capture (every captured graph keeps its own streams and events) or a compiled
+    graph (parallel tasks, communication operators, control flow)."""
+    capture = any(_CAPTURE.search(x) for x in (*before[-12:], line, *after[:8]))
+    common = (
+        " Another process on the same device holds streams too (CANN's own Solution line: close applications not in "
+        "use); and the number a device gives depends on the driver (HDK) and CANN release."
+    )
+    if capture:
+        return {
+            "_title": "graph capture used up the NPU's streams (stream resources are insufficient, EL0009)",
+            "_cause": (
+                "The device ran out of streams while capturing a graph: each captured graph (one per capture size, "
+                "and one per piece between the operators that cannot be captured in PIECEWISE mode) keeps its own "
+                "streams and events, so many capture sizes, many layers or tensor-parallel communication add up past "
+                "what the driver gives a device." + common
+            ),
+            "_fix": (
+                "Capture fewer graphs: fewer cudagraph_capture_sizes or a lower max_cudagraph_capture_size (vLLM's "
+                "compilation config), FULL_DECODE_ONLY where decode is uniform, or run eager (enforce_eager / "
+                "--enforce-eager) to confirm that capture is the cause; a newer Ascend HDK driver and CANN raise the "
+                "limit. Unverified: `npu-smi info` shows other processes on the device; the plog names the stream "
+                "that failed."
+            ),
+            "rule": "streams-exhausted-capture",
+        }
+    return {
+        "_title": "the compiled graph needs more NPU streams than the device gives (Stream isn't enough)",
+        "_cause": (
+            "The device ran out of streams: a stream is a hardware task queue, and the driver gives each device a "
+            "fixed number. MindSpore's graph compiler opens streams for tasks that run in parallel, for communication "
+            "operators (collectives run on streams of their own) and for control flow (the branches and loops of "
+            "if/while in a graph-mode construct), so a large network, many communication operators or many "
+            "conditional statements need more than there are." + common
+        ),
+        "_fix": (
+            "Make the graph need fewer streams: fewer communication operators (fuse them: comm_fusion or "
+            "all_reduce_fusion_config in set_auto_parallel_context), fewer conditional control statements in "
+            "construct() (move conditions that do not depend on tensors out of the graph), or a smaller graph per "
+            "device (more pipeline stages, fewer layers); check the driver (HDK) and CANN releases against the "
+            "MindSpore release. Unverified: `npu-smi info` shows other processes on the device; the INFO log of "
+            "stream assignment (GLOG_v=1) prints the streams the graph asks for."
+        ),
+        "rule": "streams-exhausted",
+    }
