@@ -44,8 +44,9 @@ def test_the_device_id_is_read_against_the_range_cann_states() -> None:
 def test_mindspore_s_device_count_line_comes_before_its_runtime_headline() -> None:
     """MindSpore's `Ascend kernel runtime initialization failed ... The details refer to 'Ascend Error Message'`
     (a headline entry) yields first place to the rule that read the detail under it: `Got device count[N] and device
-    id[D]` (the text of MindSpore's distributed parallel FAQ, set F). An id inside the count makes no claim, and a
-    catalogue entry matching the detail (device memory) does not outrank the headline (set E's occupied card)."""
+    id[D]` (the text of MindSpore's distributed parallel FAQ, set F). An id inside the count makes no claim; a plain
+    catalogue entry matching the detail does not outrank the headline, while the device-memory rule, which reads the
+    free and total figures under it, does (set E's occupied card)."""
     text = (
         "RuntimeError: Ascend kernel runtime initialization failed, device id: {d}. The details refer to 'Ascend "
         "Error Message'.\n-Framework Error Message: (For framework developers)\n"
