@@ -44,8 +44,9 @@ def test_the_device_id_is_read_against_the_range_cann_states() -> None:
 def test_mindspore_s_device_count_line_comes_before_its_runtime_headline() -> None:
     """MindSpore's `Ascend kernel runtime initialization failed ... The details refer to 'Ascend Error Message'`
     (a headline entry) yields first place to the rule that read the detail under it: `Got device count[N] and device
-    id[D]` (the text of MindSpore's distributed parallel FAQ, set F). An id inside the count makes no claim, and a
-    catalogue entry matching the detail (device memory) does not outrank the headline (set E's occupied card)."""
+    id[D]` (the text of MindSpore's distributed parallel FAQ, set F). An id inside the count makes no claim; a plain
+    catalogue entry matching the detail does not outrank the headline, while the device-memory rule, which reads the
+    free and total figures under it, does (set E's occupied card)."""
     text = (
         "RuntimeError: Ascend kernel runtime initialization failed, device id: {d}. The details refer to 'Ascend "
         "Error Message'.\n-Framework Error Message: (For framework developers)\n"
@@ -195,3 +196,27 @@ def test_package_metadata_missing_reads_the_frames() -> None:
     )
     [m] = explain_text(text)
     assert m.groups.get("rule") == "metadata-missing" and "email-validator" in m.title
+
+
+def test_the_device_memory_rule_reads_each_form_s_figures() -> None:
+    """MindSpore's device memory messages, their byte figures read: the old pool form (a request larger than the whole
+    pool names the batch and an abnormal shape), the start-up check's free against total (another process holds the
+    card), and the runtime's alloc size; a line without figures of that form is no claim."""
+    pool = "Out of Memory!!! total[{t}] (dynamic[0] memory poll[524288000]) malloc[{m}] failed!"
+    [m] = explain_text(pool.format(t=3212254720, m=32611480064))
+    assert m.entry_id == "device-memory-exhausted" and "30.4 GiB" in m.title
+    assert "larger than the whole pool" in m.cause and "abnormal shape" in m.cause
+    [m] = explain_text(pool.format(t=34359738368, m=1073741824))
+    assert "larger than the whole pool" not in m.cause and "too little of it is left" in m.cause
+    moc = (
+        "Malloc device memory failed, free memory size is less than half of total memory size.Device 0 Device MOC "
+        "total size:{t} Device MOC free size:{f} may be other processes occupying this card, check as: ps -ef|grep python"
+    )
+    [m] = explain_text(moc.format(t=34359738368, f=2140602368))
+    assert m.groups["rule"] == "device-memory-held" and "32.0 GiB" in m.cause and "(6%)" in m.cause
+    assert "npu-smi info" in m.fix and "python_multiprocessing=False" in m.fix
+    [m] = explain_text(
+        "Device(id:3) memory isn't enough and alloc failed, kernel name: Default/MatMul-op1, alloc size: 2147483648B."
+    )
+    assert "2.0 GiB" in m.title
+    assert [x.entry_id for x in explain_text("Out of Memory!!! total[] malloc[] failed")] == []

@@ -59,6 +59,10 @@ ENV_LOOKUPS = (
     "dataset-workers",
     "host-unresolved",
     "metadata-missing",
+    "device-memory",
+    "shell",
+    "kernel-headers",
+    "stream-limit",
 )
 LOOKUPS = (
     "library",

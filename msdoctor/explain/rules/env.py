@@ -16,7 +16,7 @@ import re
 from typing import Callable, Optional, Sequence
 
 from msdoctor.explain.catalogue import ENV_LOOKUPS
-from msdoctor.explain.rules.native import numpy_size_groups
+from msdoctor.explain.rules.native import device_memory_groups, numpy_size_groups, stream_limit_groups
 from msdoctor.explain.rules.packaging import metadata_missing_groups
 
 Groups = dict[str, str]
@@ -694,8 +694,96 @@ def host_unresolved_groups(g: Groups, before: Sequence[str], line: str, after: S
     }
 
 
-#: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function; numpy-size and metadata-missing live in
-#: their families, native.py and packaging.py, and dispatch through this table)
+# -- the shell that runs a launch script ------------------------------------------------------------------------------
+#: a script's name and line as bash and dash print them before their message (`./run.sh: line 3:`, `run.sh: 3:`)
+_SCRIPT_AT = re.compile(r"(?P<script>[^\s:'\"]+\.(?:sh|bash))\s*:\s*(?:line\s+|行\s*)?(?P<n>\d+)\s*:")
+
+
+def shell_groups(g: Groups, before: Sequence[str], line: str, after: Sequence[str]) -> Groups:
+    """Two things a launch script's shell says about the machine rather than the script's logic: a token ending in a
+    carriage return (bash's ``$'\\r': command not found`` and ``syntax error near unexpected token `$'{\\r''``: the
+    script has Windows (CRLF) line endings, so bash reads a \\r at the end of every line; bash(1) QUOTING,
+    https://www.gnu.org/software/bash/manual/bash.html#ANSI_002dC-Quoting, prints a word with control characters as
+    $'...'), and no command named ``python`` (``sh: 1: python: not found``, ``python: command not found``, ``/usr/bin/env:
+    'python': No such file or directory``): the system has python3 only (PEP 394 leaves the name python to the
+    distribution; Ubuntu 20.04 and Debian 11 ship none, https://wiki.ubuntu.com/FocalFossa/ReleaseNotes#Python3_by_default).
+    A missing python3, or python missing inside an environment that should provide it, is not told apart here: the
+    rule says what the shell looked for."""
+    at = _SCRIPT_AT.search(line)
+    script = at.group("script") if at else ""
+    if "cr" in g or "cr2" in g:
+        where = f"{script} (line {at.group('n')})" if at else "the script"
+        target = script or "<script>.sh"
+        return {
+            "_title": f"{script or 'the shell script'} has Windows (CRLF) line endings: bash reads a \\r at the end of "
+            "every line",
+            "_cause": (
+                f"The shell printed a word ending in \\r ($'...\\r') in {where}: the file's lines end in CR LF, as "
+                f"Windows editors and git's core.autocrlf write them, and bash takes the carriage return as part of "
+                f"the last word of each line, so commands, keywords (then, do, {{) and values all carry it. The "
+                f"script was copied or checked out on Windows (or through a tool that converted it)."
+            ),
+            "_fix": (
+                f"Convert it to Unix line endings: `dos2unix {target}` (or `sed -i 's/\\r$//' {target}`; in vim "
+                f"`:set ff=unix` and save), and for a git checkout `git config core.autocrlf input` or a "
+                f"`.gitattributes` line `*.sh text eol=lf`. Unverified: `file {target}` says 'with CRLF line "
+                f"terminators' while it has them."
+            ),
+            "rule": "script-crlf",
+        }
+    if "py" in g or "py2" in g:
+        return {
+            "_title": "there is no command named python on this PATH (Python 3 is often installed as python3 only)",
+            "_cause": (
+                "A script or tool ran the command `python` and the shell found none. Current Linux distributions "
+                "install Python 3 as python3 and leave the name python unset or pointing at Python 2 (PEP 394; "
+                "Ubuntu 20.04 and Debian 11 ship no python), so build scripts and launchers that call python fail "
+                "although Python 3 is installed; inside a virtual or conda environment that is not activated the "
+                "same happens."
+            ),
+            "_fix": (
+                "Activate the environment that should run it (`source <env>/bin/activate`, `conda activate <env>`), "
+                "or make python name Python 3: `sudo apt install python-is-python3` on Debian/Ubuntu, or a link "
+                '`sudo ln -sf "$(command -v python3)" /usr/local/bin/python`. Unverified: `command -v python '
+                "python3` and `python --version` show what the name runs."
+            ),
+            "rule": "python-command-missing",
+        }
+    return {}
+
+
+# -- a kernel module built without the running kernel's headers -------------------------------------------------------
+def kernel_headers_groups(g: Groups, before: Sequence[str], line: str, after: Sequence[str]) -> Groups:
+    """``/lib/modules/VER/build: No such file or directory``: a kernel module build (kbuild's ``make -C
+    /lib/modules/$(uname -r)/build M=...``: a driver's installer, the Ascend NPU driver's, NVIDIA's, DKMS) found no
+    headers for kernel VER. The build link in /lib/modules/VER is made by the kernel headers package of exactly that
+    release (kbuild's external modules, https://docs.kernel.org/kbuild/modules.html)."""
+    ver = g.get("kver", "")
+    if not ver:
+        return {}
+    return {
+        "_title": f"the headers of kernel {ver} are not installed: a kernel module (a driver) cannot be built",
+        "_cause": (
+            f"Building a kernel module (a device driver's installer: the Ascend NPU driver, NVIDIA's, a DKMS "
+            f"package) needs the headers of the kernel it will load into, which the build finds through "
+            f"/lib/modules/{ver}/build. That link is missing: the kernel headers (kernel-devel) package for "
+            f"{ver} is not installed, or headers of another kernel release are (a kernel updated and not yet "
+            f"booted into, or headers installed for the newest kernel while an older one runs)."
+        ),
+        "_fix": (
+            f"Install the headers of exactly this release: `apt install linux-headers-{ver}` (Debian/Ubuntu; "
+            f"`raspberrypi-kernel-headers` on Raspberry Pi OS), `yum install kernel-devel-{ver} "
+            f"kernel-headers-{ver}` (CentOS, EulerOS, openEuler, HCE), then run the installer again. If no package "
+            f"of that release exists, update the kernel and its headers together and reboot into it. Unverified: "
+            f"`uname -r` shows the running kernel, `ls -l /lib/modules/$(uname -r)/build` whether its headers are "
+            f"there."
+        ),
+        "rule": "kernel-headers-missing",
+    }
+
+
+#: lookup -> the rule (the catalogue's ENV_LOOKUPS, each with its function; numpy-size, device-memory,
+#: stream-limit and metadata-missing live in their families, native.py and packaging.py, and dispatch through this table)
 CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]] = {
     "mindspore-core": mindspore_core_groups,
     "cann-python": cann_python_groups,
@@ -716,6 +804,10 @@ CLAIMS: dict[str, Callable[[Groups, Sequence[str], str, Sequence[str]], Groups]]
     "dataset-workers": dataset_workers_groups,
     "host-unresolved": host_unresolved_groups,
     "metadata-missing": metadata_missing_groups,
+    "device-memory": device_memory_groups,
+    "shell": shell_groups,
+    "kernel-headers": kernel_headers_groups,
+    "stream-limit": stream_limit_groups,
 }
 assert set(CLAIMS) == set(ENV_LOOKUPS), "catalogue.ENV_LOOKUPS and rules.env.CLAIMS name the same lookups"
 #: rules whose fix runs no Python (the device, the launch, the network, the loader)
@@ -732,5 +824,12 @@ NO_PYTHON = frozenset(
         "network-interface",
         "thread-limit",
         "host-unresolved",
+        "device-memory-held",
+        "device-memory-exhausted",
+        "script-crlf",
+        "python-command-missing",
+        "kernel-headers-missing",
+        "streams-exhausted",
+        "streams-exhausted-capture",
     }
 )

@@ -323,3 +323,167 @@ def acl_code_groups(code: str, call: str, line: str, context: Sequence[str] = ()
         "rule": "acl-code",
         "acl_kind": c.kind,
     }
+
+
+# -- device memory exhausted, read from the figures MindSpore prints ---------------------------------------------------
+#: the figures of MindSpore's device memory messages (its Ascend memory adapter, ascend_memory_adapter.cc, and the
+#: runtime's allocation failures, https://github.com/mindspore-ai/mindspore/tree/master/mindspore/ccsrc): the HBM size
+#: and what MindSpore already uses (MiB), printed after `Out of Memory!!! Request memory size: NB, Memory Statistic:`
+_HBM_SIZE = re.compile(r"Device HBM memory size: (?P<m>\d+)M", re.I)
+_HBM_USED = re.compile(r"MindSpore Used memory size: (?P<m>\d+)M", re.I)
+_MOC = re.compile(r"Device MOC total size:\s*(?P<total>\d+)\s*Device MOC free size:\s*(?P<free>\d+)", re.I)
+_MIB = 1 << 20
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB"
+
+
+def _fits_fix(lever: str) -> str:
+    return (
+        f"{lever}Lower what one step needs: a smaller batch_size (micro_batch_size) or seq_length, recompute, more "
+        "tensor/pipeline parallelism or optimizer sharding; `msdoctor memory --config {config}` estimates the need "
+        "per device against the card. Where the card has more memory than MindSpore took, raise "
+        '`mindspore.set_context(max_device_memory="<card size minus about 2>GB")`. Unverified: `npu-smi info` '
+        "(nvidia-smi on a GPU) shows each device's memory and the processes on it."
+    )
+
+
+def device_memory_groups(g: dict[str, str], before: Sequence[str], line: str, after: Sequence[str]) -> dict[str, str]:
+    """MindSpore's device memory messages, read from the byte figures they print: the old pool's ``Out of Memory!!!
+    total[T] (dynamic[D] memory poll[P]) malloc[M] failed``, 2.x's ``Out of Memory!!! Request memory size: NB, Memory
+    Statistic: Device HBM memory size: XM, MindSpore Used memory size: YM``, the runtime's ``Device(id:N) memory
+    isn't enough and alloc failed, kernel name: K, alloc size: NB``, and the start-up check ``Malloc device memory
+    failed, free memory size is less than half of total memory size ... Device MOC total size:T Device MOC free
+    size:F`` (MindSpore's CANN error analysis: another process holds the card). What was asked is said against what
+    was there, and what changes it."""
+    near = "\n".join((line, *after[:8]))
+    moc = _MOC.search(near)
+    if "half" in g or moc:
+        figures = ""
+        if moc:
+            total, free = int(moc.group("total")), int(moc.group("free"))
+            figures = (
+                f" The card has {_gib(total)} and {_gib(free)} of it was free when MindSpore started "
+                f"({100 * free // max(total, 1)}%)."
+            )
+        return {
+            "_title": "another process holds most of this NPU's memory: MindSpore found less than half of it free at "
+            "start-up",
+            "_cause": (
+                "MindSpore checks the device's free memory when it opens the card and stops when less than half is "
+                f"free.{figures} The rest is held by another process on the same card: a previous run that is still "
+                "alive, another job or container, or this job's own extra processes: several ranks given one "
+                "device_id, or dataset workers started with python_multiprocessing (multiprocessing) whose operations "
+                "run on Ascend (DVPP), each opening the card."
+            ),
+            "_fix": (
+                "Find and stop the process that holds the card: `npu-smi info` lists the processes on each NPU "
+                "(`ps -ef | grep python` on the host), wait a few seconds after it exits, or use a free card "
+                "(device_id, ASCEND_RT_VISIBLE_DEVICES). Give every rank its own device_id; run Ascend-side dataset "
+                "augmentation with python_multiprocessing=False (or on the CPU). Unverified: `npu-smi info` before "
+                "the job starts shows whether the card is free."
+            ),
+            "rule": "device-memory-held",
+        }
+    ask = int(g.get("ask") or g.get("ask2") or g.get("ask3") or 0)
+    if not ask:
+        return {}
+    asked = f"{ask} bytes ({_gib(ask)})"
+    if g.get("pool"):
+        total = int(g.get("total") or 0)
+        pool = f"MindSpore's device memory pool holds {total} bytes ({_gib(total)})" if total else "the pool"
+        over = ask > total > 0
+        cause = f"A device allocation of {asked} failed: {pool}" + (
+            ", so this one request is larger than the whole pool. Either one step's tensors are that large (the "
+            "batch_size, or a parameter or activation of abnormal shape: check the shapes the model builds), or "
+            "the pool is capped below the card (max_device_memory)."
+            if over
+            else ", and too little of it is left: the step's tensors (model states, the activations of a batch, "
+            "operator workspace) exceed the device memory."
+        )
+    elif g.get("ask2"):
+        hbm = next((int(m.group("m")) for x in after[:6] if (m := _HBM_SIZE.search(x))), 0)
+        used = next((int(m.group("m")) for x in after[:6] if (m := _HBM_USED.search(x))), 0)
+        shown = (
+            f" The card has {_gib(hbm * _MIB)} of HBM and MindSpore already uses {_gib(used * _MIB)} of it"
+            + (f", {_gib(max(hbm - used, 0) * _MIB)} left." if used else ".")
+            if hbm
+            else ""
+        )
+        cause = (
+            f"MindSpore asked the device for {asked} more and the card cannot give it.{shown} The step's tensors "
+            f"(model states, the activations of a batch, operator workspace) exceed the device memory."
+        )
+    else:
+        kernel = g.get("kernel", "")
+        cause = (
+            f"The device could not give {asked}"
+            + (f" for {kernel}" if kernel else "")
+            + ": MindSpore's memory pool on the card is used up by the step's tensors (model states, the "
+            "activations of a batch, operator workspace), or another process holds part of the card."
+        )
+    return {
+        "_title": f"the device (NPU/GPU) ran out of memory: {_gib(ask)} was asked for and is not there",
+        "_cause": cause + " This is the device's memory (HBM), not host RAM.",
+        "_fix": _fits_fix(""),
+        "rule": "device-memory-exhausted",
+    }
+
+
+# -- the device's streams used up --------------------------------------------------------------------------------------
+#: graph capture on the NPU: torch_npu's NPUGraph (aclmdlRICaptureBegin, CANN's model-runtime capture), vLLM-Ascend's
+#: ACL graphs (https://docs.vllm.ai/projects/ascend/en/latest/user_guide/feature_guide/graph_mode.html)
+_CAPTURE = re.compile(
+    r"aclmdlRICapture|\bNPUGraph\b|capture_begin|BeginCapture|\bcapture[_ ]stream|aclgraph|cudagraph", re.I
+)
+
+
+def stream_limit_groups(g: dict[str, str], before: Sequence[str], line: str, after: Sequence[str]) -> dict[str, str]:
+    """The device's streams used up: MindSpore's ``Stream isn't enough`` (its stream assignment for a compiled graph)
+    and CANN's ``Insufficient_Stream_Resources(EL0009)`` / ``Stream resources are insufficient`` (ACL runtime code
+    207008). A stream is a hardware queue of the device; the driver gives each device a fixed number. What opened them
+    is read from the lines around: graph capture (every captured graph keeps its own streams and events) or a compiled
+    graph (parallel tasks, communication operators, control flow)."""
+    capture = any(_CAPTURE.search(x) for x in (*before[-12:], line, *after[:8]))
+    common = (
+        " Another process on the same device holds streams too (CANN's own Solution line: close applications not in "
+        "use); and the number a device gives depends on the driver (HDK) and CANN release."
+    )
+    if capture:
+        return {
+            "_title": "graph capture used up the NPU's streams (stream resources are insufficient, EL0009)",
+            "_cause": (
+                "The device ran out of streams while capturing a graph: each captured graph (one per capture size, "
+                "and one per piece between the operators that cannot be captured in PIECEWISE mode) keeps its own "
+                "streams and events, so many capture sizes, many layers or tensor-parallel communication add up past "
+                "what the driver gives a device." + common
+            ),
+            "_fix": (
+                "Capture fewer graphs: fewer cudagraph_capture_sizes or a lower max_cudagraph_capture_size (vLLM's "
+                "compilation config), FULL_DECODE_ONLY where decode is uniform, or run eager (enforce_eager / "
+                "--enforce-eager) to confirm that capture is the cause; a newer Ascend HDK driver and CANN raise the "
+                "limit. Unverified: `npu-smi info` shows other processes on the device; the plog names the stream "
+                "that failed."
+            ),
+            "rule": "streams-exhausted-capture",
+        }
+    return {
+        "_title": "the compiled graph needs more NPU streams than the device gives (Stream isn't enough)",
+        "_cause": (
+            "The device ran out of streams: a stream is a hardware task queue, and the driver gives each device a "
+            "fixed number. MindSpore's graph compiler opens streams for tasks that run in parallel, for communication "
+            "operators (collectives run on streams of their own) and for control flow (the branches and loops of "
+            "if/while in a graph-mode construct), so a large network, many communication operators or many "
+            "conditional statements need more than there are." + common
+        ),
+        "_fix": (
+            "Make the graph need fewer streams: fewer communication operators (fuse them: comm_fusion or "
+            "all_reduce_fusion_config in set_auto_parallel_context), fewer conditional control statements in "
+            "construct() (move conditions that do not depend on tensors out of the graph), or a smaller graph per "
+            "device (more pipeline stages, fewer layers); check the driver (HDK) and CANN releases against the "
+            "MindSpore release. Unverified: `npu-smi info` shows other processes on the device; the INFO log of "
+            "stream assignment (GLOG_v=1) prints the streams the graph asks for."
+        ),
+        "rule": "streams-exhausted",
+    }
